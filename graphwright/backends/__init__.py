@@ -1,0 +1,1 @@
+"""Layer 4: the backend registry and the `eager`, `aot_eager`, `inductor` backends."""
