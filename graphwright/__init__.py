@@ -3,6 +3,7 @@
 The public API is documented in the project's API.md; everything public is
 importable from here. This file only re-exports.
 """
+from . import testing
 from ._core import config
 from ._core.counters import counters
 from ._core.errors import (
@@ -15,6 +16,7 @@ from ._core.errors import (
     TraceError,
     Unsupported,
 )
+from .backends import list_backends, register_backend
 
 __all__ = [
     "BackendError",
@@ -27,4 +29,7 @@ __all__ = [
     "Unsupported",
     "config",
     "counters",
+    "list_backends",
+    "register_backend",
+    "testing",
 ]

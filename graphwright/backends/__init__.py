@@ -1,1 +1,8 @@
-"""Layer 4: the backend registry and the `eager`, `aot_eager`, `inductor` backends."""
+"""Layer 4: the backend registry and the `eager`, `aot_eager`, `inductor` backends.
+
+Importing this package registers every built-in backend.
+"""
+from . import eager  # noqa: F401  (registers "eager")
+from .registry import list_backends, lookup_backend, register_backend
+
+__all__ = ["list_backends", "lookup_backend", "register_backend"]
