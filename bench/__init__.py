@@ -1,0 +1,1 @@
+"""Benchmarks: graphwright against PyTorch, in the same run. See harness.py."""

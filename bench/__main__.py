@@ -1,0 +1,4 @@
+"""`python -m bench`: see bench/harness.py."""
+from .harness import main
+
+main()

@@ -1,0 +1,34 @@
+"""Non-strict tracing time: graphwright.make_fx vs PyTorch's make_fx on the same model.
+
+Target (issue: make_fx): graphwright's trace time at most 1.0x PyTorch's, for the
+transformer block (dim 256, 4 heads, seq 64) and a 4-layer MLP, in every mode.
+"""
+from __future__ import annotations
+
+from .harness import workload
+from .models import mlp_and_input, transformer_and_input
+from .timing import timed
+
+
+def _make_fx(side: str):
+    if side == "graphwright":
+        from graphwright import make_fx
+    else:
+        from torch.fx.experimental.proxy_tensor import make_fx
+    return make_fx
+
+
+def _register(model_name: str, build, mode: str) -> None:
+    def make(side: str):
+        make_fx = _make_fx(side)
+        model, x = build()
+        return lambda: timed(lambda: make_fx(model, tracing_mode=mode)(x))
+
+    make.__doc__ = f"trace {model_name} with make_fx(tracing_mode={mode!r})"
+    workload(f"make_fx/{model_name}/{mode}/first", cold=True)(make)
+    workload(f"make_fx/{model_name}/{mode}/repeat")(make)
+
+
+for _mode in ("real", "fake", "symbolic"):
+    _register("mlp", mlp_and_input, _mode)
+    _register("transformer", transformer_and_input, _mode)
