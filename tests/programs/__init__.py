@@ -1,0 +1,1 @@
+"""The differential corpus: small programs run eagerly and compiled, compared."""

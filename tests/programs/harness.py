@@ -1,0 +1,311 @@
+"""The differential runner: one program, run eagerly and compiled, compared.
+
+A `Program` is declarative: how to build its world (a function, a module, or
+a module with its optimizer), how to make inputs, what to compile out of the
+world, and how many graphs the compile counter should have seen after the
+first calls and after a call with changed inputs. `check_program` runs the
+program twice from the same seeds, once eagerly and once compiled, and
+compares everything a user could observe after every call: outputs, the
+arguments (mutated lists, dicts, tensors), module state, the program's own
+observed state (globals, attributes), logging records and warnings, and
+gradients.
+
+With `GW_CORPUS_REFERENCE=1` the same corpus runs through `torch.compile`
+with PyTorch's counting backend; that is how every expectation here was
+validated. Where graphwright deliberately differs from PyTorch (the issue
+says so), a program states PyTorch's numbers in `reference`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import graphwright
+
+REFERENCE = os.environ.get("GW_CORPUS_REFERENCE") == "1"
+"""Run the corpus through PyTorch's torch.compile instead of graphwright."""
+
+corpus_logger = logging.getLogger("graphwright_corpus")
+corpus_logger.setLevel(logging.DEBUG)
+corpus_logger.propagate = False
+
+
+class CorpusWarning(UserWarning):
+    """The category the corpus programs warn with, so that only theirs are compared."""
+
+
+class Args:
+    """Positional and keyword arguments of one call: `Args(x, n=3)`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+def _as_args(value: Any) -> Args:
+    if isinstance(value, Args):
+        return value
+    if type(value) is tuple:
+        return Args(*value)
+    return Args(value)
+
+
+def _plain_call(world: Any, compiled: Callable, args: Args) -> Any:
+    return compiled(*args.args, **args.kwargs)
+
+
+def _the_world(world: Any) -> Any:
+    return world
+
+
+@dataclasses.dataclass
+class Program:
+    """One corpus program; see the module docstring.
+
+    `frames` is the compile counter's frame_count after the first `repeats`
+    calls (the same inputs, fresh tensors), `frames_changed` after one more
+    call with `changed()` inputs (None: no such call). `reference` overrides
+    fields for the PyTorch run and must say `why` graphwright differs.
+    """
+
+    name: str
+    make: Callable[[], Any]
+    inputs: Callable[[], Any]
+    changed: Callable[[], Any] | None = None
+    frames: int = 1
+    frames_changed: int | None = None
+    fullgraph: bool = True
+    grad: bool = False
+    repeats: int = 2
+    target: Callable[[Any], Any] = _the_world
+    call: Callable[[Any, Callable, Args], Any] = _plain_call
+    observe: Callable[[Any], Any] | None = None
+    reset: Callable[[], None] | None = None
+    options: dict = dataclasses.field(default_factory=dict)
+    reference: dict = dataclasses.field(default_factory=dict)
+    xfail: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reference and "why" not in self.reference:
+            raise ValueError(f"{self.name}: a reference override must say why")
+        if (self.changed is None) != (self.frames_changed is None):
+            raise ValueError(f"{self.name}: changed inputs and frames_changed go together")
+
+    def for_reference(self) -> Program:
+        overrides = {k: v for k, v in self.reference.items() if k != "why"}
+        return dataclasses.replace(self, reference={}, **overrides)
+
+
+def function_program(name: str, fn: Callable, inputs: Callable[[], Any], **fields: Any) -> Program:
+    """A program that compiles the plain function `fn`."""
+    return Program(name=name, make=lambda: fn, inputs=inputs, **fields)
+
+
+def module_program(name: str, make_module: Callable[[], torch.nn.Module],
+                   inputs: Callable[[], Any], **fields: Any) -> Program:
+    """A program that compiles a fresh module built (from the same seed) by `make_module`."""
+    return Program(name=name, make=make_module, inputs=inputs, **fields)
+
+
+def reset_compiler() -> None:
+    if REFERENCE:
+        import torch._dynamo
+
+        torch._dynamo.reset()
+    else:
+        graphwright.reset()
+
+
+def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[Any, Any]:
+    """`target` compiled with a counting backend: (compiled, counter)."""
+    if REFERENCE:
+        import torch._dynamo.testing
+
+        counter = torch._dynamo.testing.CompileCounter()
+        return torch.compile(target, backend=counter, fullgraph=fullgraph, **options), counter
+    counter = graphwright.testing.CompileCounter()
+    return graphwright.compile(target, backend=counter, fullgraph=fullgraph, **options), counter
+
+
+class _RecordingHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.levelname, record.getMessage()))
+
+
+@dataclasses.dataclass
+class CallRecord:
+    """Everything observable after one call."""
+
+    output: Any
+    arguments: Any
+    observed: Any
+    module_state: Any
+    logs: list
+    grads: Any
+    frames: int | None
+
+
+def _tensor_leaves(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensor_leaves(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensor_leaves(item)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [t for f in dataclasses.fields(value) for t in _tensor_leaves(getattr(value, f.name))]
+    return []
+
+
+def _backprop(output: Any) -> None:
+    differentiable = [t for t in _tensor_leaves(output) if t.requires_grad]
+    if differentiable:
+        # sin() keeps the gradient informative where a plain sum would not
+        # (the sum of a softmax is constant).
+        sum(t.float().sin().sum() for t in differentiable).backward()
+
+
+def _gradients(args: Args, target: Any) -> dict[str, Any]:
+    grads: dict[str, Any] = {}
+    leaves = _tensor_leaves(list(args.args) + list(args.kwargs.values()))
+    for index, tensor in enumerate(leaves):
+        if tensor.requires_grad and tensor.is_leaf:
+            grads[f"input{index}"] = tensor.grad
+    if isinstance(target, torch.nn.Module):
+        for name, param in target.named_parameters():
+            grads[name] = param.grad
+    return grads
+
+
+@dataclasses.dataclass
+class ObjectState:
+    """A user object as recorded: its class name and a copy of its attributes."""
+
+    class_name: str
+    attributes: dict
+
+
+def _snapshot(value: Any) -> Any:
+    """A detached copy, so that later calls cannot change what was recorded."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if (hasattr(value, "__dict__") and not callable(value)
+            and not isinstance(value, (torch.nn.Module, type))):
+        return ObjectState(type(value).__name__, _snapshot(dict(vars(value))))
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_snapshot(v) for v in value)
+    if isinstance(value, dict) and type(value) is dict:
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
+def run_world(program: Program, compiled: bool) -> list[CallRecord]:
+    """Run every call of `program`, eagerly or compiled, from fixed seeds."""
+    if program.reset is not None:
+        program.reset()
+    torch.manual_seed(0)
+    world = program.make()
+    target = program.target(world)
+    counter = None
+    callee = target
+    if compiled:
+        callee, counter = compile_counted(target, fullgraph=program.fullgraph, **program.options)
+    makers = [program.inputs] * program.repeats
+    if program.changed is not None:
+        makers.append(program.changed)
+    handler = _RecordingHandler()
+    corpus_logger.addHandler(handler)
+    records = []
+    try:
+        for index, maker in enumerate(makers):
+            torch.manual_seed(100 + index)
+            args = _as_args(maker())
+            handler.records = []
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                torch.manual_seed(200 + index)
+                output = program.call(world, callee, args)
+            logs = handler.records + [
+                (w.category.__name__, str(w.message)) for w in caught
+                if issubclass(w.category, CorpusWarning)
+            ]
+            if program.grad:
+                _backprop(output)
+            records.append(CallRecord(
+                output=_snapshot(output),
+                arguments=_snapshot((args.args, args.kwargs)),
+                observed=_snapshot(program.observe(world)) if program.observe else None,
+                module_state=_snapshot(dict(target.state_dict()))
+                if isinstance(target, torch.nn.Module) else None,
+                logs=logs,
+                grads=_snapshot(_gradients(args, target)) if program.grad else None,
+                frames=counter.frame_count if counter is not None else None,
+            ))
+    finally:
+        corpus_logger.removeHandler(handler)
+    return records
+
+
+def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
+    """Equal values, recursively; tensors equal in metadata and close in value."""
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        assert actual.device == expected.device, f"{path}: device differs"
+        assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
+        return
+    assert type(actual) is type(expected), f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
+        for index, (e, a) in enumerate(zip(expected, actual)):
+            assert_same(e, a, f"{path}[{index}]")
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
+        for key in expected:
+            assert_same(expected[key], actual[key], f"{path}[{key!r}]")
+    elif dataclasses.is_dataclass(expected):
+        for f in dataclasses.fields(expected):
+            assert_same(getattr(expected, f.name), getattr(actual, f.name), f"{path}.{f.name}")
+    elif isinstance(expected, float):
+        assert math.isclose(actual, expected, rel_tol=1e-6) or (
+            math.isnan(actual) and math.isnan(expected)), f"{path}: {actual} != {expected}"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def check_program(program: Program) -> None:
+    """Run `program` eagerly and compiled and assert they cannot be told apart."""
+    if REFERENCE:
+        program = program.for_reference()
+    reset_compiler()
+    eager = run_world(program, compiled=False)
+    reset_compiler()
+    try:
+        compiled = run_world(program, compiled=True)
+    finally:
+        reset_compiler()
+    for index, (e, c) in enumerate(zip(eager, compiled)):
+        where = f"call {index}"
+        assert_same(e.output, c.output, f"{where} output")
+        assert_same(e.arguments, c.arguments, f"{where} arguments after the call")
+        assert_same(e.observed, c.observed, f"{where} observed state")
+        assert_same(e.module_state, c.module_state, f"{where} module state_dict")
+        assert_same(e.logs, c.logs, f"{where} logging records and warnings")
+        assert_same(e.grads, c.grads, f"{where} gradients")
+    expected_frames = [program.frames] * program.repeats
+    if program.changed is not None:
+        expected_frames.append(program.frames_changed)
+    assert [c.frames for c in compiled] == expected_frames, "frame_count after each call"

@@ -1,0 +1,35 @@
+"""Every corpus program, run eagerly and compiled, behaves the same.
+
+`GW_CORPUS_REFERENCE=1` runs the same programs through PyTorch's
+torch.compile: the expectations (frame counts, recompiles) are PyTorch's.
+"""
+from __future__ import annotations
+
+import pytest
+
+import graphwright
+
+from . import cases_language
+from .harness import REFERENCE, check_program
+
+ALL_PROGRAMS = [*cases_language.PROGRAMS]
+
+if not REFERENCE and not hasattr(graphwright, "compile"):
+    pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
+
+
+def _param(program):
+    marks = []
+    if program.xfail and not REFERENCE:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"strict tracer: {program.xfail}"))
+    return pytest.param(program, id=program.name, marks=marks)
+
+
+def test_program_names_are_unique():
+    names = [p.name for p in ALL_PROGRAMS]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("program", [_param(p) for p in ALL_PROGRAMS])
+def test_compiled_program_matches_eager(program):
+    check_program(program)
