@@ -124,14 +124,21 @@ def reset_compiler() -> None:
 
 
 def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[Any, Any]:
-    """`target` compiled with a counting backend: (compiled, counter)."""
+    """`target` compiled with a counting backend: (compiled, counter).
+
+    A list target is a list of modules compiled one by one, sharing the counter.
+    """
     if REFERENCE:
         import torch._dynamo.testing
 
         counter = torch._dynamo.testing.CompileCounter()
-        return torch.compile(target, backend=counter, fullgraph=fullgraph, **options), counter
-    counter = graphwright.testing.CompileCounter()
-    return graphwright.compile(target, backend=counter, fullgraph=fullgraph, **options), counter
+        compile_fn = torch.compile
+    else:
+        counter = graphwright.testing.CompileCounter()
+        compile_fn = graphwright.compile
+    if isinstance(target, list):
+        return [compile_fn(t, backend=counter, fullgraph=fullgraph, **options) for t in target], counter
+    return compile_fn(target, backend=counter, fullgraph=fullgraph, **options), counter
 
 
 class _RecordingHandler(logging.Handler):
@@ -182,9 +189,11 @@ def _gradients(args: Args, target: Any) -> dict[str, Any]:
     for index, tensor in enumerate(leaves):
         if tensor.requires_grad and tensor.is_leaf:
             grads[f"input{index}"] = tensor.grad
-    if isinstance(target, torch.nn.Module):
-        for name, param in target.named_parameters():
-            grads[name] = param.grad
+    modules = target if isinstance(target, list) else [target]
+    for index, module in enumerate(modules):
+        if isinstance(module, torch.nn.Module):
+            for name, param in module.named_parameters():
+                grads[f"module{index}.{name}"] = param.grad
     return grads
 
 
@@ -308,4 +317,5 @@ def check_program(program: Program) -> None:
     expected_frames = [program.frames] * program.repeats
     if program.changed is not None:
         expected_frames.append(program.frames_changed)
-    assert [c.frames for c in compiled] == expected_frames, "frame_count after each call"
+    frames = [c.frames for c in compiled]
+    assert frames == expected_frames, f"frame_count after each call: {frames}, expected {expected_frames}"

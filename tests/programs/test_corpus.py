@@ -9,10 +9,10 @@ import pytest
 
 import graphwright
 
-from . import cases_language
+from . import cases_language, cases_modules, cases_tensors
 from .harness import REFERENCE, check_program
 
-ALL_PROGRAMS = [*cases_language.PROGRAMS]
+ALL_PROGRAMS = [*cases_language.PROGRAMS, *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS]
 
 if not REFERENCE and not hasattr(graphwright, "compile"):
     pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)

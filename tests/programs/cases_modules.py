@@ -1,0 +1,325 @@
+"""Corpus programs for realistic modules: an MLP, a CNN with BatchNorm, a
+transformer block, an RNN cell unrolled in a loop, training steps with an
+optimizer, containers (ModuleList/ModuleDict/Sequential), module attributes,
+and many instances of one class sharing one graph."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .harness import Args, Program, module_program
+
+PROGRAMS = []
+
+
+def rand(*shape, requires_grad=False):
+    return torch.randn(*shape, requires_grad=requires_grad)
+
+
+class MLP(nn.Module):
+    def __init__(self, sizes=(8, 16, 16, 4)):
+        super().__init__()
+        layers = []
+        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+        self.net = nn.Sequential(*layers[:-1])
+
+    def forward(self, x):
+        return self.net(x)
+
+
+PROGRAMS.append(module_program(
+    "mlp_forward_and_gradients", MLP, lambda: rand(5, 8, requires_grad=True), grad=True,
+    changed=lambda: rand(3, 8, requires_grad=True), frames_changed=2))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(x, 2)
+        x = F.relu(self.bn2(self.conv2(x)))
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.head(x)
+
+
+def _call_in_mode(world, compiled, args):
+    compiled.train(args.kwargs["train"])
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "cnn_with_batchnorm_updates_running_stats", SmallCNN,
+    lambda: Args(rand(2, 3, 12, 12, requires_grad=True), train=True), grad=True,
+    changed=lambda: Args(rand(2, 3, 12, 12, requires_grad=True), train=False), frames_changed=2,
+    call=_call_in_mode))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, dim=16, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=-1)
+        q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+PROGRAMS.append(module_program(
+    "transformer_block", TransformerBlock, lambda: rand(2, 6, 16, requires_grad=True), grad=True,
+    changed=lambda: rand(2, 9, 16, requires_grad=True), frames_changed=2))
+
+
+def _encoder_layer():
+    return nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+
+
+PROGRAMS.append(module_program(
+    "torch_transformer_encoder_layer", _encoder_layer, lambda: rand(2, 5, 16, requires_grad=True),
+    grad=True))
+
+
+class UnrolledRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(4, 8)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, seq):
+        h = seq.new_zeros(seq.shape[1], 8)
+        outputs = []
+        for t in range(seq.shape[0]):
+            h = self.cell(seq[t], h)
+            outputs.append(self.out(h))
+        return torch.stack(outputs), h
+
+
+PROGRAMS.append(module_program(
+    "rnn_cell_unrolled_over_time", UnrolledRNN, lambda: rand(5, 3, 4, requires_grad=True),
+    grad=True, changed=lambda: rand(7, 3, 4, requires_grad=True), frames_changed=2))
+
+
+class HandWrittenLSTM(nn.Module):
+    def __init__(self, size=6):
+        super().__init__()
+        self.size = size
+        self.gates = nn.Linear(2 * size, 4 * size)
+
+    def forward(self, xs):
+        h = c = torch.zeros(xs[0].shape[0], self.size)
+        for x in xs:
+            i, f, g, o = self.gates(torch.cat([x, h], dim=1)).chunk(4, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        return h, c
+
+
+PROGRAMS.append(module_program(
+    "hand_written_lstm_over_a_list_of_steps", HandWrittenLSTM,
+    lambda: ([rand(2, 6, requires_grad=True) for _ in range(4)],), grad=True))
+
+
+def _training_world(optimizer):
+    def make():
+        model = MLP((6, 12, 3))
+        return model, optimizer(model.parameters())
+    return make
+
+
+def _train_step(world, compiled, args):
+    _, optimizer = world
+    x, y = args.args
+    optimizer.zero_grad()
+    loss = F.mse_loss(compiled(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _parameters(world):
+    return {name: p.detach().clone() for name, p in world[0].named_parameters()}
+
+
+for _name, _optimizer in [
+    ("sgd_momentum", lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9)),
+    ("adam", lambda params: torch.optim.Adam(params, lr=0.01)),
+]:
+    PROGRAMS.append(Program(
+        name=f"training_step_with_{_name}_three_steps", make=_training_world(_optimizer),
+        inputs=lambda: (rand(8, 6), rand(8, 3)), repeats=3, target=lambda world: world[0],
+        call=_train_step, observe=_parameters))
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.norms = nn.ModuleDict({"pre": nn.LayerNorm(4), "post": nn.LayerNorm(4)})
+        self.tail = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+
+    def forward(self, x):
+        x = self.norms["pre"](x)
+        for i, layer in enumerate(self.layers):
+            x = x + layer(x) * (i + 1)
+        x = self.layers[-1](x) + len(self.layers)
+        for name, norm in self.norms.items():
+            if name == "post":
+                x = norm(x)
+        x = self.tail[0](x)
+        return self.tail[1:](x), [m.out_features for m in self.layers]
+
+
+PROGRAMS.append(module_program(
+    "module_list_module_dict_and_sequential", Stack, lambda: rand(3, 4, requires_grad=True),
+    grad=True))
+
+
+class Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.scale = 2.0
+        self.use_residual = True
+        self.activation = torch.relu
+
+    @property
+    def effective_scale(self):
+        return self.scale * 2
+
+    def forward(self, x):
+        y = self.activation(self.lin(x)) * self.effective_scale
+        if self.use_residual:
+            y = y + x
+        return y
+
+
+def _flip_residual(world, compiled, args):
+    compiled.use_residual = args.kwargs["residual"]
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "module_python_attributes_and_property", Configured,
+    lambda: Args(rand(2, 3), residual=True), call=_flip_residual,
+    changed=lambda: Args(rand(2, 3), residual=False), frames_changed=2))
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+        self.register_buffer("running", torch.zeros(3))
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.steps += 1
+        self.running.mul_(0.9).add_(x.detach().mean(0), alpha=0.1)
+        return self.lin(x) + self.running
+
+
+PROGRAMS.append(module_program(
+    "module_buffers_updated_in_place", Counter, lambda: rand(4, 3), repeats=3))
+
+
+class Embedder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.pos = nn.Parameter(torch.randn(10, 8) * 0.02)
+        self.norm = nn.LayerNorm(8)
+        self.head = nn.Linear(8, 20, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        return self.head(self.norm(x))
+
+
+PROGRAMS.append(module_program(
+    "embedding_with_tied_head", Embedder, lambda: torch.randint(0, 20, (2, 6)), grad=True))
+
+
+class Residual(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x, *extra, mask=None):
+        y = self.inner(x)
+        for e in extra:
+            y = y + e
+        if mask is not None:
+            y = y * mask
+        return x + y
+
+
+def _residual():
+    return Residual(nn.Sequential(nn.Linear(4, 4), nn.SiLU()))
+
+
+PROGRAMS.append(module_program(
+    "module_forward_with_star_args_and_keyword", _residual,
+    lambda: Args(rand(2, 4), rand(2, 4), rand(2, 4), mask=torch.ones(2, 4)),
+    changed=lambda: Args(rand(2, 4), mask=None), frames_changed=2))
+
+
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.Linear(4, 4)
+
+    def forward(self, x):
+        for _ in range(3):
+            x = torch.relu(self.block(x))
+        return x
+
+
+PROGRAMS.append(module_program(
+    "one_submodule_called_several_times", Shared, lambda: rand(2, 4, requires_grad=True),
+    grad=True))
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.norm = nn.LayerNorm(4)
+
+    def forward(self, x):
+        return self.norm(x + self.lin(x).relu())
+
+
+def _many_layers():
+    return [Layer() for _ in range(12)]
+
+
+def _through_every_layer(world, compiled, args):
+    x = args.args[0]
+    for layer in compiled:
+        x = layer(x)
+    return x
+
+
+PROGRAMS.append(Program(
+    name="many_instances_of_one_module_class_share_one_graph", make=_many_layers,
+    inputs=lambda: rand(3, 4, requires_grad=True), call=_through_every_layer, grad=True))

@@ -1,0 +1,242 @@
+"""Corpus programs for tensor work: torch functions, methods, operators,
+metadata (shape, dtype, device, requires_grad, torch.Size), indexing,
+in-place updates, grad modes and autocast."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .harness import Args, function_program
+
+PROGRAMS = []
+
+
+def program(name, inputs, **fields):
+    """Decorator: register the decorated function as a corpus program."""
+    def register(fn):
+        PROGRAMS.append(function_program(name, fn, inputs, **fields))
+        return fn
+    return register
+
+
+def rand(*shape, requires_grad=False):
+    return torch.randn(*shape, requires_grad=requires_grad)
+
+
+@program("torch_functions", lambda: (rand(3, 4, requires_grad=True), rand(3, 4)), grad=True)
+def _(x, y):
+    z = torch.cat([x, y], dim=0)
+    s = torch.stack([x, y]).sum(0)
+    w = torch.where(x > y, x, y)
+    return torch.clamp(z, -0.5, 0.5), torch.softmax(s, dim=-1), w, torch.tanh(x) * torch.exp(y)
+
+
+@program("functional_ops", lambda: rand(2, 5, requires_grad=True), grad=True)
+def _(x):
+    return (F.relu(x), F.gelu(x), F.layer_norm(x, (5,)), F.dropout(x, p=0.5, training=False),
+            F.log_softmax(x, dim=1), F.pad(x, (1, 1)), F.normalize(x, dim=-1))
+
+
+@program("tensor_view_and_layout_methods", lambda: rand(2, 3, 4, requires_grad=True), grad=True)
+def _(x):
+    a = x.view(6, 4).t().contiguous()
+    b = x.permute(2, 0, 1).reshape(4, -1)
+    c = x.transpose(0, 1).flatten(1)
+    d = x.unsqueeze(0).squeeze(0).expand(2, 3, 4)
+    first, second = x.chunk(2, dim=2)
+    parts = x.split([1, 2], dim=1)
+    return a, b, c, d, first * second, parts[1]
+
+
+@program("python_operators_on_tensors", lambda: (rand(3, 3), rand(3, 3)))
+def _(a, b):
+    return (a + b, a - 2, 3 * a, a / b, a // 1, a % 2, a ** 2, -a, abs(a), a @ b,
+            a > b, a <= 0.5, (a > 0) & (b > 0), (a > 0) | (b > 0), ~(a > 0), a == a)
+
+
+@program("reductions_and_namedtuple_results", lambda: rand(4, 5, requires_grad=True), grad=True)
+def _(x):
+    values, indices = x.max(dim=1)
+    top = torch.topk(x, 2)
+    return (x.sum(), x.mean(0, keepdim=True), x.std(1), values, indices, top.values,
+            x.amax(-1), x.norm(), x.argmin(dim=0))
+
+
+@program("shape_size_dim_ndim_numel", lambda: rand(4, 6),
+         changed=lambda: rand(8, 6), frames_changed=2)
+def _(x):
+    batch = x.shape[0]
+    width = x.size(1)
+    y = x.reshape(batch * 2, width // 2)
+    return y * x.dim() + x.ndim + x.numel(), batch, x.size()
+
+
+@program("torch_size_arithmetic", lambda: rand(2, 3, 4))
+def _(x):
+    shape = x.shape
+    assert isinstance(shape, torch.Size)
+    new_shape = shape[:-1] + (2, 2)
+    b, t, c = x.shape
+    zeros = x.new_zeros(shape[:-1] + (1,))
+    return (x.view(new_shape), torch.cat([x, zeros], -1), list(shape), b * t * c,
+            shape[-1], len(shape), tuple(shape) == (2, 3, 4))
+
+
+@program("branch_on_dtype", lambda: rand(3),
+         changed=lambda: rand(3).double(), frames_changed=2)
+def _(x):
+    if x.dtype == torch.float32:
+        return x.half().float() * 2, x.dtype
+    return x + 1, x.dtype, x.dtype.is_floating_point
+
+
+@program("device_metadata", lambda: rand(3))
+def _(x):
+    ones = torch.ones(3, device=x.device, dtype=x.dtype)
+    assert x.device.type == "cpu"
+    return x + ones, str(x.device), x.is_cuda
+
+
+@program("branch_on_requires_grad", lambda: rand(3),
+         changed=lambda: rand(3, requires_grad=True), frames_changed=2, grad=True)
+def _(x):
+    if x.requires_grad:
+        return x * 2
+    return x - 2
+
+
+@program("transpose_property_and_matmul_family", lambda: (rand(3, 4), rand(2, 3, 4)))
+def _(m, batch):
+    return m.T @ m, m.mT, torch.bmm(batch, batch.transpose(1, 2)), torch.einsum("ij,bkj->bki", m, batch)
+
+
+@program("in_place_update_of_an_input_tensor", lambda: rand(3))
+def _(x):
+    x.add_(1)
+    x.mul_(2)
+    x[0] = -1.0
+    return x.sum()
+
+
+@program("setitem_on_a_fresh_tensor", lambda: rand(3, 4))
+def _(x):
+    y = x.clone()
+    y[0] = 0
+    y[:, 1] += 1
+    y[1:, -1] = x[1:, 0]
+    y.view(-1)[2] = 5.0
+    return y
+
+
+@program("advanced_indexing_with_index_tensors", lambda: (rand(5, 3), torch.tensor([4, 0, 2])))
+def _(x, idx):
+    return x[idx], x.index_select(0, idx), torch.gather(x, 0, idx.view(3, 1).expand(3, 3)), x[idx, 1]
+
+
+@program("factory_functions", lambda: rand(4))
+def _(x):
+    n = x.shape[0]
+    return (torch.arange(n) * x, torch.zeros_like(x), torch.ones(n, 2), torch.full((2,), 7.0),
+            torch.eye(n) @ x, torch.linspace(0, 1, n) + x, torch.tensor([1.0, 2.0]), torch.empty(0).shape)
+
+
+@program("dtype_conversions", lambda: rand(4) * 10)
+def _(x):
+    return (x.long(), x.to(torch.float64), x.int().float(), x.bool(), x.type(torch.int8),
+            (x > 0).to(x.dtype), x.to(dtype=torch.bfloat16))
+
+
+@program("integer_tensor_ops", lambda: torch.arange(12).reshape(3, 4))
+def _(x):
+    return x // 3, x % 5, x & 6, x << 1, x.sum(dtype=torch.int32), x.float().mean()
+
+
+@program("no_grad_block", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    with torch.no_grad():
+        frozen = x * 2
+    assert not frozen.requires_grad
+    return x * frozen, frozen
+
+
+@program("enable_grad_inside_no_grad", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    with torch.no_grad():
+        a = x + 1
+        with torch.enable_grad():
+            b = x * 3
+    return a, b, torch.is_grad_enabled()
+
+
+def _call_under_no_grad(world, compiled, args):
+    if args.kwargs.pop("no_grad"):
+        with torch.no_grad():
+            return compiled(*args.args)
+    return compiled(*args.args)
+
+
+@program("global_grad_mode_is_guarded", lambda: Args(rand(3, requires_grad=True), no_grad=True),
+         changed=lambda: Args(rand(3, requires_grad=True), no_grad=False), frames_changed=2,
+         call=_call_under_no_grad, grad=True)
+def _(x):
+    return x * x
+
+
+@torch.no_grad()
+def _frozen_update(x):
+    return x * 10
+
+
+@program("no_grad_as_decorator_on_helper", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    return x * 2 + _frozen_update(x)
+
+
+@program("autocast_region", lambda: (rand(4, 4), rand(4, 4)))
+def _(a, b):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = a @ b
+    return low, low.dtype, (a @ b).dtype
+
+
+@program("set_grad_enabled_false", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    with torch.set_grad_enabled(False):
+        y = x * 2
+    return x + y
+
+
+GLOBAL_BIAS = torch.linspace(-1, 1, 4)
+
+
+@program("global_tensor_read", lambda: rand(4))
+def _(x):
+    return x + GLOBAL_BIAS
+
+
+@program("detach_clone_and_requires_grad_of_results", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    d = x.detach()
+    c = x.clone()
+    return d * 2, c * 3, d.requires_grad, c.requires_grad, c.is_leaf
+
+
+@program("hand_written_attention", lambda: (rand(2, 5, 8, requires_grad=True),), grad=True)
+def _(x):
+    q, k, v = x, x * 0.5, x + 1
+    scores = q @ k.transpose(-2, -1) / (x.shape[-1] ** 0.5)
+    mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), diagonal=1)
+    scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@program("non_contiguous_input_is_guarded", lambda: rand(4, 4),
+         changed=lambda: rand(4, 4).t(), frames_changed=2)
+def _(x):
+    return x.view(16) if x.is_contiguous() else x.reshape(16) * 2
+
+
+@program("tensor_builtins_len_and_iteration", lambda: rand(3, 2))
+def _(x):
+    rows = [r.sum() for r in x]
+    return len(x), torch.stack(rows), max(x.shape)
