@@ -17,6 +17,7 @@ from ._core.errors import (
     Unsupported,
 )
 from .backends import list_backends, register_backend
+from .nonstrict import make_fx
 
 __all__ = [
     "BackendError",
@@ -30,6 +31,7 @@ __all__ = [
     "config",
     "counters",
     "list_backends",
+    "make_fx",
     "register_backend",
     "testing",
 ]

@@ -1,0 +1,167 @@
+"""`make_fx`: run a function once and record its aten operations as a graph.
+
+The traced function runs as ordinary Python on real, fake or symbolic-size
+tensors, with a `GraphRecorder` on top of the dispatch-mode stack. Python
+control flow is taken once and specialised; side effects happen during the
+trace only; everything that is not an input becomes a constant of the graph.
+The resulting `torch.fx.GraphModule` is called like the original function:
+its placeholders are the flattened input leaves, and generated pytree code
+rebuilds the input and output structures around them.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from torch._dispatch.python import enable_python_dispatcher
+from torch._ops import OpOverload
+from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
+
+from .._core.errors import InvalidInputError
+from .._core.user_stack import user_frames_of_stack
+from .inputs import TRACING_MODES, argument_names, choose_fake_mode, flatten_inputs, tracing_value
+from .recorder import GraphRecorder
+from .symbolic_sizes import SymbolicSizeNodes
+from .trace_errors import translate_trace_exception
+from .trace_record import TRACE_RECORD_KEY, TraceRecord
+
+
+def make_fx(
+    f: Callable[..., Any],
+    decomposition_table: dict[OpOverload, Callable[..., Any]] | None = None,
+    tracing_mode: str = "real",
+    *,
+    _allow_non_fake_inputs: bool = False,
+) -> Callable[..., torch.fx.GraphModule]:
+    """Return a function that traces `f` on its arguments into a GraphModule.
+
+    >>> def f(x, y):
+    ...     return x + y
+    >>> gm = graphwright.make_fx(f, tracing_mode="fake")(torch.randn(3), 3.14)
+    >>> gm.print_readable()   # add = torch.ops.aten.add.Tensor(x_1, 3.14)
+
+    `decomposition_table` maps operators to Python functions that replace
+    them (their operations are recorded instead). `tracing_mode` is "real",
+    "fake" or "symbolic". The graph module carries a `TraceRecord` in
+    `gm.meta["nonstrict_trace"]`.
+    """
+    if tracing_mode not in TRACING_MODES:
+        raise InvalidInputError(
+            f"Unknown tracing_mode {tracing_mode!r}",
+            explanation=f"make_fx traces in one of the modes {', '.join(TRACING_MODES)}.",
+            hints=['Pass tracing_mode="real", "fake" or "symbolic".'],
+            user_stack=user_frames_of_stack(),
+        )
+
+    def trace(*args: Any) -> torch.fx.GraphModule:
+        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs)
+
+    return trace
+
+
+def _trace(
+    f: Callable[..., Any],
+    args: tuple,
+    decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
+    tracing_mode: str,
+    allow_non_fake_inputs: bool,
+) -> torch.fx.GraphModule:
+    names = argument_names(f, len(args))
+    leaves, paths, in_spec = flatten_inputs(args, names)
+    fake_mode = choose_fake_mode(tracing_mode, leaves)
+    graph = torch.fx.Graph()
+    record = TraceRecord(tracing_mode, shape_env=fake_mode.shape_env if fake_mode else None)
+    sizes = SymbolicSizeNodes(graph)
+    recorder = GraphRecorder(
+        graph,
+        record,
+        sizes,
+        fake_mode=fake_mode,
+        decomposition_table=decomposition_table,
+        allow_non_fake_inputs=allow_non_fake_inputs,
+        named_constants=_module_tensor_names(f),
+    )
+    traced_leaves = []
+    for leaf, path in zip(leaves, paths):
+        value = tracing_value(leaf, path, tracing_mode, fake_mode)
+        placeholder = graph.placeholder(_placeholder_name(path))
+        if isinstance(value, torch.Tensor):
+            placeholder.meta["val"] = recorder.metadata_of(value)
+            recorder.track(value, placeholder)
+            sizes.bind_tensor(placeholder, value)
+        else:
+            placeholder.meta["val"] = value
+            if isinstance(value, torch.SymInt):
+                sizes.bind_symbol(placeholder, value)
+        traced_leaves.append(value)
+
+    with _tracing_modes(fake_mode, tracing_mode, recorder):
+        try:
+            outputs = f(*pytree.tree_unflatten(traced_leaves, in_spec))
+        except Exception as exc:
+            error = translate_trace_exception(exc, tracing_mode)
+            if error is None:
+                raise
+            raise error from exc
+        out_leaves, out_spec = pytree.tree_flatten(outputs)
+        graph.output(tuple(_output_value(recorder, leaf) for leaf in out_leaves))
+
+    graph.eliminate_dead_code()
+    graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec)))
+    name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
+    gm = torch.fx.GraphModule(recorder.constants, graph, class_name=_class_name(name))
+    gm.meta[TRACE_RECORD_KEY] = record
+    return gm
+
+
+@contextlib.contextmanager
+def _tracing_modes(fake_mode, tracing_mode: str, recorder: GraphRecorder):
+    with contextlib.ExitStack() as stack:
+        if fake_mode is not None:
+            stack.enter_context(fake_mode)
+        if tracing_mode == "symbolic":
+            # Some symbolic-size rules of aten operators live in the Python dispatcher.
+            stack.enter_context(enable_python_dispatcher())
+        stack.enter_context(recorder)
+        yield
+
+
+def _output_value(recorder: GraphRecorder, leaf: Any) -> Any:
+    if isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return recorder.graph_value(leaf)
+    if isinstance(leaf, (int, float, bool, complex, str, type(None), torch.dtype, torch.device)):
+        return leaf
+    kind = type(leaf).__qualname__
+    raise InvalidInputError(
+        f"Unsupported output type `{kind}` for make_fx",
+        explanation=f"The traced function returned a `{kind}`, which is neither a tensor, a "
+        "number, a string, None nor a registered pytree, so the graph cannot return it.",
+        hints=[
+            f"Register `{kind}` with torch.utils._pytree (register_pytree_node or "
+            "register_dataclass), or return tensors and numbers.",
+        ],
+        user_stack=user_frames_of_stack(),
+    )
+
+
+def _module_tensor_names(f: Any) -> dict[int, str]:
+    """Parameters and buffers of a traced module, by id, with their qualified names."""
+    if not isinstance(f, torch.nn.Module):
+        return {}
+    named = {}
+    for name, tensor in (*f.named_parameters(remove_duplicate=False), *f.named_buffers(remove_duplicate=False)):
+        named.setdefault(id(tensor), name)
+    return named
+
+
+def _placeholder_name(path: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_")
+    return f"{cleaned}_1"
+
+
+def _class_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"f_{cleaned}"

@@ -1,0 +1,264 @@
+"""The dispatch mode that records aten operations into a torch.fx graph.
+
+`GraphRecorder` sits on top of the dispatch-mode stack while the traced
+function runs. Every aten call reaches it with the tensors the program
+holds (real or fake); it maps each tensor to the graph node that produced
+it, runs the call one level down (eagerly, or on the fake mode below it),
+and appends a node for it. Tensors it never saw produced are constants of
+the graph: a get_attr node, recorded in the `TraceRecord` together with the
+user's line that first used them.
+
+What it must not do: capture stacks, traverse pytrees or build strings on
+the per-op path. That path runs once per aten call of the traced program
+and decides the tracer's speed.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._ops import OpOverload
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .._core.errors import NonFakeInputError, TraceError
+from .._core.user_stack import user_frames_of_stack
+from .symbolic_sizes import SymbolicSizeNodes, is_symbolic
+from .trace_record import CapturedConstant, TraceRecord
+
+_aten = torch.ops.aten
+_IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
+class GraphRecorder(TorchDispatchMode):
+    """Records every aten call of the program it runs under into `graph`.
+
+    `named_constants` maps `id()` of tensors that are constants by
+    construction (the parameters and buffers of a traced `nn.Module`) to their
+    qualified names; they are allowed in fake mode without
+    `_allow_non_fake_inputs`.
+    """
+
+    def __init__(
+        self,
+        graph: torch.fx.Graph,
+        record: TraceRecord,
+        sizes: SymbolicSizeNodes,
+        *,
+        fake_mode: FakeTensorMode | None,
+        decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
+        allow_non_fake_inputs: bool,
+        named_constants: dict[int, str],
+    ) -> None:
+        super().__init__()
+        self.graph = graph
+        self.constants: dict[str, torch.Tensor] = {}
+        self._record = record
+        self._sizes = sizes
+        self._fake_mode = fake_mode
+        self._decompositions = decomposition_table or {}
+        self._allow_non_fake_inputs = allow_non_fake_inputs
+        self._named_constants = named_constants
+        # id(tensor) -> node; `_alive` keeps those tensors alive so ids stay unique.
+        self._node_of: dict[int, torch.fx.Node] = {}
+        self._alive: list[Any] = []
+        self._constant_nodes: dict[int, torch.fx.Node] = {}
+        self._fake_of_constant: dict[int, torch.Tensor] = {}
+        self._node_names: dict[Any, str] = {}
+        self._decomposes_implicitly: dict[OpOverload, bool] = {}
+        self._args_hold_real_constants = False
+        self._lifting_literal = False
+
+    def track(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
+        """From now on, `tensor` is computed by `node`."""
+        self._node_of[id(tensor)] = node
+        self._alive.append(tensor)
+
+    def graph_value(self, value: Any) -> Any:
+        """What a graph node argument reads for `value`: a node, or the value itself."""
+        return self._to_arg(value)
+
+    def metadata_of(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The `meta["val"]` of a node producing `tensor`.
+
+        Fake tensors are their own metadata; for a real tensor it is an empty
+        meta-device tensor of the same sizes, strides and dtype (cheap, holds
+        no data).
+        """
+        if isinstance(tensor, FakeTensor) or tensor.layout != torch.strided:
+            return tensor
+        return torch.empty_strided(
+            tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta"
+        )
+
+    # Hot path: runs once per aten call of the traced program.
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        decomposition = self._decompositions.get(func)
+        if decomposition is None and self._decomposes_implicitly.get(func, True):
+            decomposition = self._implicit_decomposition(func)
+        if decomposition is not None:
+            with self:
+                result = decomposition(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        if func is _aten.lift_fresh.default:
+            # A tensor literal (`torch.tensor([1, 2])`) in the program: a copy
+            # of it, so that running the graph never mutates the constant.
+            func = _aten.lift_fresh_copy.default
+            self._lifting_literal = True
+        self._args_hold_real_constants = False
+        to_arg = self._to_arg
+        node_args = tuple([to_arg(a) for a in args])
+        node_kwargs = {k: to_arg(v) for k, v in kwargs.items()} if kwargs else {}
+        self._lifting_literal = False
+        if self._args_hold_real_constants:
+            args = self._with_fake_constants(args)
+            kwargs = self._with_fake_constants(kwargs)
+        out = func(*args, **kwargs)
+        if out is None or isinstance(out, (torch.Tensor, tuple, list)):
+            self._record_call(func, node_args, node_kwargs, out)
+        return out
+
+    def _implicit_decomposition(self, func: Any) -> Callable[..., Any] | None:
+        """`func.decompose` for CompositeImplicitAutograd ops that reach the mode.
+
+        Such ops normally decompose above autograd; they reach a dispatch mode
+        only where autograd is skipped (inference mode, functionalization).
+        """
+        try:
+            decomposes = isinstance(func, OpOverload) and func.has_kernel_for_dispatch_key(
+                _IMPLICIT_KEY
+            )
+        except RuntimeError:  # prim:: ops (prim.device) are not in the C++ registry
+            decomposes = False
+        self._decomposes_implicitly[func] = decomposes
+        return func.decompose if decomposes else None
+
+    def _to_arg(self, value: Any) -> Any:
+        node = self._node_of.get(id(value))
+        if node is not None:
+            return node
+        cls = type(value)
+        if cls is list:
+            return [self._to_arg(v) for v in value]
+        if cls is tuple:
+            return tuple([self._to_arg(v) for v in value])
+        if isinstance(value, torch.Tensor):
+            return self._constant_node(value)
+        if is_symbolic(value):
+            return self._sizes.node_for(value)
+        return value
+
+    def _record_call(self, func: Any, node_args: tuple, node_kwargs: dict, out: Any) -> None:
+        name = self._node_names.get(func)
+        if name is None:
+            name = self._node_names[func] = _node_name(func)
+        node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
+        self._track_output(node, out)
+
+    def _track_output(self, node: torch.fx.Node, out: Any) -> None:
+        if isinstance(out, torch.Tensor):
+            node.meta["val"] = self.metadata_of(out)
+            self._node_of[id(out)] = node
+            self._alive.append(out)
+        elif isinstance(out, (tuple, list)):
+            node.meta["val"] = type(out)(
+                self.metadata_of(o) if isinstance(o, torch.Tensor) else o for o in out
+            )
+            for index, item in enumerate(out):
+                if _holds_tensor(item):
+                    item_node = self.graph.call_function(operator.getitem, (node, index))
+                    self._track_output(item_node, item)
+        else:
+            node.meta["val"] = out
+
+    # Constants: tensors the program read without receiving them as inputs.
+
+    def _constant_node(self, tensor: torch.Tensor) -> torch.fx.Node:
+        node = self._constant_nodes.get(id(tensor))
+        if node is None:
+            node = self._new_constant(tensor)
+        if self._fake_mode is not None:
+            self._args_hold_real_constants = True
+        return node
+
+    def _new_constant(self, tensor: torch.Tensor) -> torch.fx.Node:
+        if isinstance(tensor, FakeTensor):
+            raise TraceError(
+                "A fake tensor that is not an input of the traced function",
+                explanation="The program used a fake tensor that was neither an input nor "
+                "computed from one (it belongs to another trace or fake mode), so the graph "
+                "has no value for it.",
+                hints=["Pass the tensor to the traced function as an input."],
+                user_stack=user_frames_of_stack(),
+            )
+        name = self._named_constants.get(id(tensor))
+        if (
+            self._fake_mode is not None
+            and name is None
+            and not self._lifting_literal
+            and not self._allow_non_fake_inputs
+        ):
+            raise NonFakeInputError(
+                "A real tensor that is not an input met fake tensors",
+                explanation="While tracing with fake tensors, the program used a real tensor "
+                "it did not receive as an input (a global, a closure variable or an attribute). "
+                "Its value would be baked into the graph as a constant.",
+                hints=[
+                    "Pass the tensor to the traced function as an input, or call make_fx(..., "
+                    "_allow_non_fake_inputs=True) to capture its current value as a constant.",
+                ],
+                debug_context=f"tensor of shape {tuple(tensor.shape)} and dtype {tensor.dtype}",
+                user_stack=user_frames_of_stack(),
+            )
+        if name is None:
+            name = f"_tensor_constant{len(self._record.constants)}"
+        node = self.graph.get_attr(name)
+        if self._fake_mode is not None:
+            fake = self._fake_mode.from_tensor(tensor, static_shapes=True)
+            self._fake_of_constant[id(tensor)] = fake
+            node.meta["val"] = fake
+        else:
+            node.meta["val"] = self.metadata_of(tensor)
+        self.constants[name] = tensor
+        self._constant_nodes[id(tensor)] = node
+        self._alive.append(tensor)
+        user_stack = user_frames_of_stack()
+        self._record.constants.append(
+            CapturedConstant(
+                target=name,
+                requires_grad=tensor.requires_grad,
+                is_parameter=isinstance(tensor, torch.nn.Parameter),
+                from_literal=self._lifting_literal,
+                user_location=(
+                    f"{user_stack[-1].filename}:{user_stack[-1].lineno}" if user_stack else ""
+                ),
+            )
+        )
+        return node
+
+    def _with_fake_constants(self, value: Any) -> Any:
+        """`value` with each real constant replaced by its fake copy (fake modes only)."""
+        fake = self._fake_of_constant.get(id(value))
+        if fake is not None:
+            return fake
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._with_fake_constants(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._with_fake_constants(v) for k, v in value.items()}
+        return value
+
+
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (tuple, list)) and any(_holds_tensor(v) for v in value)
+
+
+def _node_name(func: Any) -> str:
+    packet = getattr(func, "overloadpacket", None)
+    return getattr(packet if packet is not None else func, "__name__", "call")
