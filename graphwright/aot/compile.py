@@ -1,0 +1,172 @@
+"""`aot_compile`: a torch-level graph in, a callable that runs its aten graphs out.
+
+For each call signature that matters to autograd (is grad mode on, which
+inputs require grad) this module analyzes the graph, traces either the
+joint graph (then partitions it) or the inference graph, hands the aten
+graphs to the backend's graph compiler and wraps the result with the
+runtime. Signatures are compiled lazily, on their first call.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+from . import joint
+from .metadata import analyze_graph
+from .partition import Partition, partition_joint
+from .runtime import BoxedFn, LazyBackward, make_inference_function, make_training_function
+
+GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
+"""Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphCompilers:
+    """The backend's compilers for the three kinds of aten graph."""
+
+    forward: GraphCompiler
+    backward: GraphCompiler
+    inference: GraphCompiler
+
+
+@dataclasses.dataclass
+class CompiledSignature:
+    """What was built for one call signature, kept for inspection (tests, `explain`)."""
+
+    run: Callable[..., Any]
+    inference_graph: torch.fx.GraphModule | None = None
+    joint_graph: torch.fx.GraphModule | None = None
+    partition: Partition | None = None
+
+
+def example_values(gm: torch.fx.GraphModule) -> list:
+    """The placeholders' fake values, as graph compilers take them."""
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _fake_mode_of(example_inputs: Sequence[Any]) -> FakeTensorMode:
+    for value in example_inputs:
+        if isinstance(value, FakeTensor):
+            return value.fake_mode
+    return FakeTensorMode()
+
+
+def _lifted_state(gm: torch.fx.GraphModule) -> tuple[list[str], list[torch.Tensor]]:
+    """Parameters and buffers owned by `gm` itself, which become extra graph inputs."""
+    named = [*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)]
+    return [name for name, _ in named], [t for _, t in named]
+
+
+class AOTCompiledGraph:
+    """The callable a backend returns: `compiled(*args)` runs `gm(*args)` through aten graphs.
+
+    >>> compiled = aot_compile(gm, example_inputs, compilers)
+    >>> out = compiled(*args)
+    >>> compiled.signatures  # what was traced, per (grad mode, requires_grad flags)
+    """
+
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        compilers: GraphCompilers,
+        decompositions: dict | None,
+        recompute: bool,
+    ) -> None:
+        self._compilers = compilers
+        self._decompositions = decompositions
+        self._recompute = recompute
+        self._fake_mode = _fake_mode_of(example_inputs)
+        self._state_names, state = _lifted_state(gm)
+        self._gm = gm
+        self._num_user_inputs = len(example_inputs)
+        all_inputs = [*example_inputs, *state]
+        self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
+        self._fake_inputs = [self._to_fake(v) for v in all_inputs]
+        self.signatures: dict[tuple, CompiledSignature] = {}
+
+    def _to_fake(self, value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+            return self._fake_mode.from_tensor(value)
+        return value
+
+    def _function(self) -> Callable[..., Any]:
+        if not self._state_names:
+            return self._gm
+        gm, names, n = self._gm, self._state_names, self._num_user_inputs
+
+        def with_state(*inputs):
+            return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
+
+        return with_state
+
+    def __call__(self, *args):
+        # Hot path: one tuple of flags per call picks the compiled signature.
+        if self._state_names:
+            args = (*args, *_lifted_state(self._gm)[1])
+        flags = tuple(args[i].requires_grad for i in self._tensor_indices)
+        key = (torch.is_grad_enabled() and True in flags, flags)
+        signature = self.signatures.get(key)
+        if signature is None:
+            signature = self.signatures[key] = self._compile(key)
+        return signature.run(*args)
+
+    def _fakes_for(self, requires_grad: tuple[bool, ...]) -> list[Any]:
+        fakes = list(self._fake_inputs)
+        with self._fake_mode:
+            for i, flag in zip(self._tensor_indices, requires_grad):
+                if fakes[i].requires_grad != flag:
+                    fakes[i] = fakes[i].detach().requires_grad_(flag)
+        return fakes
+
+    def _compile(self, key: tuple) -> CompiledSignature:
+        grad_enabled, requires_grad = key
+        fn = self._function()
+        fakes = self._fakes_for(requires_grad)
+        meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
+        if not any(meta.forward_requires_grad):
+            graph = joint.trace(joint.forward_function(fn, meta), fakes, self._decompositions)
+            forward = self._compilers.inference(graph, example_values(graph))
+            return CompiledSignature(make_inference_function(forward, meta), inference_graph=graph)
+
+        tangents = joint.make_tangents(meta.tangent_specs, self._fake_mode)
+        joint_graph = joint.trace(
+            joint.joint_function(fn, meta, len(fakes)), [*fakes, *tangents], self._decompositions
+        )
+        part = partition_joint(
+            joint_graph,
+            len(fakes),
+            meta.num_forward_outputs,
+            mutated_inputs=meta.mutated_inputs,
+            recompute=self._recompute,
+        )
+        forward = self._compilers.forward(part.forward, example_values(part.forward))
+        backward = LazyBackward(
+            lambda: self._compilers.backward(part.backward, example_values(part.backward))
+        )
+        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
+        return CompiledSignature(run, joint_graph=joint_graph, partition=part)
+
+
+def aot_compile(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    compilers: GraphCompilers,
+    *,
+    decompositions: dict | None = None,
+    recompute: bool = True,
+) -> AOTCompiledGraph:
+    """Ahead-of-time autograd for a torch-level graph.
+
+    `example_inputs` are real or fake tensors (and sizes) like the call's
+    arguments; when fake, their fake mode (and shape environment) is used.
+
+    >>> compilers = GraphCompilers(forward=c, backward=c, inference=c)
+    >>> compiled = aot_compile(gm, [x, w], compilers)
+    >>> compiled(x, w)
+    """
+    return AOTCompiledGraph(gm, example_inputs, compilers, decompositions, recompute)

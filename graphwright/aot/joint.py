@@ -1,0 +1,94 @@
+"""Tracing a graph into functional aten graphs: the joint forward+backward, or forward only.
+
+Both traces run the graph functionalized inside graphwright's `make_fx` on
+fake tensors, so in-place ops become functional ops and every
+mutated input's final value becomes an extra output. The joint trace then
+calls `torch.autograd.grad` on the differentiable forward outputs with
+tangent placeholders, which records the backward ops into the same graph.
+What the traced functions return is fixed by `GraphMetadata`; splitting the
+joint graph is the partitioner's job.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from .metadata import (
+    GraphMetadata,
+    OutputKind,
+    TensorSpec,
+    from_functional,
+    functionalization,
+    to_functional,
+)
+
+
+def _forward_values(fn, functional_inputs, meta: GraphMetadata) -> list[Any]:
+    """Run `fn` and pick what the forward graph returns: mutated inputs' new values, then GRAPH outputs."""
+    flat_outputs = pytree.tree_leaves(fn(*functional_inputs))
+    return [functional_inputs[i] for i in meta.mutated_inputs] + [
+        flat_outputs[i] for i, info in enumerate(meta.outputs) if info.kind is OutputKind.GRAPH
+    ]
+
+
+def forward_function(fn: Callable[..., Any], meta: GraphMetadata) -> Callable[..., tuple]:
+    """The function whose trace is the inference graph: inputs -> forward values."""
+
+    def forward(*inputs):
+        with functionalization():
+            functional_inputs = [to_functional(t) for t in inputs]
+            values = _forward_values(fn, functional_inputs, meta)
+            return tuple(from_functional(v) for v in values)
+
+    return forward
+
+
+def joint_function(
+    fn: Callable[..., Any], meta: GraphMetadata, num_inputs: int
+) -> Callable[..., tuple]:
+    """The function whose trace is the joint graph.
+
+    It takes `(*inputs, *tangents)` and returns the forward values followed
+    by one gradient per input (None where the input needs none).
+    """
+
+    def joint(*args):
+        inputs, tangents = args[:num_inputs], args[num_inputs:]
+        with functionalization():
+            functional_inputs = [to_functional(t) for t in inputs]
+            with torch.enable_grad():
+                values = _forward_values(fn, functional_inputs, meta)
+            differentiable = [v for v, rg in zip(values, meta.forward_requires_grad) if rg]
+            wrt = [
+                (i, t)
+                for i, t in enumerate(functional_inputs)
+                if isinstance(t, torch.Tensor) and t.requires_grad
+            ]
+            grads = torch.autograd.grad(
+                differentiable,
+                [t for _, t in wrt],
+                grad_outputs=[to_functional(t) for t in tangents],
+                allow_unused=True,
+            )
+            grad_of_input: list[Any] = [None] * num_inputs
+            for (i, _), grad in zip(wrt, grads):
+                grad_of_input[i] = grad
+            return tuple(from_functional(v) for v in [*values, *grad_of_input])
+
+    return joint
+
+
+def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
+    """Contiguous fake tangents; the runtime makes incoming gradients contiguous to match."""
+    with fake_mode:
+        return [torch.empty(spec.shape, dtype=spec.dtype, device=spec.device) for spec in specs]
+
+
+def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositions) -> torch.fx.GraphModule:
+    """Trace `function` on fake arguments with graphwright's non-strict tracer."""
+    from ..nonstrict import make_fx
+
+    return make_fx(function, decomposition_table=decompositions)(*fake_args)

@@ -1,0 +1,215 @@
+"""What a graph does to its inputs and what its outputs are.
+
+One functionalized run of the graph on fake tensors tells us, before any
+tracing, which inputs it mutates, which outputs require grad, and which
+outputs are not new tensors at all but an input, a view of an input, or
+another output again. Tracing and the runtime wrapper read this; this module
+never traces and never runs real tensors.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from .._core.errors import BackendError
+from .._core.user_stack import user_frames_of_stack
+
+
+class OutputKind(enum.Enum):
+    GRAPH = "computed by the graph"
+    INPUT = "an input itself"
+    INPUT_VIEW = "a view of an input"
+    SAME_OUTPUT = "the same object as an earlier output"
+    OUTPUT_VIEW = "a view of an earlier output that owns its storage"
+    CONSTANT = "a Python constant"
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputInfo:
+    """How the runtime produces one flat output leaf.
+
+    `index` names the input (INPUT, INPUT_VIEW) or earlier output (SAME_OUTPUT,
+    OUTPUT_VIEW) it refers to; `view` is (size, stride, storage_offset) for
+    the two view kinds; `value` is the constant for CONSTANT.
+    """
+
+    kind: OutputKind
+    requires_grad: bool = False
+    index: int = -1
+    view: tuple[tuple[int, ...], tuple[int, ...], int] | None = None
+    value: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """Shape, dtype and device of a tensor to fabricate (a tangent) while tracing."""
+
+    shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+
+
+@dataclasses.dataclass
+class GraphMetadata:
+    """Everything the tracer and the runtime must know about one graph.
+
+    The forward graph returns, in order, the new values of `mutated_inputs`
+    and then the outputs of kind GRAPH; `forward_requires_grad` says which of
+    those are differentiable (each one gets a tangent in the joint graph).
+    """
+
+    mutated_inputs: list[int]
+    outputs: list[OutputInfo]
+    out_spec: pytree.TreeSpec
+    forward_requires_grad: list[bool]
+    forward_specs: list[TensorSpec | None]
+
+    @property
+    def graph_output_indices(self) -> list[int]:
+        return [i for i, info in enumerate(self.outputs) if info.kind is OutputKind.GRAPH]
+
+    @property
+    def num_forward_outputs(self) -> int:
+        return len(self.mutated_inputs) + len(self.graph_output_indices)
+
+    @property
+    def tangent_specs(self) -> list[TensorSpec]:
+        return [
+            spec
+            for spec, rg in zip(self.forward_specs, self.forward_requires_grad)
+            if rg and spec is not None
+        ]
+
+
+# Functionalization runs at the C++ `Functionalize` dispatch key (wrappers made by
+# `torch._to_functional_tensor`), below autograd and above every Python
+# dispatch mode, so the tracer's recording mode sees plain functional aten
+# calls on the unwrapped fake tensors whatever its place on the mode stack.
+
+
+@contextlib.contextmanager
+def functionalization():
+    """Turn in-place and view ops on functional wrappers into functional ops while active."""
+    torch._enable_functionalization(reapply_views=True)
+    try:
+        yield
+    finally:
+        torch._disable_functionalization()
+
+
+def to_functional(value: Any) -> Any:
+    """Wrap a tensor for functionalization, keeping its requires_grad."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    wrapped = torch._to_functional_tensor(value)
+    torch._mirror_autograd_meta_to(value, wrapped)
+    return wrapped
+
+
+def from_functional(value: Any) -> Any:
+    """The current value of a functional wrapper, with pending mutations applied."""
+    if isinstance(value, torch.Tensor) and torch._is_functional_tensor(value):
+        torch._sync(value)
+        return torch._from_functional_tensor(value)
+    return value
+
+
+def analyze_graph(
+    fn: Callable[..., Any], fake_inputs: Sequence[Any], fake_mode, *, grad_enabled: bool
+) -> GraphMetadata:
+    """Run `fn` once, functionalized, on `fake_inputs` and describe what it did.
+
+    >>> meta = analyze_graph(gm, fakes, fake_mode, grad_enabled=True)
+    >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
+    """
+    with fake_mode, functionalization():
+        functional_inputs = [to_functional(t) for t in fake_inputs]
+        with torch.set_grad_enabled(grad_enabled):
+            flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
+        mutated = _mutated_inputs(functional_inputs)
+        outputs = _describe_outputs(flat_outputs, functional_inputs)
+        forward_values = [functional_inputs[i] for i in mutated] + [
+            flat_outputs[i] for i, info in enumerate(outputs) if info.kind is OutputKind.GRAPH
+        ]
+        specs = [_tensor_spec(v) for v in forward_values]
+        requires_grad = [
+            isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled for v in forward_values
+        ]
+    return GraphMetadata(mutated, outputs, out_spec, requires_grad, specs)
+
+
+def _tensor_spec(value: Any) -> TensorSpec | None:
+    if not isinstance(value, torch.Tensor):
+        return None
+    return TensorSpec(tuple(value.shape), value.dtype, value.device)
+
+
+def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
+    mutated = []
+    for i, t in enumerate(functional_inputs):
+        if not isinstance(t, torch.Tensor):
+            continue
+        if torch._functionalize_has_metadata_mutation(t):
+            raise BackendError(
+                "A compiled graph changes the shape or strides of an input in place",
+                explanation=(
+                    f"Input {i} has its metadata mutated (e.g. by `t_()`, `resize_()` or "
+                    "`unsqueeze_()`); ahead-of-time autograd only supports data mutations."
+                ),
+                hints=["Use the out-of-place version of the op and return its result."],
+                user_stack=user_frames_of_stack(),
+            )
+        if torch._functionalize_has_data_mutation(t):
+            mutated.append(i)
+    return mutated
+
+
+def _static_view(t: torch.Tensor):
+    view = (tuple(t.size()), tuple(t.stride()), t.storage_offset())
+    flat = [*view[0], *view[1], view[2]]
+    return view if all(type(v) is int for v in flat) else None
+
+
+def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[Any]) -> list[OutputInfo]:
+    input_storages = {
+        StorageWeakRef(t.untyped_storage()): i
+        for i, t in reversed(list(enumerate(functional_inputs)))
+        if isinstance(t, torch.Tensor)
+    }
+    infos: list[OutputInfo] = []
+    for out in flat_outputs:
+        infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages))
+    return infos
+
+
+def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
+    if not isinstance(out, torch.Tensor):
+        if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return OutputInfo(OutputKind.GRAPH)
+        return OutputInfo(OutputKind.CONSTANT, value=out)
+    requires_grad = out.requires_grad
+    for i, inp in enumerate(functional_inputs):
+        if out is inp:
+            return OutputInfo(OutputKind.INPUT, requires_grad, index=i)
+    for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
+        if out is prev:
+            return OutputInfo(OutputKind.SAME_OUTPUT, requires_grad, index=j)
+    # Sizes that are symbolic cannot be replayed by `as_strided`; such an
+    # output is computed by the graph instead (same values, its own storage).
+    view = _static_view(out)
+    base_input = input_storages.get(StorageWeakRef(out.untyped_storage()))
+    if base_input is not None and view is not None:
+        return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
+    base = out._base
+    if base is not None and view is not None:
+        for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
+            if prev is base and info.kind is OutputKind.GRAPH and base._base is None:
+                return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
+    return OutputInfo(OutputKind.GRAPH, requires_grad)

@@ -1,0 +1,193 @@
+"""Splitting a joint forward+backward graph into a forward and a backward graph.
+
+The forward graph computes the forward values and also returns the tensors
+(and sizes) the backward needs, the "saved" values; the backward graph takes
+those saved values and the tangents and returns the input gradients.
+
+Which values cross the boundary is a memory decision. We start from the
+simple rule (save every forward value the backward reads), then, when
+`recompute=True`, let the backward recompute cheap deterministic ops
+(pointwise math and views) whenever that saves fewer bytes. Random ops are
+never recomputed, so the backward sees the same dropout mask as the forward.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Iterable, Sequence
+
+import torch
+import torch.fx as fx
+
+
+@dataclasses.dataclass
+class Partition:
+    """The two graphs and what flows between them.
+
+    `forward` returns `num_forward_outputs` values, then `num_saved_tensors`
+    saved tensors, then the saved non-tensor values (symbolic sizes).
+    `backward` takes the saved values (tensors, then the others) and the
+    tangents, and returns one gradient per input.
+    """
+
+    forward: fx.GraphModule
+    backward: fx.GraphModule
+    num_forward_outputs: int
+    num_saved_tensors: int
+    num_saved_other: int
+    saved_bytes: int
+
+
+def _ancestors(roots: Iterable[fx.Node]) -> set[fx.Node]:
+    seen: set[fx.Node] = set()
+    stack = [r for r in roots if isinstance(r, fx.Node)]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(node.all_input_nodes)
+    return seen
+
+
+def _value(node: fx.Node):
+    return node.meta.get("val")
+
+
+def node_bytes(node: fx.Node) -> int:
+    """Bytes of the tensor a node produces; symbolic sizes count by their hint."""
+    val = _value(node)
+    if not isinstance(val, torch.Tensor):
+        return 0
+    numel = val.numel()
+    if isinstance(numel, torch.SymInt):
+        hint = numel.node.hint
+        numel = hint if hint is not None else 1 << 20
+    return int(numel) * val.element_size()
+
+
+def _is_recomputable(node: fx.Node) -> bool:
+    """Cheap and deterministic: pointwise math or a view, never an RNG op."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    tags = node.target.tags
+    if torch.Tag.nondeterministic_seeded in tags:
+        return False
+    return torch.Tag.pointwise in tags or node.target.is_view
+
+
+def _is_tensor(node: fx.Node) -> bool:
+    return isinstance(_value(node), torch.Tensor)
+
+
+def _saved_cost(node: fx.Node) -> int:
+    # Inputs are kept alive by the caller anyway (parameters above all), so
+    # saving one costs nothing extra.
+    return 0 if node.op == "placeholder" else node_bytes(node)
+
+
+class _Split:
+    """The node sets of one split: what the backward computes, and so what it must receive."""
+
+    def __init__(self, graph: fx.Graph, num_inputs: int, num_forward_outputs: int) -> None:
+        self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        self.inputs = self.placeholders[:num_inputs]
+        self.tangents = self.placeholders[num_inputs:]
+        output = next(n for n in reversed(graph.nodes) if n.op == "output")
+        outs = list(output.args[0])
+        self.forward_outputs = outs[:num_forward_outputs]
+        self.grad_outputs = outs[num_forward_outputs:]
+        self.order = {n: i for i, n in enumerate(graph.nodes)}
+        self.forward_nodes = _ancestors(self.forward_outputs) | set(self.inputs)
+        # A multi-output op's results are unpacked where it runs: the tuple never crosses over.
+        for node in graph.nodes:
+            if node.target is operator.getitem and node.args[0] in self.forward_nodes:
+                self.forward_nodes.add(node)
+        needed_by_backward = _ancestors(self.grad_outputs)
+        self.backward_nodes = (needed_by_backward - self.forward_nodes) | set(self.tangents)
+
+    def saved(self) -> list[fx.Node]:
+        """Forward values the backward reads, in graph order."""
+        needed: set[fx.Node] = set()
+        for node in self.backward_nodes:
+            needed.update(a for a in node.all_input_nodes if a not in self.backward_nodes)
+        needed.update(
+            n for n in self.grad_outputs if isinstance(n, fx.Node) and n not in self.backward_nodes
+        )
+        return sorted(needed, key=self.order.__getitem__)
+
+    def recompute_cheap_ops(self) -> None:
+        """Move saved pointwise ops and views into the backward while that lowers saved bytes."""
+        changed = True
+        while changed:
+            changed = False
+            saved = set(self.saved())
+            for node in sorted(saved, key=self.order.__getitem__, reverse=True):
+                if not _is_recomputable(node):
+                    continue
+                extra = sum(_saved_cost(a) for a in node.all_input_nodes if a not in saved)
+                if extra < _saved_cost(node):
+                    self.backward_nodes.add(node)
+                    changed = True
+                    break
+
+
+def partition_joint(
+    joint: fx.GraphModule,
+    num_inputs: int,
+    num_forward_outputs: int,
+    *,
+    mutated_inputs: Sequence[int] = (),
+    recompute: bool = True,
+) -> Partition:
+    """Split a joint graph traced by `joint.joint_function`.
+
+    >>> part = partition_joint(joint_gm, num_inputs=3, num_forward_outputs=1)
+    >>> part.forward.print_readable(); part.backward.print_readable()
+
+    `mutated_inputs` are inputs the runtime overwrites after the forward: a
+    saved one is cloned in the forward so the backward reads its old value.
+    """
+    split = _Split(joint.graph, num_inputs, num_forward_outputs)
+    if recompute:
+        split.recompute_cheap_ops()
+    saved = split.saved()
+    saved_tensors = [n for n in saved if _is_tensor(n)]
+    saved_other = [n for n in saved if not _is_tensor(n)]
+    cloned = {split.inputs[i] for i in mutated_inputs}
+
+    forward_graph = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    for node in joint.graph.nodes:
+        if node in split.forward_nodes:
+            env[node] = forward_graph.node_copy(node, env.__getitem__)
+    for node in saved_tensors:
+        if node in cloned:
+            copy = forward_graph.call_function(torch.ops.aten.clone.default, (env[node],))
+            copy.meta["val"] = _value(node)
+            env[node] = copy
+    forward_graph.output(
+        tuple(env[n] if isinstance(n, fx.Node) else n for n in split.forward_outputs)
+        + tuple(env[n] for n in saved_tensors + saved_other)
+    )
+
+    backward_graph = fx.Graph()
+    benv: dict[fx.Node, fx.Node] = {}
+    for node in saved_tensors + saved_other + split.tangents:
+        benv[node] = backward_graph.placeholder(node.name)
+        benv[node].meta.update(node.meta)
+    for node in joint.graph.nodes:
+        if node in split.backward_nodes and node.op != "placeholder":
+            benv[node] = backward_graph.node_copy(node, benv.__getitem__)
+    backward_graph.output(
+        tuple(benv[n] if isinstance(n, fx.Node) else n for n in split.grad_outputs)
+    )
+
+    return Partition(
+        forward=fx.GraphModule(joint, forward_graph),
+        backward=fx.GraphModule(joint, backward_graph),
+        num_forward_outputs=num_forward_outputs,
+        num_saved_tensors=len(saved_tensors),
+        num_saved_other=len(saved_other),
+        saved_bytes=sum(_saved_cost(n) for n in saved_tensors),
+    )

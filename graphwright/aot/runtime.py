@@ -1,0 +1,176 @@
+"""Running compiled forward/backward graphs as if the original graph ran in eager.
+
+A compiled graph here is a boxed callable: it takes a list of arguments and
+returns a sequence. The training path wraps the forward and backward graphs
+in one `torch.autograd.Function`; the inference path calls the forward
+graph only. Both then do what functionalization took out of the graph:
+copy the new values of mutated inputs back into them, and rebuild outputs
+that alias an input or another output, so that identity and storage
+sharing are as in eager.
+
+`make_training_function` and `make_inference_function` return the hot-path
+callables; they are written for speed (no per-call allocation beyond what
+autograd needs, precomputed index lists).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+
+from .._core.errors import BackendError
+from .._core.user_stack import user_frames_of_stack
+from .metadata import GraphMetadata, OutputKind
+
+BoxedFn = Callable[[list], Sequence[Any]]
+
+
+class _Epilogue:
+    """Writes back mutated inputs and assembles the user's outputs from the forward values."""
+
+    def __init__(self, meta: GraphMetadata) -> None:
+        self.mutated = meta.mutated_inputs
+        self.num_mutated = len(meta.mutated_inputs)
+        self.outputs = meta.outputs
+        self.out_spec = meta.out_spec
+        # The common case, every output computed by the graph: skip the per-output dispatch.
+        self.all_graph = all(o.kind is OutputKind.GRAPH for o in meta.outputs)
+
+    def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
+        for i, new in zip(self.mutated, values):
+            args[i].copy_(new)
+        graph_values = values[self.num_mutated :]
+        if self.all_graph:
+            return pytree.tree_unflatten(list(graph_values), self.out_spec)
+        flat: list[Any] = []
+        next_graph_value = iter(graph_values)
+        for info in self.outputs:
+            flat.append(_produce(info, args, flat, next_graph_value))
+        return pytree.tree_unflatten(flat, self.out_spec)
+
+
+def _produce(info, args, earlier, next_graph_value):
+    kind = info.kind
+    if kind is OutputKind.GRAPH:
+        return next(next_graph_value)
+    if kind is OutputKind.CONSTANT:
+        return info.value
+    if kind is OutputKind.INPUT:
+        return args[info.index]
+    if kind is OutputKind.SAME_OUTPUT:
+        return earlier[info.index]
+    base = args[info.index] if kind is OutputKind.INPUT_VIEW else earlier[info.index]
+    if base.requires_grad and not info.requires_grad:
+        base = base.detach()
+    return base.as_strided(*info.view)
+
+
+def make_inference_function(forward: BoxedFn, meta: GraphMetadata) -> Callable[..., Any]:
+    """The callable for calls that need no gradient: forward graph, then the epilogue."""
+    epilogue = _Epilogue(meta)
+
+    def run(*args):
+        return epilogue(args, forward(list(args)))
+
+    return run
+
+
+def _double_backward_error() -> BackendError:
+    return BackendError(
+        "Double backward through a graphwright-compiled graph is not supported",
+        explanation=(
+            "The gradients of an ahead-of-time compiled graph come from a compiled backward "
+            "graph, which has no backward of its own."
+        ),
+        hints=[
+            "Compute higher-order gradients outside the compiled region, or compile with "
+            "backend='eager'."
+        ],
+        user_stack=user_frames_of_stack(),
+    )
+
+
+class _NoDoubleBackward(torch.autograd.Function):
+    """Ties gradients computed with `create_graph=True` to what they depend on; differentiating them raises.
+
+    `forward(num_grads, *grads, *dependencies)`: the dependencies (saved
+    tensors and incoming gradients that require grad) only make the graph
+    reach this node, as eager's double backward would.
+    """
+
+    @staticmethod
+    def forward(ctx, num_grads, *grads_and_dependencies):
+        return tuple(g.view_as(g) for g in grads_and_dependencies[:num_grads])
+
+    @staticmethod
+    def backward(ctx, *grad_grads):
+        raise _double_backward_error()
+
+
+def _mark_no_double_backward(grads: Sequence[Any], dependencies: Sequence[Any]) -> tuple:
+    dependencies = [t for t in dependencies if isinstance(t, torch.Tensor) and t.requires_grad]
+    present = [i for i, g in enumerate(grads) if g is not None]
+    if not dependencies or not present:
+        return tuple(grads)
+    marked = _NoDoubleBackward.apply(len(present), *(grads[i] for i in present), *dependencies)
+    result = list(grads)
+    for i, g in zip(present, marked):
+        result[i] = g
+    return tuple(result)
+
+
+class LazyBackward:
+    """Compiles the backward graph on the first backward call, as eager would first need it."""
+
+    def __init__(self, compile_backward: Callable[[], BoxedFn]) -> None:
+        self._compile = compile_backward
+        self._compiled: BoxedFn | None = None
+
+    def __call__(self, args: list) -> Sequence[Any]:
+        if self._compiled is None:
+            self._compiled = self._compile()
+        return self._compiled(args)
+
+
+def make_training_function(
+    forward: BoxedFn,
+    backward: BoxedFn,
+    meta: GraphMetadata,
+    *,
+    num_saved_tensors: int,
+) -> Callable[..., Any]:
+    """The callable for calls that need gradients: one autograd.Function around both graphs."""
+    epilogue = _Epilogue(meta)
+    num_forward = meta.num_forward_outputs
+    differentiable = [i for i, rg in enumerate(meta.forward_requires_grad) if rg]
+    non_differentiable = [i for i, rg in enumerate(meta.forward_requires_grad) if not rg]
+
+    class CompiledFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            values = forward(list(args))
+            saved = values[num_forward:]
+            ctx.save_for_backward(*saved[:num_saved_tensors])
+            ctx.saved_other = saved[num_saved_tensors:]
+            outputs = tuple(values[:num_forward])
+            ctx.mark_non_differentiable(
+                *(outputs[i] for i in non_differentiable if isinstance(outputs[i], torch.Tensor))
+            )
+            return outputs
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            tangents = [grad_outputs[i].contiguous() for i in differentiable]
+            args = [*ctx.saved_tensors, *ctx.saved_other, *tangents]
+            if not torch.is_grad_enabled():
+                return tuple(backward(args))
+            with torch.no_grad():
+                grads = backward(args)
+            return _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
+
+    def run(*args):
+        return epilogue(args, CompiledFunction.apply(*args))
+
+    return run
