@@ -32,6 +32,15 @@ import graphwright
 REFERENCE = os.environ.get("GW_CORPUS_REFERENCE") == "1"
 """Run the corpus through PyTorch's torch.compile instead of graphwright."""
 
+if REFERENCE:
+    import torch._dynamo
+
+    graph_break = torch._dynamo.graph_break
+    disable = torch._dynamo.disable
+else:
+    graph_break = graphwright.graph_break
+    disable = graphwright.disable
+
 corpus_logger = logging.getLogger("graphwright_corpus")
 corpus_logger.setLevel(logging.DEBUG)
 corpus_logger.propagate = False
@@ -69,9 +78,10 @@ def _the_world(world: Any) -> Any:
 class Program:
     """One corpus program; see the module docstring.
 
-    `frames` is the compile counter's frame_count after the first `repeats`
-    calls (the same inputs, fresh tensors), `frames_changed` after one more
-    call with `changed()` inputs (None: no such call). `reference` overrides
+    `frames` is the compile counter's frame_count after each of the first
+    `repeats` calls (the same inputs, fresh tensors; a list when it grows
+    from call to call), `frames_changed` after one more call with `changed()`
+    inputs (None: no such call). `reference` overrides
     fields for the PyTorch run and must say `why` graphwright differs.
     """
 
@@ -79,7 +89,7 @@ class Program:
     make: Callable[[], Any]
     inputs: Callable[[], Any]
     changed: Callable[[], Any] | None = None
-    frames: int = 1
+    frames: int | list[int] = 1
     frames_changed: int | None = None
     fullgraph: bool = True
     grad: bool = False
@@ -314,7 +324,8 @@ def check_program(program: Program) -> None:
         assert_same(e.module_state, c.module_state, f"{where} module state_dict")
         assert_same(e.logs, c.logs, f"{where} logging records and warnings")
         assert_same(e.grads, c.grads, f"{where} gradients")
-    expected_frames = [program.frames] * program.repeats
+    expected_frames = (list(program.frames) if isinstance(program.frames, list)
+                       else [program.frames] * program.repeats)
     if program.changed is not None:
         expected_frames.append(program.frames_changed)
     frames = [c.frames for c in compiled]

@@ -1,0 +1,207 @@
+"""Corpus programs whose compiled run must leave the world as eager does:
+mutated input lists, dicts and objects, globals, closure cells, module
+attributes, and logging records and warnings replayed on every call."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from .harness import CorpusWarning, Program, corpus_logger, function_program, module_program
+
+PROGRAMS = []
+
+
+def program(name, inputs, **fields):
+    """Decorator: register the decorated function as a corpus program."""
+    def register(fn):
+        PROGRAMS.append(function_program(name, fn, inputs, **fields))
+        return fn
+    return register
+
+
+def rand(*shape):
+    return torch.randn(*shape)
+
+
+@program("append_to_input_list", lambda: (rand(3), [rand(3)]))
+def _(x, seen):
+    seen.append(x * 2)
+    seen.append("tag")
+    return x + len(seen)
+
+
+@program("extend_pop_insert_and_sort_input_list", lambda: (rand(2), [3, 1, 2]))
+def _(x, items):
+    items.extend([5, 4])
+    last = items.pop()
+    items.insert(0, last)
+    items.sort()
+    del items[-1]
+    return x * last
+
+
+@program("setitem_and_delitem_on_input_dict", lambda: (rand(3), {"keep": 1, "drop": 2}))
+def _(x, state):
+    state["double"] = x * 2
+    state["keep"] += 10
+    del state["drop"]
+    state.setdefault("count", 0)
+    state["count"] += 1
+    return x + state["keep"]
+
+
+class Box:
+    def __init__(self):
+        self.value = 1
+        self.history = []
+
+
+@program("set_attribute_on_input_object", lambda: (rand(3), Box()))
+def _(x, box):
+    box.value = box.value + 1
+    box.last = x.sum()
+    box.history.append(box.value)
+    return x * box.value
+
+
+CALLS = 0
+SEEN = []
+
+
+def _reset_globals():
+    global CALLS
+    CALLS = 0
+    SEEN.clear()
+
+
+def _globals():
+    return {"CALLS": CALLS, "SEEN": list(SEEN)}
+
+
+@program("write_a_global_and_append_to_a_global_list", lambda: rand(3),
+         reset=_reset_globals, observe=lambda world: _globals(), repeats=3, frames=[1, 2, 3])
+def _(x):
+    global CALLS
+    CALLS += 1
+    SEEN.append(x.mean())
+    return x * CALLS
+
+
+def _make_accumulator():
+    total = {"calls": 0}
+    count = 0
+
+    def accumulate(x):
+        nonlocal count
+        count += 1
+        total["calls"] += 1
+        return x + count
+
+    accumulate.state = lambda: (count, dict(total))
+    return accumulate
+
+
+PROGRAMS.append(Program(
+    name="mutate_closure_cell_of_compiled_function", make=_make_accumulator,
+    inputs=lambda: rand(2), observe=lambda world: world.state(), repeats=3, frames=[1, 2, 2]))
+
+
+def _record(log, value):
+    log.append(value)
+    return value
+
+
+@program("side_effect_inside_an_inlined_helper", lambda: (rand(3), []))
+def _(x, log):
+    y = _record(log, x + 1)
+    _record(log, "done")
+    return y
+
+
+@program("new_objects_created_and_returned_are_not_side_effects", lambda: rand(2))
+def _(x):
+    made = Box()
+    made.value = x * 3
+    out = {"made": made.value, "list": [x]}
+    out["list"].append(x + 1)
+    return out
+
+
+@program("in_place_mutation_of_a_global_tensor", lambda: rand(3),
+         reset=lambda: GLOBAL_STATE.zero_(), observe=lambda world: GLOBAL_STATE.clone(), repeats=3)
+def _(x):
+    GLOBAL_STATE.add_(x)
+    return GLOBAL_STATE * 2
+
+
+GLOBAL_STATE = torch.zeros(3)
+
+
+class Tracker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.calls = 0
+        self.last = None
+
+    def forward(self, x):
+        self.calls += 1
+        y = self.lin(x)
+        self.last = y.detach()
+        return y * self.calls
+
+
+PROGRAMS.append(module_program(
+    "set_module_attributes_in_forward", Tracker, lambda: rand(2, 3), repeats=3, frames=[1, 2, 3],
+    observe=lambda world: (world.calls, world.last)))
+
+
+LOGGING_DIFFERS = ("PyTorch breaks the graph at a logging.Logger or warnings.warn call; "
+                   "graphwright replays the call after the graph")
+
+
+@program("logger_calls_replayed_in_order_on_every_call", lambda: rand(3), repeats=3,
+         reference=dict(fullgraph=False, frames=2, why=LOGGING_DIFFERS))
+def _(x):
+    corpus_logger.info("start %d", 1)
+    y = x * 2
+    corpus_logger.warning("scaled by %s", 2.0)
+    corpus_logger.debug("done")
+    return y + 1
+
+
+@program("warnings_warn_replayed_on_every_call", lambda: rand(3), repeats=3,
+         reference=dict(fullgraph=False, frames=1, why=LOGGING_DIFFERS))
+def _(x):
+    warnings.warn("first", CorpusWarning)
+    y = x.relu()
+    warnings.warn(f"second {3}", CorpusWarning)
+    return y
+
+
+@program("logger_and_warnings_interleaved_with_tensor_work", lambda: rand(4), repeats=2,
+         reference=dict(fullgraph=False, frames=0, why=LOGGING_DIFFERS))
+def _(x):
+    total = x
+    for i in range(2):
+        total = total * 2
+        warnings.warn(f"step {i}", CorpusWarning)
+    corpus_logger.error("total computed")
+    return total
+
+
+class Logged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        corpus_logger.info("forward of %s", type(self).__name__)
+        return self.lin(x)
+
+
+PROGRAMS.append(module_program(
+    "logging_inside_module_forward", Logged, lambda: rand(2, 3), repeats=2,
+    reference=dict(fullgraph=False, frames=1, why=LOGGING_DIFFERS)))
