@@ -7,7 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .harness import Args, Program, disable, function_program, graph_break, module_program
+from .harness import Args, Program, function_program, module_program
+from .markers import disable, graph_break
 
 PROGRAMS = []
 

@@ -32,15 +32,6 @@ import graphwright
 REFERENCE = os.environ.get("GW_CORPUS_REFERENCE") == "1"
 """Run the corpus through PyTorch's torch.compile instead of graphwright."""
 
-if REFERENCE:
-    import torch._dynamo
-
-    graph_break = torch._dynamo.graph_break
-    disable = torch._dynamo.disable
-else:
-    graph_break = graphwright.graph_break
-    disable = graphwright.disable
-
 corpus_logger = logging.getLogger("graphwright_corpus")
 corpus_logger.setLevel(logging.DEBUG)
 corpus_logger.propagate = False
