@@ -81,15 +81,24 @@ def flatten_inputs(args: tuple, names: list[str]) -> tuple[list[Any], list[str],
 
     Raises InvalidInputError for a leaf the tracer cannot represent.
     """
-    leaves_with_paths, spec = pytree.tree_flatten_with_path(args)
-    leaves, paths = [], []
-    for key_path, leaf in leaves_with_paths:
-        path = names[key_path[0].idx] + pytree.keystr(key_path[1:])
+    leaves, spec = pytree.tree_flatten(args)
+    paths = _leaf_paths(args, names)
+    for leaf, path in zip(leaves, paths):
         if not isinstance(leaf, (torch.Tensor, *_CONSTANT_LEAF_TYPES)):
             raise _invalid_input(path, leaf)
-        leaves.append(leaf)
-        paths.append(path)
     return leaves, paths, spec
+
+
+def _leaf_paths(args: tuple, names: list[str]) -> list[str]:
+    try:
+        with_paths, _ = pytree.tree_flatten_with_path(args)
+    except ValueError:  # a class registered without key paths: number its leaves
+        paths = []
+        for name, arg in zip(names, args):
+            count = len(pytree.tree_leaves(arg))
+            paths.extend([name] if pytree.tree_is_leaf(arg) else [f"{name}[{i}]" for i in range(count)])
+        return paths
+    return [names[key_path[0].idx] + pytree.keystr(key_path[1:]) for key_path, _ in with_paths]
 
 
 def _invalid_input(path: str, leaf: Any) -> InvalidInputError:

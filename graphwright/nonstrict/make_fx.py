@@ -18,6 +18,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._ops import OpOverload
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 
 from .._core.errors import InvalidInputError
@@ -89,7 +90,8 @@ def _trace(
         value = tracing_value(leaf, path, tracing_mode, fake_mode)
         placeholder = graph.placeholder(_placeholder_name(path))
         if isinstance(value, torch.Tensor):
-            placeholder.meta["val"] = recorder.metadata_of(value)
+            # A fake input is its own metadata: callers find their own tensor there.
+            placeholder.meta["val"] = value if isinstance(value, FakeTensor) else recorder.metadata_of(value)
             recorder.track(value, placeholder)
             sizes.bind_tensor(placeholder, value)
         else:

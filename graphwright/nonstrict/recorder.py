@@ -15,11 +15,13 @@ and decides the tracer's speed.
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import Any, Callable
 
 import torch
 import torch.fx
 from torch._ops import OpOverload
+from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -30,6 +32,8 @@ from .trace_record import CapturedConstant, TraceRecord
 
 _aten = torch.ops.aten
 _IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
+_FUNCTIONAL_KEY = torch._C._TorchDispatchModeKey.FUNCTIONAL
+_active_infra_mode = torch._C._get_dispatch_mode
 
 
 class GraphRecorder(TorchDispatchMode):
@@ -61,9 +65,11 @@ class GraphRecorder(TorchDispatchMode):
         self._decompositions = decomposition_table or {}
         self._allow_non_fake_inputs = allow_non_fake_inputs
         self._named_constants = named_constants
-        # id(tensor) -> node; `_alive` keeps those tensors alive so ids stay unique.
-        self._node_of: dict[int, torch.fx.Node] = {}
-        self._alive: list[Any] = []
+        # id(tensor) -> (weak reference, node). The reference must stay weak:
+        # torch's factory functions copy any result someone else still holds,
+        # and the copy would be a tensor the recorder never saw produced.
+        self._node_of: dict[int, tuple[weakref.ref, torch.fx.Node]] = {}
+        self._constants_alive: list[torch.Tensor] = []
         self._constant_nodes: dict[int, torch.fx.Node] = {}
         self._fake_of_constant: dict[int, torch.Tensor] = {}
         self._node_names: dict[Any, str] = {}
@@ -73,8 +79,7 @@ class GraphRecorder(TorchDispatchMode):
 
     def track(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
         """From now on, `tensor` is computed by `node`."""
-        self._node_of[id(tensor)] = node
-        self._alive.append(tensor)
+        self._node_of[id(tensor)] = (weakref.ref(tensor), node)
 
     def graph_value(self, value: Any) -> Any:
         """What a graph node argument reads for `value`: a node, or the value itself."""
@@ -83,11 +88,15 @@ class GraphRecorder(TorchDispatchMode):
     def metadata_of(self, tensor: torch.Tensor) -> torch.Tensor:
         """The `meta["val"]` of a node producing `tensor`.
 
-        Fake tensors are their own metadata; for a real tensor it is an empty
+        For a fake tensor it is a detached fake copy, so that later in-place
+        changes of the tensor's metadata do not show and the node does not
+        keep the tensor itself alive; for a real tensor it is an empty
         meta-device tensor of the same sizes, strides and dtype (cheap, holds
         no data).
         """
-        if isinstance(tensor, FakeTensor) or tensor.layout != torch.strided:
+        if isinstance(tensor, FakeTensor):
+            return fast_detach(tensor.fake_mode, tensor)
+        if tensor.layout != torch.strided:
             return tensor
         return torch.empty_strided(
             tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta"
@@ -97,6 +106,8 @@ class GraphRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
+            return self._below_functional_mode(func, types, args, kwargs)
         decomposition = self._decompositions.get(func)
         if decomposition is None and self._decomposes_implicitly.get(func, True):
             decomposition = self._implicit_decomposition(func)
@@ -123,6 +134,21 @@ class GraphRecorder(TorchDispatchMode):
             self._record_call(func, node_args, node_kwargs, out)
         return out
 
+    def _below_functional_mode(self, func, types, args, kwargs):
+        """Let a FunctionalTensorMode entered inside the program run first.
+
+        PyTorch always dispatches its own modes (functionalization, fake)
+        after user modes such as this one. Functionalization must come first
+        so that the graph records the functional operations it produces: run
+        its handler here, with this recorder back on top to receive them.
+        """
+        functional_mode = torch._C._unset_dispatch_mode(_FUNCTIONAL_KEY)
+        try:
+            with self:
+                return functional_mode.__torch_dispatch__(func, types, args, kwargs)
+        finally:
+            torch._C._push_on_torch_dispatch_stack(functional_mode)
+
     def _implicit_decomposition(self, func: Any) -> Callable[..., Any] | None:
         """`func.decompose` for CompositeImplicitAutograd ops that reach the mode.
 
@@ -139,9 +165,9 @@ class GraphRecorder(TorchDispatchMode):
         return func.decompose if decomposes else None
 
     def _to_arg(self, value: Any) -> Any:
-        node = self._node_of.get(id(value))
-        if node is not None:
-            return node
+        entry = self._node_of.get(id(value))
+        if entry is not None and entry[0]() is value:
+            return entry[1]
         cls = type(value)
         if cls is list:
             return [self._to_arg(v) for v in value]
@@ -163,8 +189,7 @@ class GraphRecorder(TorchDispatchMode):
     def _track_output(self, node: torch.fx.Node, out: Any) -> None:
         if isinstance(out, torch.Tensor):
             node.meta["val"] = self.metadata_of(out)
-            self._node_of[id(out)] = node
-            self._alive.append(out)
+            self._node_of[id(out)] = (weakref.ref(out), node)
         elif isinstance(out, (tuple, list)):
             node.meta["val"] = type(out)(
                 self.metadata_of(o) if isinstance(o, torch.Tensor) else o for o in out
@@ -226,7 +251,7 @@ class GraphRecorder(TorchDispatchMode):
             node.meta["val"] = self.metadata_of(tensor)
         self.constants[name] = tensor
         self._constant_nodes[id(tensor)] = node
-        self._alive.append(tensor)
+        self._constants_alive.append(tensor)  # their ids must stay unique
         user_stack = user_frames_of_stack()
         self._record.constants.append(
             CapturedConstant(
