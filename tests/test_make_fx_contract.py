@@ -210,3 +210,33 @@ def test_unsupported_output_is_an_invalid_input_error():
 def test_unknown_tracing_mode_is_an_invalid_input_error():
     with pytest.raises(graphwright.InvalidInputError, match="tracing_mode"):
         graphwright.make_fx(lambda x: x, tracing_mode="lazy")
+
+
+def test_symint_inputs_become_placeholders_that_compute_sizes():
+    fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    x = fake_mode.from_tensor(torch.randn(4, 6))
+
+    def f(n, x):
+        return x.view(n * 3, -1), n + 1
+
+    gm = graphwright.make_fx(f, tracing_mode="symbolic")(x.shape[0], x)
+    n_placeholder = next(iter(gm.graph.nodes))
+    assert n_placeholder.meta["val"] is x.shape[0]
+    assert aten.sym_size.int not in [n.target for n in gm.graph.nodes]
+    y = torch.randn(5, 6)
+    view, n_plus_one = gm(5, y)
+    torch.testing.assert_close(view, y.view(15, -1))
+    assert n_plus_one == 6
+
+
+def test_traced_module_buffers_are_updated_by_the_graph_as_by_eager():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    reference = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    reference.load_state_dict(model.state_dict())
+    x = torch.randn(8, 4)
+    gm = graphwright.make_fx(model, tracing_mode="fake")(x)
+    torch.testing.assert_close(model[1].running_mean, torch.zeros(4))  # tracing touched nothing
+    torch.testing.assert_close(gm(x), reference(x))
+    for name, buffer in reference.named_buffers():
+        torch.testing.assert_close(model.get_buffer(name), buffer)

@@ -34,6 +34,7 @@ _aten = torch.ops.aten
 _IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
 _FUNCTIONAL_KEY = torch._C._TorchDispatchModeKey.FUNCTIONAL
 _active_infra_mode = torch._C._get_dispatch_mode
+_UNSEEN = object()
 
 
 class GraphRecorder(TorchDispatchMode):
@@ -73,7 +74,7 @@ class GraphRecorder(TorchDispatchMode):
         self._constant_nodes: dict[int, torch.fx.Node] = {}
         self._fake_of_constant: dict[int, torch.Tensor] = {}
         self._node_names: dict[Any, str] = {}
-        self._decomposes_implicitly: dict[OpOverload, bool] = {}
+        self._implicit_decompositions: dict[Any, Callable[..., Any] | None] = {}
         self._args_hold_real_constants = False
         self._lifting_literal = False
 
@@ -109,8 +110,10 @@ class GraphRecorder(TorchDispatchMode):
         if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
             return self._below_functional_mode(func, types, args, kwargs)
         decomposition = self._decompositions.get(func)
-        if decomposition is None and self._decomposes_implicitly.get(func, True):
-            decomposition = self._implicit_decomposition(func)
+        if decomposition is None:
+            decomposition = self._implicit_decompositions.get(func, _UNSEEN)
+            if decomposition is _UNSEEN:
+                decomposition = self._implicit_decompositions[func] = _implicit_decomposition(func)
         if decomposition is not None:
             with self:
                 result = decomposition(*args, **kwargs)
@@ -148,21 +151,6 @@ class GraphRecorder(TorchDispatchMode):
                 return functional_mode.__torch_dispatch__(func, types, args, kwargs)
         finally:
             torch._C._push_on_torch_dispatch_stack(functional_mode)
-
-    def _implicit_decomposition(self, func: Any) -> Callable[..., Any] | None:
-        """`func.decompose` for CompositeImplicitAutograd ops that reach the mode.
-
-        Such ops normally decompose above autograd; they reach a dispatch mode
-        only where autograd is skipped (inference mode, functionalization).
-        """
-        try:
-            decomposes = isinstance(func, OpOverload) and func.has_kernel_for_dispatch_key(
-                _IMPLICIT_KEY
-            )
-        except RuntimeError:  # prim:: ops (prim.device) are not in the C++ registry
-            decomposes = False
-        self._decomposes_implicitly[func] = decomposes
-        return func.decompose if decomposes else None
 
     def _to_arg(self, value: Any) -> Any:
         entry = self._node_of.get(id(value))
@@ -276,6 +264,21 @@ class GraphRecorder(TorchDispatchMode):
         if isinstance(value, dict):
             return {k: self._with_fake_constants(v) for k, v in value.items()}
         return value
+
+
+def _implicit_decomposition(func: Any) -> Callable[..., Any] | None:
+    """`func.decompose` for CompositeImplicitAutograd ops, else None.
+
+    Such ops normally decompose above autograd; they reach a dispatch mode
+    only where autograd is skipped (inference mode, functionalization).
+    """
+    try:
+        decomposes = isinstance(func, OpOverload) and func.has_kernel_for_dispatch_key(
+            _IMPLICIT_KEY
+        )
+    except RuntimeError:  # prim:: ops (prim.device) are not in the C++ registry
+        decomposes = False
+    return func.decompose if decomposes else None
 
 
 def _holds_tensor(value: Any) -> bool:
