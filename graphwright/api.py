@@ -1,0 +1,83 @@
+"""Layer 6: `graphwright.compile`, `reset` and the steering functions, wired together.
+
+Thin by design: `compile` resolves the backend by name (at compile time),
+wraps functions in the strict tracer's `CompiledFunction` and modules in an
+`OptimizedModule` that shares the original's parameters and state.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import torch
+
+from ._core.counters import clear_counters
+from ._core.errors import GraphwrightError
+from .backends import lookup_backend
+from .strict.cache import CompiledFunction, reset_caches
+from .strict.markers import disable, graph_break
+
+__all__ = ["compile", "reset", "graph_break", "disable", "OptimizedModule"]
+
+
+class OptimizedModule(torch.nn.Module):
+    """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared."""
+
+    def __init__(self, mod: torch.nn.Module, compiled_forward: CompiledFunction) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_compiled_forward"] = compiled_forward
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        mod = self._orig_mod
+        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks:
+            return mod(*args, **kwargs)  # hooks run around forward: keep eager semantics
+        return self._compiled_forward(mod, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+
+def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: str | Callable = "inductor", mode: str | None = None,
+            options: dict | None = None, disable: bool = False) -> Any:
+    """Compile a function or module: capture its tensor work as graphs, guarded and cached.
+
+    >>> @graphwright.compile(fullgraph=True, backend="eager")
+    ... def f(x):
+    ...     return torch.sin(x) + 1
+    >>> f(torch.randn(3))
+    """
+    if model is None:
+        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    if disable:
+        return model
+    compiler = lookup_backend(backend)
+    if isinstance(model, torch.nn.Module):
+        forward = model.forward
+        if not (isinstance(forward, types.MethodType) and forward.__self__ is model
+                and isinstance(forward.__func__, types.FunctionType)):
+            raise GraphwrightError(
+                f"Cannot compile module {type(model).__name__}",
+                explanation="Its `forward` is not a Python method defined on its class.",
+                hints=["Define `forward` as a method of the module's class."])
+        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph))
+    if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
+        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph), model.__self__)
+    if isinstance(model, types.FunctionType):
+        return CompiledFunction(model, compiler, fullgraph)
+    raise GraphwrightError(
+        f"Cannot compile an object of type {type(model).__name__}",
+        explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",
+        hints=["Wrap the call in a Python function and compile that."])
+
+
+def reset() -> None:
+    """Forget every compiled entry and clear `graphwright.counters`."""
+    reset_caches()
+    clear_counters()

@@ -1,0 +1,274 @@
+"""Attribute access on symbolic values, following Python's lookup rules per kind.
+
+Tensor metadata is read from the fake tensor (sizes are static); module and
+object attributes are read through to the real object by source, with the
+overlay of stores made while tracing taking precedence; methods become bound
+function values (inlined when called) or `MethodValue`s for natively modelled
+receivers. Stores go to `SideEffects`, never to the real object.
+"""
+from __future__ import annotations
+
+import logging
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import graph_breaks as gb
+from .sources import AttrSource, ModuleDictSource
+from .values import (
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+from .wrap import function_value, is_constant, is_torch_function
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf",
+                             "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
+                             "is_nested", "itemsize", "nbytes"})
+TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+_TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "builtins", "functools", "itertools",
+                            "collections", "typing", "warnings", "logging", "dataclasses", "enum",
+                            "numbers", "types", "contextlib", "copy")
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+_MISSING = object()
+
+
+def load_attr(tracer: "Tracer", value: Value, name: str) -> Value:
+    found = lookup(tracer, value, name)
+    if found is None:
+        raise tracer.graph_break(
+            gb.USER_EXCEPTION, f"getattr {name}",
+            error=f"AttributeError: '{value.python_type().__name__}' object has no attribute '{name}'")
+    return found
+
+
+def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
+    """The attribute's value, or None when the object has no such attribute."""
+    if isinstance(value, TensorValue):
+        return _tensor_attr(tracer, value, name)
+    if isinstance(value, ModuleValue):
+        return _module_attr(tracer, value, name)
+    if isinstance(value, ObjectValue):
+        return _object_attr(tracer, value, name)
+    if isinstance(value, ConstantValue):
+        return _constant_attr(tracer, value, name)
+    if isinstance(value, SequenceValue):
+        return _sequence_attr(tracer, value, name)
+    if isinstance(value, DictValue):
+        return _method_if(value, name, dict if value.kind is dict else set)
+    if isinstance(value, FunctionValue) and name in ("__name__", "__qualname__", "__module__"):
+        return ConstantValue(value.name if name != "__module__" else value.globals.get("__name__"))
+    if isinstance(value, FunctionValue) and name == "__self__" and value.bound_self is not None:
+        return value.bound_self
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
+                             type=value.python_type().__name__)
+
+
+def _method_if(value: Value, name: str, cls: type) -> Value | None:
+    from .values import MethodValue
+
+    return MethodValue(value, name) if callable(getattr(cls, name, None)) else None
+
+
+def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | None:
+    from .values import MethodValue
+
+    if name in TENSOR_METADATA:
+        return ConstantValue(getattr(value.fake, name))
+    if name in TENSOR_VIEWS:
+        return tracer.graph.call("call_function", getattr, [value, ConstantValue(name)], {})
+    if name == "grad":
+        real = tracer.real_tensors.get(id(value))
+        if real is not None:
+            return tracer.wrap(real.grad, AttrSource(value.source, "grad"))
+        if value.fake.grad is None:
+            return ConstantValue(None)
+    if name == "grad_fn" and value.fake.grad_fn is None:
+        return ConstantValue(None)
+    if callable(getattr(torch.Tensor, name, None)):
+        return MethodValue(value, name)
+    if hasattr(torch.Tensor, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
+    return None
+
+
+def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
+    from .values import MethodValue
+
+    real = getattr(value.value, name, _MISSING)
+    if real is _MISSING:
+        return None
+    if isinstance(value.value, types.ModuleType):
+        trusted = value.value.__name__.startswith(_TRUSTED_MODULE_PREFIXES)
+        source = None if trusted or value.source is None else AttrSource(value.source, name)
+        return tracer.wrap(real, source)
+    if isinstance(value.value, type):
+        return _class_attr(tracer, value.value, name, ConstantValue(value.value), None)
+    if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
+        return MethodValue(value, name)
+    return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
+
+
+def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value | None:
+    cls = value.cls
+    if cls is not None:
+        fields = getattr(cls, "_fields", None) or [
+            field for field in dir(cls) if not field.startswith("_") and field not in ("count", "index")
+            and isinstance(getattr(cls, field), types.MemberDescriptorType)]
+        if name in fields:
+            index = list(fields).index(name) if hasattr(cls, "_fields") else _structseq_index(cls, name)
+            return value.items[index]
+        attr = getattr(cls, name, None)
+        if type(attr) is types.FunctionType or isinstance(attr, property):
+            return _class_attr(tracer, cls, name, value, None)
+    return _method_if(value, name, value.kind)
+
+
+def _structseq_index(cls: type, name: str) -> int:
+    sample = cls(tuple(range(cls.n_fields)))
+    return getattr(sample, name)
+
+
+def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source: Any) -> Value | None:
+    """Attribute `name` found on `cls` (through the MRO), bound to `receiver` as Python would."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            raw = klass.__dict__[name]
+            break
+    else:
+        return None
+    from . import calls
+
+    is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
+    if isinstance(raw, staticmethod):
+        return tracer.wrap(raw.__func__, None)
+    if isinstance(raw, classmethod):
+        return function_value(raw.__func__, None).bind(ConstantValue(cls))
+    if isinstance(raw, property):
+        if is_class:
+            return ConstantValue(raw)
+        return calls.call_value(tracer, tracer.wrap(raw.fget, None), [receiver], {})
+    if type(raw) is types.FunctionType:
+        if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
+            return ConstantValue(getattr(receiver, "value", raw))
+        function = function_value(raw, None)
+        return function if is_class else function.bind(receiver)
+    return tracer.wrap(getattr(receiver.value, name) if is_class else getattr(cls, name), source)
+
+
+def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
+    if name in value.overlay:
+        return value.overlay[name]
+    module, source = value.module, value.source
+    if isinstance(getattr(type(module), name, None), property):
+        return _class_attr(tracer, type(module), name, value, None)
+    if name in module.__dict__:
+        return tracer.wrap(module.__dict__[name], _attr(source, name))
+    for table in ("_parameters", "_buffers", "_modules"):
+        entries = module.__dict__[table]
+        if name in entries:
+            return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
+    if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
+                "named_children", "modules", "named_modules", "items", "keys", "values"):
+        from .values import MethodValue
+
+        return MethodValue(value, name)
+    return _class_attr(tracer, type(module), name, value, _attr(source, name))
+
+
+def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
+    if name in value.overlay:
+        return value.overlay[name]
+    obj, source = value.obj, value.source
+    if isinstance(obj, logging.Logger) and name in LOGGER_METHODS:
+        from .values import MethodValue
+
+        return MethodValue(value, name)
+    if name == "__class__":
+        return ConstantValue(value.cls)
+    descriptor = getattr(value.cls, name, None)
+    if isinstance(descriptor, property) or type(descriptor) is types.FunctionType:
+        return _class_attr(tracer, value.cls, name, value, None)
+    if obj is not None:
+        real = getattr(obj, name, _MISSING)
+        if real is _MISSING:
+            return None
+        return tracer.wrap(real, _attr(source, name))
+    return _class_attr(tracer, value.cls, name, value, None)
+
+
+def _attr(source: Any, name: str) -> Any:
+    return None if source is None else AttrSource(source, name)
+
+
+def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
+    if isinstance(owner, (ModuleValue, ObjectValue)):
+        if isinstance(getattr(owner.python_type(), name, None), property):
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
+                                     type=owner.python_type().__name__)
+        tracer.side_effects.store_attr(owner, name, value)
+        return
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
+                             type=owner.python_type().__name__)
+
+
+def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:
+    if isinstance(owner, ObjectValue):
+        tracer.side_effects.store_attr(owner, name, None)
+        return
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"delattr {owner!r}.{name}", name=f"deleting {name}",
+                             type=owner.python_type().__name__)
+
+
+def _child(tracer: "Tracer", value: ModuleValue, key: str) -> Value:
+    child = value.module._modules[key]
+    source = None if value.source is None else ModuleDictSource(value.source, "_modules", key)
+    return tracer.wrap(child, source)
+
+
+def module_children_for_iteration(tracer: "Tracer", value: ModuleValue) -> list[Value]:
+    """What `for x in module` yields, for the containers of torch.nn; guards their structure."""
+    module = value.module
+    keys = tuple(module._modules)
+    if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
+        tracer.add_guard(_attr(value.source, "_modules"), "keys", keys)
+        return [_child(tracer, value, key) for key in keys]
+    if isinstance(module, torch.nn.ModuleDict):
+        tracer.add_guard(_attr(value.source, "_modules"), "keys", keys)
+        return [ConstantValue(key) for key in keys]
+    if isinstance(module, (torch.nn.ParameterList, torch.nn.ParameterDict)):
+        names = tuple(module._parameters)
+        tracer.add_guard(_attr(value.source, "_parameters"), "keys", names)
+        if isinstance(module, torch.nn.ParameterDict):
+            return [ConstantValue(key) for key in names]
+        return [_module_attr(tracer, value, key) for key in names]
+    raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({type(module).__name__})",
+                             type=type(module).__name__)
+
+
+def module_item(tracer: "Tracer", value: ModuleValue, key: Any) -> Value:
+    module = value.module
+    if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
+        children = module_children_for_iteration(tracer, value)
+        if isinstance(key, slice):
+            return SequenceValue(children[key], list)
+        return children[key]
+    if isinstance(module, torch.nn.ModuleDict):
+        tracer.add_guard(_attr(value.source, "_modules"), "keys", tuple(module._modules))
+        return _child(tracer, value, key)
+    if isinstance(module, (torch.nn.ParameterList, torch.nn.ParameterDict)):
+        items = module_children_for_iteration(tracer, value)
+        if isinstance(module, torch.nn.ParameterList):
+            return items[key]
+        return _module_attr(tracer, value, key)
+    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{type(module).__name__}[{key!r}]",
+                             op="indexing", types=f"`{type(module).__name__}`")

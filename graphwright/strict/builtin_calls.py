@@ -1,0 +1,333 @@
+"""Python builtins, and pure functions of `math`/`operator`, on symbolic values.
+
+Each builtin the tracer models has a handler here, keyed by the builtin
+itself. Iteration helpers (enumerate, zip, map...) run eagerly over the known
+items. Pure functions of constants are simply computed. Replayable output
+(`print` when `config.reorderable_print`, `warnings.warn`, module-level
+`logging` calls) is recorded as a side effect.
+"""
+from __future__ import annotations
+
+import builtins
+import logging
+import operator
+import types
+import warnings
+from typing import TYPE_CHECKING, Any, Callable
+
+from .._core import config
+from . import attributes, operations
+from . import graph_breaks as gb
+from .values import (
+    NONE,
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    MethodValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+Handler = Callable[["Tracer", list, dict], Value]
+_HANDLERS: dict[Any, Handler] = {}
+_PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
+_LOGGING_FUNCTIONS = {logging.debug, logging.info, logging.warning, logging.error,
+                      logging.critical, logging.exception, logging.log}
+
+
+def handles(*targets: Any) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        for target in targets:
+            _HANDLERS[target] = handler
+        return handler
+    return register
+
+
+def handler_for(target: Any) -> Handler | None:
+    try:
+        return _HANDLERS.get(target)
+    except TypeError:  # unhashable callable
+        return None
+
+
+def is_pure_on_constants(target: Any) -> bool:
+    module = getattr(target, "__module__", None) or ""
+    return module in _PURE_MODULES or isinstance(target, (types.BuiltinMethodType,)) and \
+        isinstance(getattr(target, "__self__", None), (str, int, float, tuple))
+
+
+def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Call `target` now on the Python values of its arguments (operators on tensors: a node)."""
+    if getattr(target, "__module__", "") in ("operator", "_operator") and \
+            any(isinstance(arg, TensorValue) for arg in args):
+        return tracer.graph.call("call_function", target, args, kwargs)
+    name = getattr(target, "__name__", repr(target))
+    python_args = [operations.python_value(tracer, arg, f"`{name}`") for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg, f"`{name}`") for key, arg in kwargs.items()}
+    try:
+        return operations.constant_result(target(*python_args, **python_kwargs))
+    except Exception as error:
+        raise tracer.graph_break(gb.USER_EXCEPTION, f"{name}(...)", error=f"{type(error).__name__}: {error}")
+
+
+def _unsupported(tracer: "Tracer", name: str, args: list[Value]) -> Exception:
+    types_text = ", ".join(f"`{arg.python_type().__name__}`" for arg in args) or "no arguments"
+    return tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"{name}{args!r}", name=name, types=types_text)
+
+
+def _pure(*targets: Any) -> None:
+    for target in targets:
+        _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
+
+
+_pure(round, divmod, pow, chr, ord, format, hash, repr, complex, frozenset, slice, ascii, bin, hex, oct,
+      int, float, str)
+
+
+@handles(bool)
+def _bool(tracer, args, kwargs):
+    return ConstantValue(operations.truth(tracer, args[0]) if args else False)
+
+
+@handles(len)
+def _len(tracer, args, kwargs):
+    value = args[0]
+    if isinstance(value, TensorValue):
+        if value.fake.dim() == 0:
+            raise tracer.graph_break(gb.USER_EXCEPTION, "len of 0-d tensor", error="TypeError: len() of a 0-d tensor")
+        return ConstantValue(value.fake.shape[0])
+    if isinstance(value, (SequenceValue, DictValue)):
+        return ConstantValue(len(value.items))
+    if isinstance(value, ConstantValue):
+        return evaluate(tracer, len, args, kwargs)
+    if isinstance(value, ModuleValue):
+        return ConstantValue(len(operations.iterate(tracer, value)))
+    if isinstance(value, ObjectValue):
+        return operations._call_dunder(tracer, value, "__len__", [], len)
+    raise _unsupported(tracer, "len", args)
+
+
+@handles(isinstance)
+def _isinstance(tracer, args, kwargs):
+    classinfo = operations.python_value(tracer, args[1])
+    return ConstantValue(issubclass(args[0].python_type(), classinfo))
+
+
+@handles(issubclass)
+def _issubclass(tracer, args, kwargs):
+    return evaluate(tracer, issubclass, args, kwargs)
+
+
+@handles(type)
+def _type(tracer, args, kwargs):
+    if len(args) != 1:
+        raise _unsupported(tracer, "type", args)
+    return ConstantValue(args[0].python_type())
+
+
+@handles(callable)
+def _callable(tracer, args, kwargs):
+    value = args[0]
+    if isinstance(value, ConstantValue):
+        return ConstantValue(callable(value.value))
+    if isinstance(value, ObjectValue):
+        return ConstantValue(callable(getattr(value.cls, "__call__", None)))
+    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue)))
+
+
+@handles(getattr)
+def _getattr(tracer, args, kwargs):
+    name = operations.python_value(tracer, args[1])
+    found = attributes.lookup(tracer, args[0], name)
+    if found is not None:
+        return found
+    if len(args) > 2:
+        return args[2]
+    return attributes.load_attr(tracer, args[0], name)
+
+
+@handles(hasattr)
+def _hasattr(tracer, args, kwargs):
+    return ConstantValue(attributes.lookup(tracer, args[0], operations.python_value(tracer, args[1])) is not None)
+
+
+@handles(setattr)
+def _setattr(tracer, args, kwargs):
+    attributes.store_attr(tracer, args[0], operations.python_value(tracer, args[1]), args[2])
+    return NONE
+
+
+@handles(object.__setattr__)
+def _object_setattr(tracer, args, kwargs):
+    owner = args[0]
+    if not isinstance(owner, ObjectValue):
+        raise _unsupported(tracer, "object.__setattr__", args)
+    tracer.side_effects.store_attr(owner, operations.python_value(tracer, args[1]), args[2])
+    return NONE
+
+
+@handles(range)
+def _range(tracer, args, kwargs):
+    return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
+
+
+@handles(enumerate)
+def _enumerate(tracer, args, kwargs):
+    start_value = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
+    start = operations.python_value(tracer, start_value)
+    items = operations.iterate(tracer, args[0])
+    return IteratorValue([SequenceValue([ConstantValue(start + i), item], tuple) for i, item in enumerate(items)])
+
+
+@handles(zip)
+def _zip(tracer, args, kwargs):
+    columns = [operations.iterate(tracer, arg) for arg in args]
+    return IteratorValue([SequenceValue(list(row), tuple) for row in zip(*columns)])
+
+
+@handles(reversed)
+def _reversed(tracer, args, kwargs):
+    return IteratorValue(list(reversed(operations.iterate(tracer, args[0]))))
+
+
+@handles(iter)
+def _iter(tracer, args, kwargs):
+    if isinstance(args[0], IteratorValue):
+        return args[0]
+    return IteratorValue(operations.iterate(tracer, args[0]))
+
+
+@handles(next)
+def _next(tracer, args, kwargs):
+    iterator = args[0]
+    if not isinstance(iterator, IteratorValue):
+        raise _unsupported(tracer, "next", args)
+    item = iterator.next_item()
+    if item is not None:
+        return item
+    if len(args) > 1:
+        return args[1]
+    raise tracer.graph_break(gb.USER_EXCEPTION, "next()", error="StopIteration")
+
+
+@handles(map)
+def _map(tracer, args, kwargs):
+    from . import calls
+
+    columns = [operations.iterate(tracer, arg) for arg in args[1:]]
+    return IteratorValue([calls.call_value(tracer, args[0], list(row), {}) for row in zip(*columns)])
+
+
+@handles(filter)
+def _filter(tracer, args, kwargs):
+    from . import calls
+
+    def keep(item: Value) -> bool:
+        if operations.is_none(args[0]):
+            return operations.truth(tracer, item)
+        return operations.truth(tracer, calls.call_value(tracer, args[0], [item], {}))
+    return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
+
+
+@handles(sorted)
+def _sorted(tracer, args, kwargs):
+    from . import calls
+
+    items = operations.iterate(tracer, args[0])
+    key = kwargs.get("key")
+    keys = [calls.call_value(tracer, key, [item], {}) if key is not None and not operations.is_none(key)
+            else item for item in items]
+    python_keys = [operations.python_value(tracer, k, "sorted()") for k in keys]
+    reverse = operations.python_value(tracer, kwargs.get("reverse", ConstantValue(False)))
+    order = sorted(range(len(items)), key=python_keys.__getitem__, reverse=reverse)
+    return SequenceValue([items[i] for i in order], list)
+
+
+def _min_max(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
+        if any(isinstance(item, TensorValue) for item in items):
+            raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
+        return evaluate(tracer, function, [SequenceValue(items, list)], kwargs)
+    return handler
+
+
+_HANDLERS[min] = _min_max(min)
+_HANDLERS[max] = _min_max(max)
+
+
+@handles(sum)
+def _sum(tracer, args, kwargs):
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
+    for item in operations.iterate(tracer, args[0]):
+        total = operations.binary(tracer, operator.add, total, item)
+    return total
+
+
+@handles(abs)
+def _abs(tracer, args, kwargs):
+    return operations.unary(tracer, operator.abs, args[0])
+
+
+_HANDLERS[any] = lambda tracer, args, kwargs: ConstantValue(
+    any(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+_HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
+    all(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+
+
+_HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
+    operations.iterate(tracer, args[0]) if args else [], list)
+_HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
+    operations.iterate(tracer, args[0]) if args else [], tuple)
+
+
+@handles(set)
+def _set(tracer, args, kwargs):
+    items = operations.iterate(tracer, args[0]) if args else []
+    return DictValue({operations.hashable_key(tracer, item): item for item in items}, set)
+
+
+@handles(dict)
+def _dict(tracer, args, kwargs):
+    items: dict[Any, Value] = {}
+    if args:
+        source = args[0]
+        if isinstance(source, DictValue):
+            items.update(source.items)
+        else:
+            for pair in operations.iterate(tracer, source):
+                key, value = operations.iterate(tracer, pair)
+                items[operations.hashable_key(tracer, key)] = value
+    items.update(kwargs)
+    return DictValue(items)
+
+
+@handles(print)
+def _print(tracer, args, kwargs):
+    if not config.reorderable_print:
+        raise tracer.graph_break(gb.PRINT_CALL, f"print with {len(args)} arguments")
+    tracer.side_effects.replay_call(print, args, kwargs)
+    return NONE
+
+
+for _target in (warnings.warn, *_LOGGING_FUNCTIONS):
+    def _replay(tracer, args, kwargs, target=_target):
+        if not config.reorderable_logging:
+            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {target.__name__}",
+                                     name=f"{target.__module__}.{target.__name__}")
+        tracer.side_effects.replay_call(target, args, kwargs)
+        return NONE
+    _HANDLERS[_target] = _replay
+
+
+@handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
+         builtins.locals, builtins.vars, builtins.dir, builtins.super)
+def _not_modelled(tracer, args, kwargs):
+    raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

@@ -1,0 +1,83 @@
+"""The compiled-function cache: entries per code object, newest first, and the call path.
+
+`CompiledFunction.__call__` is the hot path of every compiled call: try each
+entry (its guards are its first lines) and return the first hit. A call that
+misses every entry compiles a new one, recording why in
+`counters["recompiles"]`, until `config.cache_size_limit` entries exist; after
+that, misses run eagerly with one warning. Functions sharing a code object
+(and backend and fullgraph setting) share entries: many instances of one
+module class reuse one graph when their guards pass.
+"""
+from __future__ import annotations
+
+import types
+import warnings
+from typing import Any, Callable
+
+from .._core import config
+from .._core.counters import counters
+from .codegen import MISS
+from .entries import build_entry, cache_limit_warning, failure_reason
+
+
+class CodeCache:
+    __slots__ = ("entries", "exhausted")
+
+    def __init__(self) -> None:
+        self.entries: list[Callable] = []
+        self.exhausted = False
+
+
+_CACHES: dict[tuple, CodeCache] = {}
+
+
+def reset_caches() -> None:
+    for cache in _CACHES.values():
+        cache.entries.clear()
+        cache.exhausted = False
+
+
+class CompiledFunction:
+    """`fn` compiled: the same signature, running captured graphs where guards allow."""
+
+    _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
+
+    def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool) -> None:
+        self._fn = fn
+        self._graphwright_original = fn
+        self._backend = backend
+        self._fullgraph = fullgraph
+        key = (fn.__code__, id(backend), fullgraph)
+        self._cache = _CACHES.setdefault(key, CodeCache())
+        self._entries = self._cache.entries
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._fn
+        for entry in self._entries:
+            result = entry(fn, *args, **kwargs)
+            if result is not MISS:
+                return result
+        return self._miss(args, kwargs)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    def _miss(self, args: tuple, kwargs: dict) -> Any:
+        fn, cache = self._fn, self._cache
+        if cache.exhausted:
+            return fn(*args, **kwargs)
+        if cache.entries:
+            reason = failure_reason(cache.entries[0], fn, args, kwargs)
+            if len(cache.entries) >= config.cache_size_limit:
+                cache.exhausted = True
+                warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
+                return fn(*args, **kwargs)
+            counters["recompiles"][reason] += 1
+        entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph)
+        cache.entries.insert(0, entry)
+        result = entry(fn, *args, **kwargs)
+        return fn(*args, **kwargs) if result is MISS else result

@@ -1,0 +1,223 @@
+"""What calling a symbolic value means: inline it, record it in the graph, or break.
+
+`call_value` is the one dispatch point. Python functions (the user's, and the
+methods of torch.nn modules) are inlined into a new `Frame`; torch functions,
+Tensor methods and operators become graph nodes; builtins and methods of
+modelled values go to `builtin_calls` and `methods`. Before anything else,
+`marked_behaviour` asks whether the callable carries a user marking
+(graph_break, disable; later nonstrict_trace and friends via a rules registry).
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import builtin_calls, contexts, markers, methods
+from . import graph_breaks as gb
+from .values import (
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    MethodValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    Value,
+)
+from .wrap import function_value, is_torch_function
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+_GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
+                       torch.set_default_device, torch.use_deterministic_algorithms,
+                       torch.set_printoptions, torch.set_num_threads}
+
+
+def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if isinstance(function, FunctionValue):
+        return inline(tracer, function, args, kwargs)
+    if isinstance(function, MethodValue):
+        return methods.call_method(tracer, function.receiver, function.name, args, kwargs)
+    if isinstance(function, ModuleValue):
+        return call_module(tracer, function, args, kwargs)
+    if isinstance(function, ConstantValue):
+        return call_constant(tracer, function.value, args, kwargs)
+    if isinstance(function, ObjectValue):
+        from . import attributes
+
+        method = attributes.lookup(tracer, function, "__call__")
+        if isinstance(method, FunctionValue):
+            return inline(tracer, method, args, kwargs)
+    raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {function!r}",
+                             name=function.python_type().__name__)
+
+
+def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwargs: dict = {}) -> None:
+    """Raise the graph break a user marking asks for; the registry of marked callables hooks in here."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if target is markers.graph_break or (dynamo is not None and target is getattr(dynamo, "graph_break", None)):
+        shown_args = [getattr(arg, "value", arg) for arg in args]
+        shown_kwargs = {key: getattr(arg, "value", arg) for key, arg in kwargs.items()}
+        message = shown_args[0] if shown_args else shown_kwargs.get("msg") or None
+        raise tracer.graph_break(
+            gb.USER_GRAPH_BREAK,
+            f"Called `graphwright.graph_break()` with args `{shown_args}`, kwargs `{shown_kwargs}`",
+            msg=message)
+    if getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False):
+        name = getattr(target, "__qualname__", repr(target))
+        raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
+
+
+def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    marked_behaviour(tracer, target, args, kwargs)
+    compiled_original = getattr(target, "_graphwright_original", None)
+    if compiled_original is not None:
+        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
+    handler = builtin_calls.handler_for(target)
+    if handler is not None:
+        return handler(tracer, args, kwargs)
+    if target in _AUTOGRAD_CALLS:
+        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
+    if target in _GLOBAL_STATE_CALLS:
+        raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
+    if isinstance(target, type):
+        return instantiate(tracer, target, args, kwargs)
+    if is_torch_callable(target):
+        return tracer.graph.call("call_function", target, args, kwargs)
+    if type(target) is types.FunctionType:
+        return inline(tracer, function_value(target, None), args, kwargs)
+    if builtin_calls.is_pure_on_constants(target):
+        return builtin_calls.evaluate(tracer, target, args, kwargs)
+    name = getattr(target, "__qualname__", None) or repr(target)
+    module = getattr(target, "__module__", None)
+    raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {module}.{name}",
+                             name=f"{module}.{name}" if module else name)
+
+
+def is_torch_callable(target: Any) -> bool:
+    if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
+        return True
+    return is_torch_function(target) and callable(target)
+
+
+def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    from . import operations
+
+    if cls in contexts.GRAD_MODE_CLASSES or cls in contexts.AUTOCAST_CLASSES:
+        python_args = [operations.python_value(tracer, arg) for arg in args]
+        python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+        return contexts.make_context(tracer, cls, python_args, python_kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
+        return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
+    if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
+                                                  for v in [*args, *kwargs.values()]):
+        return builtin_calls.evaluate(tracer, cls, args, kwargs)
+    if issubclass(cls, torch.nn.Module) or cls.__new__ is not object.__new__ \
+            or type(cls) is not type or cls.__module__ == "builtins":
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=cls.__qualname__)
+    instance = ObjectValue(None, cls)
+    init = cls.__init__
+    if type(init) is types.FunctionType:
+        inline(tracer, function_value(init, None).bind(instance), args, kwargs)
+    elif args or kwargs:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=cls.__qualname__)
+    return instance
+
+
+def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    real = module.module
+    if real._forward_hooks or real._forward_pre_hooks or real._backward_hooks \
+            or real._backward_pre_hooks or _global_hooks():
+        name = type(real).__name__
+        raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
+    tracer.add_guard(module.source, "no_hooks")
+    from . import attributes
+
+    forward = attributes.load_attr(tracer, module, "forward")
+    return call_value(tracer, forward, args, kwargs)
+
+
+def _global_hooks() -> bool:
+    hooks = torch.nn.modules.module
+    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks
+                or hooks._global_backward_hooks or hooks._global_backward_pre_hooks)
+
+
+def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Run a Python function's bytecode in a new frame on these symbolic arguments."""
+    from .frame import Frame
+
+    code = function.code
+    if code.co_flags & _GENERATOR_FLAGS:
+        raise tracer.graph_break(gb.GENERATOR, f"call generator {function.name}", name=function.name)
+    if function.fn is not None:
+        marked_behaviour(tracer, function.fn, args, kwargs)
+    if function.bound_self is not None:
+        args = [function.bound_self, *args]
+    local_values = bind_arguments(tracer, function, args, kwargs)
+    frame = Frame(tracer, code, function.globals, local_values, function.closure)
+    return frame.run()
+
+
+def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
+                   kwargs: dict[str, Value]) -> dict[str, Value]:
+    """Parameters to values, as CPython binds a call (positional, keyword, defaults, * and **)."""
+    code = function.code
+    names = code.co_varnames
+    positional = names[:code.co_argcount]
+    keyword_only = names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    index = code.co_argcount + code.co_kwonlyargcount
+    star = names[index] if code.co_flags & inspect.CO_VARARGS else None
+    index += bool(star)
+    double_star = names[index] if code.co_flags & inspect.CO_VARKEYWORDS else None
+
+    def fail(message: str) -> Exception:
+        return tracer.graph_break(gb.USER_EXCEPTION, message, error=f"TypeError: {function.name}() {message}")
+
+    bound: dict[str, Value] = dict(zip(positional, args))
+    extra = list(args[len(positional):])
+    if extra and star is None:
+        raise fail(f"takes {len(positional)} positional arguments but {len(args)} were given")
+    extra_kwargs: dict[str, Value] = {}
+    for key, value in kwargs.items():
+        if key in positional[:code.co_posonlyargcount] or key not in positional + keyword_only:
+            if double_star is None:
+                raise fail(f"got an unexpected keyword argument '{key}'")
+            extra_kwargs[key] = value
+        elif key in bound:
+            raise fail(f"got multiple values for argument '{key}'")
+        else:
+            bound[key] = value
+    defaults = function.defaults
+    for offset, name in enumerate(positional[len(positional) - len(defaults):]):
+        bound.setdefault(name, _as_value(tracer, defaults[offset]))
+    for name in keyword_only:
+        if name not in bound and name in function.kwdefaults:
+            bound[name] = _as_value(tracer, function.kwdefaults[name])
+    missing = [name for name in positional + keyword_only if name not in bound]
+    if missing:
+        raise fail(f"missing required argument '{missing[0]}'")
+    if star is not None:
+        bound[star] = SequenceValue(extra, tuple)
+    if double_star is not None:
+        bound[double_star] = DictValue(extra_kwargs)
+    return bound
+
+
+def _as_value(tracer: "Tracer", default: Any) -> Value:
+    return default if isinstance(default, Value) else tracer.wrap(default, None)
+
+
+def _bind(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
+    return bind_arguments(tracer, function_value(fn, None), args, kwargs)
+

@@ -1,0 +1,237 @@
+"""Generating one cache entry: guards, graph call and residual Python, as one function.
+
+The entry has the compiled function's own signature (plus the function
+object first), so arguments bind exactly as they would in the original call:
+
+    def ___entry(___gw_fn, x, y):
+        try:
+            ___v1 = x.weight
+            if not (type(x) is ___c0 and ...): return ___MISS
+        except Exception:
+            return ___MISS
+        ___out = ___graph(x, ___v1)
+        ___c3['counter'] = 2          # side effects, replayed
+        return (___out[0], x)
+
+This is the hot path of every compiled call: the guard section is straight
+line code, cheapest checks first, and allocates nothing of its own on a hit.
+Values are rebuilt from sources read before any replay, so replays cannot
+change what the return value refers to.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable
+
+from . import graph_breaks as gb
+from .guards import Guard, ordered
+from .side_effects import SideEffects
+from .sources import LocalSource, Source
+from .values import (
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+
+
+class _Miss:
+    """Returned by an entry whose guards fail."""
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = _Miss()
+_LITERAL_TYPES = (int, str, bool, type(None))
+
+
+def _make_object(cls: type, state: dict) -> Any:
+    instance = cls.__new__(cls)
+    instance.__dict__.update(state)
+    return instance
+
+
+def _replace_contents(container: Any, new: Any) -> None:
+    container.clear()
+    container.update(new)
+
+
+class EntryWriter:
+    def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
+        self.code = code
+        self.namespace: dict[str, Any] = {"___MISS": MISS, "___make_object": _make_object,
+                                          "___replace_contents": _replace_contents}
+        self.lines: list[str] = []
+        self.outputs: list[TensorValue] = []
+        self._on_break = on_break
+        self._refs: dict[int, str] = {}
+        self._vars: dict[Source, str] = {}
+        self._output_index: dict[int, int] = {}
+
+    def ref(self, obj: Any) -> str:
+        name = self._refs.get(id(obj))
+        if name is None:
+            name = f"___c{len(self._refs)}"
+            self._refs[id(obj)] = name
+            self.namespace[name] = obj
+        return name
+
+    def expr(self, source: Source) -> str:
+        if isinstance(source, LocalSource):
+            return source.local
+        var = self._vars.get(source)
+        if var is None:
+            text = source.gen(self)
+            var = f"___v{len(self._vars)}"
+            self._vars[source] = var
+            self.lines.append(f"{var} = {text}")
+        return var
+
+    # -- guards -------------------------------------------------------------------------
+    def guard_lines(self, guards: list[Guard]) -> list[str]:
+        self.lines = []
+        for guard in ordered(guards):
+            value = "" if guard.kind == "grad_mode" else self.expr(guard.source)
+            self.lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
+        return self.lines
+
+    # -- rebuilding values after the graph ---------------------------------------------
+    def rebuild(self, value: Value) -> str:
+        if isinstance(value, TensorValue):
+            if value.source is not None:
+                return self.expr(value.source)
+            index = self._output_index.get(id(value))
+            if index is None:
+                index = self._output_index[id(value)] = len(self.outputs)
+                self.outputs.append(value)
+            return f"___out[{index}]"
+        if isinstance(value, ConstantValue):
+            return self.literal(value.value)
+        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
+            return self.expr(value.source)
+        if isinstance(value, SequenceValue):
+            items = "".join(self.rebuild(item) + ", " for item in value.items)
+            if value.cls is not None:
+                cls = self.ref(value.cls)
+                return f"{cls}({items})" if hasattr(value.cls, "_fields") else f"{cls}(({items}))"
+            return f"[{items}]" if value.kind is list else f"({items})"
+        if isinstance(value, DictValue):
+            if value.kind is not dict:
+                return f"{self.ref(value.kind)}(({''.join(self.literal(k) + ', ' for k in value.items)}))"
+            pairs = ", ".join(f"{self.literal(key)}: {self.rebuild(item)}" for key, item in value.items.items())
+            return "{" + pairs + "}"
+        if isinstance(value, ModuleValue):
+            return self.ref(value.module)
+        if isinstance(value, ObjectValue):
+            if value.obj is not None:
+                return self.ref(value.obj)
+            state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                              if item is not None)
+            return f"___make_object({self.ref(value.cls)}, {{{state}}})"
+        if isinstance(value, FunctionValue):
+            return self._rebuild_function(value)
+        if isinstance(value, IteratorValue):
+            return "iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
+        raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
+                             type=value.python_type().__name__)
+
+    def _rebuild_function(self, value: FunctionValue) -> str:
+        if value.fn is None:
+            if value.closure:
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"closure {value.name}", type="closure")
+            defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
+            plain = (f"{self.ref(types.FunctionType)}({self.ref(value.code)}, {self.ref(value.globals)}, "
+                     f"{value.name!r}, {defaults})")
+        else:
+            plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
+        if value.bound_self is None:
+            return plain
+        return f"{self.ref(types.MethodType)}({plain}, {self.rebuild(value.bound_self)})"
+
+    def literal(self, python_value: Any) -> str:
+        if type(python_value) in _LITERAL_TYPES:
+            return repr(python_value)
+        if type(python_value) is float and python_value == python_value and abs(python_value) != float("inf"):
+            return repr(python_value)
+        return self.ref(python_value)
+
+    def replay_lines(self, effects: SideEffects) -> list[str]:
+        lines = []
+        for container in effects.mutated.values():
+            target = self.expr(container.source)
+            new = self.rebuild(_detached(container))
+            if isinstance(container, SequenceValue):
+                lines.append(f"{target}[:] = {new}")
+            else:
+                lines.append(f"___replace_contents({target}, {new})")
+        for owner, name, value in effects.attribute_stores.values():
+            target = self.expr(owner.source)
+            if value is None:
+                lines.append(f"delattr({target}, {name!r})")
+            else:
+                lines.append(f"{target}.{name} = {self.rebuild(value)}")
+        for f_globals, name, value in effects.global_stores.values():
+            lines.append(f"{self.ref(f_globals)}[{name!r}] = {self.rebuild(value)}")
+        for cell in effects.cell_stores.values():
+            if cell.source is None:
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
+            lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
+        for function, args, kwargs in effects.replayed_calls:
+            arguments = [self.rebuild(arg) for arg in args]
+            arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+            lines.append(f"{self.ref(function)}({', '.join(arguments)})")
+        return lines
+
+
+def _detached(container: Value) -> Value:
+    """The container's new contents as a fresh value, so it is rebuilt item by item."""
+    if isinstance(container, SequenceValue):
+        return SequenceValue(container.items, list)
+    return DictValue(container.items, container.kind)
+
+
+def signature_text(code: types.CodeType) -> tuple[str, str]:
+    """(parameter list, call arguments) mirroring `code`'s signature, without defaults."""
+    names = code.co_varnames
+    positional = list(names[:code.co_argcount])
+    keyword_only = list(names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+    index = code.co_argcount + code.co_kwonlyargcount
+    params = list(positional)
+    if code.co_posonlyargcount:
+        params.insert(code.co_posonlyargcount, "/")
+    call = list(positional)
+    if code.co_flags & inspect.CO_VARARGS:
+        params.append("*" + names[index])
+        call.append("*" + names[index])
+        index += 1
+    elif keyword_only:
+        params.append("*")
+    params += keyword_only
+    call += [f"{name}={name}" for name in keyword_only]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        params.append("**" + names[index])
+        call.append("**" + names[index])
+    return ", ".join(["___gw_fn", *params]), ", ".join(call)
+
+
+def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[str], name: str) -> Callable:
+    """Compile the entry function's source; defaults come from the original function."""
+    params, _ = signature_text(writer.code)
+    guard_block = "\n".join("        " + line for line in guard_lines) or "        pass"
+    body_block = "\n".join("    " + line for line in body)
+    source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except Exception:\n"
+              f"        return ___MISS\n{body_block}\n")
+    exec(compile(source, f"<graphwright entry for {name}>", "exec"), writer.namespace)
+    entry = writer.namespace["___entry"]
+    entry.__defaults__ = getattr(fn, "__defaults__", None)
+    entry.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
+    entry.source = source
+    return entry
+

@@ -1,0 +1,82 @@
+"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined.
+
+Grad mode and autocast change how later operations behave, so entering one
+both records a node in the graph (the compiled graph switches the mode at
+run time, as eager would) and switches the real mode while tracing (so fake
+tensors get the right `requires_grad` and dtypes). The tracer undoes the real
+switch when tracing ends, however it ends.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from . import graph_breaks as gb
+from .values import NONE, ConstantValue, ContextValue, FunctionValue, MethodValue, ObjectValue, Value
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
+                     torch.inference_mode)
+AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
+
+
+def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
+    """The value of `cls(*args, **kwargs)` for a modelled context-manager class (Python args)."""
+    if cls is torch.no_grad:
+        return ContextValue("grad", (False,))
+    if cls is torch.enable_grad:
+        return ContextValue("grad", (True,))
+    if cls is torch.inference_mode:
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "inference_mode", type="torch.inference_mode")
+    if cls is torch.set_grad_enabled:
+        # set_grad_enabled switches on construction, not on __enter__ (it doubles as a function)
+        context = ContextValue("grad", (bool(args[0]),))
+        context.saved = torch.is_grad_enabled()
+        set_grad_mode(tracer, bool(args[0]))
+        return context
+    if cls in AUTOCAST_CLASSES:
+        return ContextValue("autocast", (cls(*args, **kwargs),))
+    raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
+
+
+def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
+    tracer.graph.record(torch._C._set_grad_enabled, [enabled])
+    torch._C._set_grad_enabled(enabled)
+
+
+def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
+    """BEFORE_WITH: returns (the exit callable, the value bound by `as`)."""
+    from . import attributes, calls
+
+    if isinstance(manager, ContextValue):
+        if manager.kind == "grad" and manager.saved is None:
+            manager.saved = torch.is_grad_enabled()
+            set_grad_mode(tracer, bool(manager.args[0]))
+        elif manager.kind == "autocast":
+            real = manager.args[0]
+            manager.saved = tracer.graph.record(
+                torch.amp.autocast_mode._enter_autocast,
+                [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
+            real.__enter__()
+            tracer.open_contexts.append(real)
+        return MethodValue(manager, "__exit__"), NONE
+    if isinstance(manager, ObjectValue):
+        enter_method = attributes.lookup(tracer, manager, "__enter__")
+        exit_method = attributes.lookup(tracer, manager, "__exit__")
+        if isinstance(enter_method, FunctionValue) and isinstance(exit_method, FunctionValue):
+            return exit_method, calls.call_value(tracer, enter_method, [], {})
+    raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"with {manager!r}",
+                             type=manager.python_type().__name__)
+
+
+def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
+    if context.kind == "grad":
+        set_grad_mode(tracer, bool(context.saved))
+    elif context.kind == "autocast":
+        tracer.graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
+        real = tracer.open_contexts.pop()
+        real.__exit__(None, None, None)
+    return ConstantValue(None)

@@ -1,0 +1,121 @@
+"""Building cache entries: trace, hand the graph to the backend, generate the entry.
+
+`build_entry` returns the generated entry function for one call's inputs:
+the captured graph plus residual code, or, after a graph break under
+`fullgraph=False`, the guards met so far in front of the original function
+(the whole function runs eagerly). `failure_reason` explains a miss.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Any, Callable
+
+from .._core import config
+from .._core.counters import counters
+from .._core.errors import BackendError
+from . import graph_breaks as gb
+from .codegen import EntryWriter, assemble, signature_text
+from .graph_breaks import GraphBreak
+from .guards import Guard, ordered
+from .tracer import trace_function
+
+
+def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, fullgraph: bool) -> Callable:
+    try:
+        result = trace_function(fn, args, kwargs)
+        return _graph_entry(fn, result, backend)
+    except GraphBreak as brk:
+        if fullgraph:
+            raise brk.to_unsupported() from None
+        if brk.kind is gb.INTERNAL_ERROR:
+            warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
+                          f"{brk.to_unsupported()}", stacklevel=4)
+        else:
+            counters["graph_break"][brk.kind.title] += 1
+        entry = _eager_entry(fn, getattr(brk, "guards", []))
+        entry.graph_break = brk
+        return entry
+
+
+def _graph_entry(fn: Callable, result: Any, backend: Callable) -> Callable:
+    writer = EntryWriter(fn.__code__, _late_break(result))
+    guard_lines = writer.guard_lines(result.guards)
+    writer.lines = pre = []
+    replays = writer.replay_lines(result.side_effects)
+    returned = writer.rebuild(result.output)
+    graph = result.graph
+    body = list(pre)
+    if graph.op_count() or writer.outputs:
+        inputs = [writer.expr(source) for source in graph.input_sources]
+        body = list(pre)
+        gm = graph.finish(writer.outputs)
+        try:
+            compiled = backend(gm, list(graph.example_inputs))
+        except Exception as error:
+            raise BackendError(
+                f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
+                explanation=f"{type(error).__name__}: {error}",
+                hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
+        counters["stats"]["unique_graphs"] += 1
+        writer.namespace["___graph"] = compiled
+        body.append(f"___out = ___graph({', '.join(inputs)})")
+    body += replays
+    body.append(f"return {returned}")
+    entry = assemble(writer, fn, guard_lines, body, fn.__qualname__)
+    entry.guards = result.guards
+    return entry
+
+
+def _late_break(result: Any) -> Callable[..., Exception]:
+    def on_break(kind: gb.GraphBreakKind, debug_context: str, **details: Any) -> Exception:
+        brk = GraphBreak(kind, kind.explanation.format(**details), debug_context, result.final_stack)
+        brk.guards = result.guards
+        return brk
+    return on_break
+
+
+def _eager_entry(fn: Callable, guards: list[Guard]) -> Callable:
+    writer = EntryWriter(fn.__code__, _no_break)
+    guard_lines = writer.guard_lines(guards)
+    _, call = signature_text(fn.__code__)
+    entry = assemble(writer, fn, guard_lines, [f"return ___gw_fn({call})"], fn.__qualname__)
+    entry.guards = guards
+    return entry
+
+
+def _no_break(kind: gb.GraphBreakKind, debug_context: str, **details: Any) -> Exception:
+    return AssertionError(debug_context)
+
+
+def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
+    """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as error:
+        return f"arguments do not match: {error}"
+    bound.apply_defaults()
+    for guard in ordered(entry.guards):
+        try:
+            actual = None if guard.kind == "grad_mode" else guard.source.read(fn, bound.arguments)
+            if guard.kind == "alias":
+                other = guard.expected.read(fn, bound.arguments)
+                reason = None if actual is other else f"'{guard.source.name()}' no longer aliases " \
+                                                       f"'{guard.expected.name()}'"
+            else:
+                reason = guard.failure(actual)
+        except Exception as error:
+            reason = f"could not read '{guard.source.name()}': {type(error).__name__}: {error}"
+        if reason is not None:
+            return reason
+    return "a guard failed"
+
+
+def cache_limit_warning(fn: Callable, reason: str) -> str:
+    code = fn.__code__
+    return (f"graphwright hit config.cache_size_limit ({config.cache_size_limit})\n"
+            f"   function: '{code.co_name}' ({code.co_filename}:{code.co_firstlineno})\n"
+            f"   last reason: {reason}\n"
+            "To avoid recompiling, check why the inputs change (see the reason above), or raise "
+            "`graphwright.config.cache_size_limit`. Calls that miss the cache now run eagerly.")
+

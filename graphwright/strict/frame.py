@@ -1,0 +1,98 @@
+"""One frame of symbolic interpretation: a code object's locals, cells, stack and position.
+
+`Frame.run` fetches instructions and dispatches each to the handler named
+`op_<OPNAME>` of the opcode table for the running Python version
+(`instructions_311.py` for CPython 3.11). Exceptions are not modelled: an
+instruction that only runs while an exception propagates is never reached
+because any exception during tracing stops the trace.
+"""
+from __future__ import annotations
+
+import dis
+import linecache
+import sys
+import traceback
+import types
+from typing import TYPE_CHECKING, Any
+
+from . import graph_breaks as gb
+from .instructions_311 import Instructions311
+from .values import CellValue, Value
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int]]] = {}
+
+
+def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int]]:
+    """The instructions of `code` (caches skipped) and a map from offset to index."""
+    entry = _DECODED.get(code)
+    if entry is None:
+        instructions = list(dis.get_instructions(code))
+        entry = (instructions, {inst.offset: index for index, inst in enumerate(instructions)})
+        _DECODED[code] = entry
+    return entry
+
+
+class Frame(Instructions311):
+    def __init__(self, tracer: "Tracer", code: types.CodeType, f_globals: dict,
+                 local_values: dict[str, Value], closure: tuple[CellValue, ...] = ()) -> None:
+        self.tracer = tracer
+        self.code = code
+        self.globals = f_globals
+        self.locals = local_values
+        self.cells: dict[str, CellValue] = {}
+        self.closure = closure
+        self.stack: list[Value] = []
+        self.kw_names: tuple[str, ...] = ()
+        self.instructions, self.offset_index = decoded(code)
+        self.index = 0
+        self.lineno = code.co_firstlineno
+        self.result: Value | None = None
+
+    def run(self) -> Value:
+        self.tracer.frames.append(self)
+        try:
+            while self.result is None:
+                inst = self.instructions[self.index]
+                self.index += 1
+                if inst.positions is not None and inst.positions.lineno is not None:
+                    self.lineno = inst.positions.lineno
+                handler = getattr(self, "op_" + inst.opname, None)
+                if handler is None:
+                    raise self.tracer.graph_break(gb.UNSUPPORTED_OPCODE, f"{inst.opname} {inst.argrepr}",
+                                                  opname=inst.opname)
+                handler(inst)
+            return self.result
+        except Exception as error:
+            if not hasattr(error, "graphwright_user_stack") and not isinstance(error, gb.GraphBreak):
+                error.graphwright_user_stack = self.tracer.user_stack()
+            raise
+        finally:
+            self.tracer.frames.pop()
+
+    def jump_to(self, offset: int) -> None:
+        self.index = self.offset_index[offset]
+
+    def push(self, value: Value) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> Value:
+        return self.stack.pop()
+
+    def popn(self, count: int) -> list[Value]:
+        if count == 0:
+            return []
+        values = self.stack[-count:]
+        del self.stack[-count:]
+        return values
+
+    def frame_summary(self) -> traceback.FrameSummary:
+        filename = self.code.co_filename
+        line = linecache.getline(filename, self.lineno).strip()
+        return traceback.FrameSummary(filename, self.lineno, self.code.co_name, line=line)
+
+    def builtins(self) -> dict[str, Any]:
+        builtins = self.globals.get("__builtins__", sys.modules["builtins"])
+        return builtins if isinstance(builtins, dict) else vars(builtins)

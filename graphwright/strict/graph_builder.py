@@ -1,0 +1,173 @@
+"""The torch-level fx graph under construction, and the fake tensors that type it.
+
+One `GraphBuilder` per compilation owns one `FakeTensorMode`: inputs become
+placeholders with fake tensors made from the real ones; every tensor operation
+runs on fakes first (for its output metadata, and to find data-dependent
+operators) and then becomes a node. It knows nothing about bytecode.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Callable
+
+import torch
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
+
+from . import graph_breaks as gb
+from .sources import Source
+from .values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
+
+BreakFn = Callable[..., Exception]
+
+
+def _is_structseq(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "n_fields")
+
+
+def _op_name(kind: str, target: Any) -> str:
+    if kind == "call_method":
+        return f"Tensor.{target}"
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+class GraphBuilder:
+    def __init__(self, on_break: BreakFn) -> None:
+        self.fake_mode = FakeTensorMode()
+        self.graph = torch.fx.Graph()
+        self.input_sources: list[Source] = []
+        self.example_inputs: list[torch.Tensor] = []
+        self._on_break = on_break
+        self._names: set[str] = set()
+        self._first_op: torch.fx.Node | None = None
+        self._by_fake: dict[int, TensorValue] = {}
+
+    def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
+        name = self._unique_name(source.name())
+        if self._first_op is None:
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(self._first_op):
+                node = self.graph.placeholder(name)
+        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        node.meta["example_value"] = fake
+        self.input_sources.append(source)
+        self.example_inputs.append(real)
+        value = TensorValue(node, fake, source)
+        self._by_fake[id(fake)] = value
+        return value
+
+    def _unique_name(self, raw: str) -> str:
+        base = re.sub(r"\W+", "_", raw).strip("_") or "input"
+        if base[0].isdigit():
+            base = "_" + base
+        name, index = base, 1
+        while name in self._names:
+            name, index = f"{base}_{index}", index + 1
+        self._names.add(name)
+        return name
+
+    def call(self, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """Run `target` on fakes, then record it; `kind` is call_function or call_method."""
+        fake_args = [self._fake(arg, target, kind) for arg in args]
+        fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
+        name = _op_name(kind, target)
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        except DynamicOutputShapeException:
+            raise self._on_break(gb.DYNAMIC_SHAPE_OPERATOR, f"op {name}", op=name)
+        except DataDependentOutputException:
+            raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name}", what=name)
+        except Exception as error:  # the operator rejected its inputs: eager would too
+            raise self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
+                                 op=name, error=f"{type(error).__name__}: {error}")
+        if not self._holds_tensor(result) and not self._may_mutate(kind, target):
+            return self._constant_result(result)
+        node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
+                                 {key: self._node_arg(arg) for key, arg in kwargs.items()})
+        return self._wrap_result(node, result)
+
+    def record(self, target: Any, args: list) -> torch.fx.Node:
+        """A node run for its effect on global state (grad mode, autocast); no fake run needed."""
+        return self._create_node("call_function", target, args, {})
+
+    def _create_node(self, kind: str, target: Any, args: list, kwargs: dict) -> torch.fx.Node:
+        node = self.graph.create_node(kind, target, tuple(args), kwargs)
+        if self._first_op is None:
+            self._first_op = node
+        return node
+
+    def _wrap_result(self, node: torch.fx.Node, result: Any) -> Value:
+        node.meta["example_value"] = result
+        if isinstance(result, torch.Tensor):
+            existing = self._by_fake.get(id(result))
+            if existing is not None:
+                return existing  # an in-place op returns its input: keep the input's identity
+            value = TensorValue(node, result)
+            self._by_fake[id(result)] = value
+            return value
+        if isinstance(result, (tuple, list)):
+            items = [self._wrap_result(self._create_node("call_function", operator.getitem,
+                                                          [node, index], {}), item)
+                     for index, item in enumerate(result)]
+            cls = type(result) if _is_structseq(result) else None
+            return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
+        return self._constant_result(result)
+
+    def _constant_result(self, result: Any) -> Value:
+        if isinstance(result, (tuple, list)) and not isinstance(result, torch.Size):
+            items = [self._constant_result(item) for item in result]
+            cls = type(result) if _is_structseq(result) else None
+            return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
+        return ConstantValue(result)
+
+    @staticmethod
+    def _holds_tensor(result: Any) -> bool:
+        if isinstance(result, torch.Tensor):
+            return True
+        if isinstance(result, (tuple, list)):
+            return any(GraphBuilder._holds_tensor(item) for item in result)
+        return False
+
+    @staticmethod
+    def _may_mutate(kind: str, target: Any) -> bool:
+        if target is operator.setitem:
+            return True
+        name = target if kind == "call_method" else getattr(target, "__name__", "")
+        return name.endswith("_") and not name.endswith("__")
+
+    def _fake(self, value: Value, target: Any, kind: str) -> Any:
+        return self._convert(value, lambda tensor: tensor.fake, target, kind)
+
+    def _node_arg(self, value: Value) -> Any:
+        return self._convert(value, lambda tensor: tensor.node, None, "")
+
+    def _convert(self, value: Value, leaf: Callable[[TensorValue], Any], target: Any, kind: str) -> Any:
+        if isinstance(value, TensorValue):
+            return leaf(value)
+        if isinstance(value, ConstantValue):
+            return value.value
+        if isinstance(value, SequenceValue):
+            items = [self._convert(item, leaf, target, kind) for item in value.items]
+            return items if value.kind is list else tuple(items)
+        if isinstance(value, DictValue) and value.kind is dict:
+            return {key: self._convert(item, leaf, target, kind) for key, item in value.items.items()}
+        name = _op_name(kind, target)
+        raise self._on_break(gb.UNSUPPORTED_OPERATION, f"argument {value!r} of {name}",
+                             op=name, types=value.python_type().__name__)
+
+    def finish(self, outputs: list[TensorValue]) -> torch.fx.GraphModule:
+        self.graph.output(tuple(value.node for value in outputs))
+        self.graph.lint()
+        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+
+    def op_count(self) -> int:
+        return sum(1 for node in self.graph.nodes if node.op.startswith("call"))

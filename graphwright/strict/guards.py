@@ -1,0 +1,156 @@
+"""Guards: the conditions under which a captured graph may be reused.
+
+The tracer collects guards as data (`Guard`: a source, a kind, the expected
+value) while it reads values from outside. `codegen.py` turns one entry's
+guards into straight-line Python (`condition`), cheapest kinds first. When
+every entry misses, `failure_reason` explains in the user's terms which guard
+failed; that runs only on the slow path, never on a hit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .sources import ExprWriter, Source
+
+# Lower runs first: a cheap type or constant check that fails saves the tensor checks.
+_COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3,
+         "tensor": 4, "alias": 5}
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """What a tensor guard checks: everything fake-tensor tracing specialised on."""
+
+    cls: type
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @staticmethod
+    def of(tensor: torch.Tensor) -> "TensorMeta":
+        return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
+                          tuple(tensor.shape), tuple(tensor.stride()))
+
+    def is_contiguous_layout(self) -> bool:
+        expected, step = [], 1
+        for size in reversed(self.shape):
+            expected.append(step)
+            step *= max(size, 1)
+        return tuple(reversed(expected)) == self.stride
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    source: Source
+    kind: str
+    expected: Any = None
+
+    @property
+    def cost(self) -> int:
+        return _COST[self.kind]
+
+    def dedup_key(self) -> tuple:
+        expected = id(self.expected) if self.kind in ("id", "type") else self.expected
+        return (self.source, self.kind, expected)
+
+    def condition(self, value: str, writer: ExprWriter) -> str:
+        """Python text that is true when the guard holds; `value` is the re-read expression."""
+        kind, expected, ref = self.kind, self.expected, writer.ref
+        if kind == "type":
+            return f"type({value}) is {ref(expected)}"
+        if kind == "id":
+            return f"{value} is {ref(expected)}"
+        if kind == "const":
+            if expected is None or isinstance(expected, bool):
+                return f"{value} is {expected!r}"
+            return f"type({value}) is {ref(type(expected))} and {value} == {_literal(expected, ref)}"
+        if kind == "len":
+            return f"len({value}) == {expected}"
+        if kind == "keys":
+            return f"tuple({value}) == {_literal(expected, ref)}"
+        if kind == "no_hooks":
+            return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
+                    f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
+        if kind == "grad_mode":
+            return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
+        if kind == "alias":
+            return f"{value} is {writer.expr(expected)}"
+        if kind == "tensor":
+            return _tensor_condition(value, expected, ref)
+        raise AssertionError(kind)
+
+    def failure(self, actual: Any) -> str | None:
+        """Why `actual` fails this guard, in the user's terms; None when it passes."""
+        name, kind, expected = self.source.name(), self.kind, self.expected
+        if kind == "type" and type(actual) is not expected:
+            return f"type of '{name}' changed: expected {expected.__name__}, actual {type(actual).__name__}"
+        if kind == "id" and actual is not expected:
+            return f"'{name}' is a different object than when it was compiled"
+        if kind == "const" and (type(actual) is not type(expected) or actual != expected):
+            return f"'{name}' changed: expected {expected!r}, actual {actual!r}"
+        if kind == "len" and len(actual) != expected:
+            return f"length of '{name}' changed: expected {expected}, actual {len(actual)}"
+        if kind == "keys" and tuple(actual) != expected:
+            return f"keys of '{name}' changed: expected {list(expected)}, actual {list(actual)}"
+        if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
+                                   or actual._backward_hooks or actual._backward_pre_hooks):
+            return f"module '{name}' has hooks now"
+        if kind == "grad_mode" and torch.is_grad_enabled() is not expected:
+            return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
+        if kind == "tensor":
+            return _tensor_failure(name, expected, actual)
+        return None
+
+
+def _literal(value: Any, ref: Callable[[Any], str]) -> str:
+    if type(value) in (int, str, bytes) or (type(value) is float and value == value
+                                            and value not in (float("inf"), float("-inf"))):
+        return repr(value)
+    if type(value) is tuple:
+        return "(" + "".join(_literal(item, ref) + ", " for item in value) + ")"
+    return ref(value)
+
+
+def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -> str:
+    device = (f"{value}.is_cpu" if meta.device.type == "cpu"
+              else f"{value}.device == {ref(meta.device)}")
+    layout = (f"{value}.is_contiguous()" if meta.is_contiguous_layout()
+              else f"{value}.stride() == {meta.stride!r}")
+    return (f"type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
+            f" and {device} and {value}.requires_grad is {meta.requires_grad!r}"
+            f" and {value}.shape == {meta.shape!r} and {layout}")
+
+
+def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
+    if not isinstance(actual, torch.Tensor):
+        return f"'{name}' is no longer a tensor: actual {type(actual).__name__}"
+    checks = [("type", meta.cls.__name__, type(actual).__name__),
+              ("dtype", meta.dtype, actual.dtype), ("device", meta.device, actual.device),
+              ("requires_grad", meta.requires_grad, actual.requires_grad),
+              ("dimensionality", len(meta.shape), actual.dim())]
+    for what, expected, got in checks:
+        if expected != got:
+            return f"tensor '{name}' {what} mismatch: expected {expected}, actual {got}"
+    for index, (expected, got) in enumerate(zip(meta.shape, actual.shape)):
+        if expected != got:
+            return f"tensor '{name}' size mismatch at index {index}: expected {expected}, actual {got}"
+    contiguous_ok = meta.is_contiguous_layout() and actual.is_contiguous()
+    if not contiguous_ok and tuple(actual.stride()) != meta.stride:
+        for index, (expected, got) in enumerate(zip(meta.stride, actual.stride())):
+            if expected != got:
+                return (f"tensor '{name}' stride mismatch at index {index}: "
+                        f"expected {expected}, actual {got}")
+    return None
+
+
+def ordered(guards: list[Guard]) -> list[Guard]:
+    """Deduplicated, cheapest kinds first, stable otherwise."""
+    unique: dict[tuple, Guard] = {}
+    for guard in guards:
+        unique.setdefault(guard.dedup_key(), guard)
+    return sorted(unique.values(), key=lambda guard: guard.cost)

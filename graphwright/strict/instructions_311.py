@@ -1,0 +1,352 @@
+"""The opcode table of CPython 3.11: one handler per opcode, named `op_<OPNAME>`.
+
+Each handler's body shows its stack effect: what it pops, what it pushes. Meaning is delegated to `operations`, `attributes`, `calls`
+and `contexts`, so that another Python version is another table over the same
+operations. `BINARY_OPS` and `COMPARE_OPS` decode the 3.11 opargs.
+"""
+from __future__ import annotations
+
+import dis
+import operator
+
+from . import attributes, calls, contexts, operations
+from . import graph_breaks as gb
+from .values import (
+    NULL,
+    CellValue,
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    SequenceValue,
+)
+
+_NB_FUNCTIONS = {
+    "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
+    "@": operator.matmul, "*": operator.mul, "%": operator.mod, "|": operator.or_,
+    "**": operator.pow, ">>": operator.rshift, "-": operator.sub, "/": operator.truediv,
+    "^": operator.xor, "+=": operator.iadd, "&=": operator.iand, "//=": operator.ifloordiv,
+    "<<=": operator.ilshift, "@=": operator.imatmul, "*=": operator.imul, "%=": operator.imod,
+    "|=": operator.ior, "**=": operator.ipow, ">>=": operator.irshift, "-=": operator.isub,
+    "/=": operator.itruediv, "^=": operator.ixor,
+}
+BINARY_OPS = [_NB_FUNCTIONS[symbol] for _, symbol in dis._nb_ops]
+COMPARE_OPS = [operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
+
+
+class Instructions311:
+    # -- stack manipulation ------------------------------------------------------------
+    def op_NOP(self, inst):
+        pass
+
+    op_RESUME = op_PRECALL = op_EXTENDED_ARG = op_CACHE = op_NOP
+
+    def op_POP_TOP(self, inst):
+        self.pop()
+
+    def op_PUSH_NULL(self, inst):
+        self.push(NULL)
+
+    def op_COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def op_SWAP(self, inst):
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    # -- names ---------------------------------------------------------------------------
+    def op_LOAD_CONST(self, inst):
+        self.push(operations.constant(inst.argval))
+
+    def op_LOAD_FAST(self, inst):
+        value = self.locals.get(inst.argval)
+        if value is None:
+            raise self.tracer.graph_break(gb.USER_EXCEPTION, f"unbound local {inst.argval}",
+                                          error=f"UnboundLocalError: {inst.argval}")
+        self.push(value)
+
+    def op_STORE_FAST(self, inst):
+        self.locals[inst.argval] = self.pop()
+
+    def op_DELETE_FAST(self, inst):
+        del self.locals[inst.argval]
+
+    def op_LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:
+            self.push(NULL)
+        self.push(self.tracer.load_global(self.globals, inst.argval, self.builtins()))
+
+    def op_STORE_GLOBAL(self, inst):
+        self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
+
+    def op_MAKE_CELL(self, inst):
+        self.cells[inst.argval] = CellValue(self.locals.pop(inst.argval, None))
+
+    def op_COPY_FREE_VARS(self, inst):
+        for name, cell in zip(self.code.co_freevars, self.closure):
+            self.cells[name] = cell
+
+    def op_LOAD_CLOSURE(self, inst):
+        self.push(self.cells[inst.argval])
+
+    def op_LOAD_DEREF(self, inst):
+        self.push(self.tracer.cell_contents(self.cells[inst.argval]))
+
+    def op_STORE_DEREF(self, inst):
+        self.tracer.side_effects.store_cell(self.cells[inst.argval], self.pop())
+
+    def op_IMPORT_NAME(self, inst):
+        fromlist, level = self.pop(), self.pop()
+        module = __import__(inst.argval, self.globals, None,
+                            operations.python_value(self.tracer, fromlist),
+                            operations.python_value(self.tracer, level))
+        self.push(ConstantValue(module))
+
+    def op_IMPORT_FROM(self, inst):
+        self.push(attributes.load_attr(self.tracer, self.stack[-1], inst.argval))
+
+    # -- attributes and items ------------------------------------------------------------
+    def op_LOAD_ATTR(self, inst):
+        self.push(attributes.load_attr(self.tracer, self.pop(), inst.argval))
+
+    def op_LOAD_METHOD(self, inst):
+        receiver = self.pop()
+        self.push(NULL)
+        self.push(attributes.load_attr(self.tracer, receiver, inst.argval))
+
+    def op_STORE_ATTR(self, inst):
+        receiver, value = self.pop(), self.pop()
+        attributes.store_attr(self.tracer, receiver, inst.argval, value)
+
+    def op_DELETE_ATTR(self, inst):
+        attributes.delete_attr(self.tracer, self.pop(), inst.argval)
+
+    def op_BINARY_SUBSCR(self, inst):
+        key, container = self.pop(), self.pop()
+        self.push(operations.getitem(self.tracer, container, key))
+
+    def op_STORE_SUBSCR(self, inst):
+        key, container, value = self.pop(), self.pop(), self.pop()
+        operations.setitem(self.tracer, container, key, value)
+
+    def op_DELETE_SUBSCR(self, inst):
+        key, container = self.pop(), self.pop()
+        operations.delitem(self.tracer, container, key)
+
+    def op_BUILD_SLICE(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantValue(slice(*(operations.python_value(self.tracer, p) for p in parts))))
+
+    # -- operators -----------------------------------------------------------------------
+    def op_BINARY_OP(self, inst):
+        rhs, lhs = self.pop(), self.pop()
+        self.push(operations.binary(self.tracer, BINARY_OPS[inst.arg], lhs, rhs))
+
+    def op_COMPARE_OP(self, inst):
+        rhs, lhs = self.pop(), self.pop()
+        self.push(operations.binary(self.tracer, COMPARE_OPS[inst.arg], lhs, rhs))
+
+    def op_IS_OP(self, inst):
+        rhs, lhs = self.pop(), self.pop()
+        self.push(ConstantValue(operations.is_same(self.tracer, lhs, rhs) != bool(inst.arg)))
+
+    def op_CONTAINS_OP(self, inst):
+        container, item = self.pop(), self.pop()
+        self.push(ConstantValue(operations.contains(self.tracer, container, item) != bool(inst.arg)))
+
+    def op_UNARY_NEGATIVE(self, inst):
+        self.push(operations.unary(self.tracer, operator.neg, self.pop()))
+
+    def op_UNARY_POSITIVE(self, inst):
+        self.push(operations.unary(self.tracer, operator.pos, self.pop()))
+
+    def op_UNARY_INVERT(self, inst):
+        self.push(operations.unary(self.tracer, operator.invert, self.pop()))
+
+    def op_UNARY_NOT(self, inst):
+        self.push(ConstantValue(not operations.truth(self.tracer, self.pop())))
+
+    # -- building containers -------------------------------------------------------------
+    def op_BUILD_TUPLE(self, inst):
+        self.push(SequenceValue(self.popn(inst.arg), tuple))
+
+    def op_BUILD_LIST(self, inst):
+        self.push(SequenceValue(self.popn(inst.arg), list))
+
+    def op_BUILD_SET(self, inst):
+        items = self.popn(inst.arg)
+        self.push(DictValue({operations.hashable_key(self.tracer, item): item for item in items}, set))
+
+    def op_BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        self.push(DictValue({operations.hashable_key(self.tracer, flat[i]): flat[i + 1]
+                             for i in range(0, len(flat), 2)}))
+
+    def op_BUILD_CONST_KEY_MAP(self, inst):
+        keys = operations.python_value(self.tracer, self.pop())
+        self.push(DictValue(dict(zip(keys, self.popn(inst.arg)))))
+
+    def op_BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantValue("".join(operations.python_value(self.tracer, p) for p in parts)))
+
+    def op_FORMAT_VALUE(self, inst):
+        spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
+        value = operations.python_value(self.tracer, self.pop(), purpose="an f-string")
+        conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
+        if conversion is not None:
+            value = conversion(value)
+        self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))
+
+    def op_LIST_APPEND(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].items.append(item)
+
+    def op_SET_ADD(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, item)] = item
+
+    def op_MAP_ADD(self, inst):
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, key)] = value
+
+    def op_LIST_EXTEND(self, inst):
+        items = operations.iterate(self.tracer, self.pop())
+        self.stack[-inst.arg].items.extend(items)
+
+    def op_SET_UPDATE(self, inst):
+        target = self.stack[-(inst.arg + 1)]
+        for item in operations.iterate(self.tracer, self.pop()):
+            target.items[operations.hashable_key(self.tracer, item)] = item
+
+    def op_DICT_UPDATE(self, inst):
+        source = self.pop()
+        self.stack[-inst.arg].items.update(operations.dict_items(self.tracer, source))
+
+    op_DICT_MERGE = op_DICT_UPDATE
+
+    def op_LIST_TO_TUPLE(self, inst):
+        self.push(SequenceValue(self.pop().items, tuple))
+
+    def op_UNPACK_SEQUENCE(self, inst):
+        items = operations.iterate(self.tracer, self.pop())
+        if len(items) != inst.arg:
+            raise self.tracer.graph_break(gb.USER_EXCEPTION, "unpack length",
+                                          error=f"ValueError: expected {inst.arg} values to unpack")
+        self.stack.extend(reversed(items))
+
+    def op_UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = operations.iterate(self.tracer, self.pop())
+        if len(items) < before + after:
+            raise self.tracer.graph_break(gb.USER_EXCEPTION, "unpack length",
+                                          error="ValueError: not enough values to unpack")
+        middle = SequenceValue(items[before:len(items) - after], list)
+        unpacked = items[:before] + [middle] + items[len(items) - after:]
+        self.stack.extend(reversed(unpacked))
+
+    # -- control flow --------------------------------------------------------------------
+    def op_JUMP_FORWARD(self, inst):
+        self.jump_to(inst.argval)
+
+    op_JUMP_BACKWARD = op_JUMP_BACKWARD_NO_INTERRUPT = op_JUMP_FORWARD
+
+    def _jump_if(self, inst, predicate) -> None:
+        if predicate(self.pop()):
+            self.jump_to(inst.argval)
+
+    def op_POP_JUMP_FORWARD_IF_TRUE(self, inst):
+        self._jump_if(inst, lambda value: operations.truth(self.tracer, value))
+
+    def op_POP_JUMP_FORWARD_IF_FALSE(self, inst):
+        self._jump_if(inst, lambda value: not operations.truth(self.tracer, value))
+
+    def op_POP_JUMP_FORWARD_IF_NONE(self, inst):
+        self._jump_if(inst, operations.is_none)
+
+    def op_POP_JUMP_FORWARD_IF_NOT_NONE(self, inst):
+        self._jump_if(inst, lambda value: not operations.is_none(value))
+
+    op_POP_JUMP_BACKWARD_IF_TRUE = op_POP_JUMP_FORWARD_IF_TRUE
+    op_POP_JUMP_BACKWARD_IF_FALSE = op_POP_JUMP_FORWARD_IF_FALSE
+    op_POP_JUMP_BACKWARD_IF_NONE = op_POP_JUMP_FORWARD_IF_NONE
+    op_POP_JUMP_BACKWARD_IF_NOT_NONE = op_POP_JUMP_FORWARD_IF_NOT_NONE
+
+    def op_JUMP_IF_TRUE_OR_POP(self, inst):
+        if operations.truth(self.tracer, self.stack[-1]):
+            self.jump_to(inst.argval)
+        else:
+            self.pop()
+
+    def op_JUMP_IF_FALSE_OR_POP(self, inst):
+        if not operations.truth(self.tracer, self.stack[-1]):
+            self.jump_to(inst.argval)
+        else:
+            self.pop()
+
+    def op_GET_ITER(self, inst):
+        iterable = self.pop()
+        if not isinstance(iterable, IteratorValue):
+            iterable = IteratorValue(operations.iterate(self.tracer, iterable))
+        self.push(iterable)
+
+    def op_FOR_ITER(self, inst):
+        item = self.stack[-1].next_item()
+        if item is None:
+            self.pop()
+            self.jump_to(inst.argval)
+        else:
+            self.push(item)
+
+    def op_RETURN_VALUE(self, inst):
+        self.result = self.pop()
+
+    def op_LOAD_ASSERTION_ERROR(self, inst):
+        self.push(ConstantValue(AssertionError))
+
+    def op_RAISE_VARARGS(self, inst):
+        exception = self.popn(inst.arg)[0] if inst.arg else None
+        text = repr(exception.value) if isinstance(exception, ConstantValue) else repr(exception)
+        raise self.tracer.graph_break(gb.USER_EXCEPTION, f"raise {text}", error=text)
+
+    def op_RETURN_GENERATOR(self, inst):
+        raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
+
+    # -- calls ---------------------------------------------------------------------------
+    def op_KW_NAMES(self, inst):
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def op_CALL(self, inst):
+        args = self.popn(inst.arg)
+        callable_or_self, head = self.pop(), self.pop()
+        if head is NULL:
+            function = callable_or_self
+        else:
+            function, args = head, [callable_or_self, *args]
+        names, self.kw_names = self.kw_names, ()
+        split = len(args) - len(names)
+        kwargs = dict(zip(names, args[split:]))
+        self.push(calls.call_value(self.tracer, function, args[:split], kwargs))
+
+    def op_CALL_FUNCTION_EX(self, inst):
+        kwargs = operations.dict_items(self.tracer, self.pop()) if inst.arg & 1 else {}
+        args = operations.iterate(self.tracer, self.pop())
+        function = self.pop()
+        self.pop()  # the NULL 3.11 keeps below the callable
+        self.push(calls.call_value(self.tracer, function, args, kwargs))
+
+    def op_MAKE_FUNCTION(self, inst):
+        code = self.pop().value
+        closure = tuple(self.pop().items) if inst.arg & 0x08 else ()
+        if inst.arg & 0x04:
+            self.pop()  # annotations do not change what the function computes
+        kwdefaults = operations.dict_items(self.tracer, self.pop()) if inst.arg & 0x02 else {}
+        defaults = tuple(self.pop().items) if inst.arg & 0x01 else ()
+        self.push(FunctionValue(code, self.globals, code.co_name, defaults, kwdefaults, closure))
+
+    # -- context managers ----------------------------------------------------------------
+    def op_BEFORE_WITH(self, inst):
+        manager = self.pop()
+        exit_function, entered = contexts.enter(self.tracer, manager)
+        self.push(exit_function)
+        self.push(entered)
+

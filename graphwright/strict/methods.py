@@ -1,0 +1,219 @@
+"""Methods of the values the tracer models natively.
+
+Tensor methods become `call_method` nodes (or a graph break when they need
+data or run autograd); list and dict methods change the symbolic container
+and report the mutation; methods of immutable constants are computed; module
+iteration helpers return the modelled children; logger methods are recorded
+for replay after the graph.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._core import config
+from . import graph_breaks as gb
+from . import operations
+from .values import (
+    NONE,
+    ConstantValue,
+    ContextValue,
+    DictValue,
+    IteratorValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+_TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
+                               "__index__", "data_ptr", "untyped_storage", "storage"})
+_TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
+
+
+def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
+                kwargs: dict[str, Value]) -> Value:
+    if isinstance(receiver, TensorValue):
+        return _tensor_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, SequenceValue):
+        return _sequence_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DictValue):
+        return _dict_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue):
+        return _constant_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ModuleValue):
+        return _module_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ContextValue) and name == "__exit__":
+        from . import contexts
+
+        return contexts.exit_context(tracer, receiver)
+    if isinstance(receiver, ObjectValue) and receiver.obj is not None:
+        if config.reorderable_logging:
+            tracer.side_effects.replay_call(getattr(receiver.obj, name), args, kwargs)
+            return NONE
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"logging call {name}",
+                                 name=f"Logger.{name}")
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
+                             type=receiver.python_type().__name__)
+
+
+def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[Value],
+                   kwargs: dict[str, Value]) -> Value:
+    if name in _TENSOR_TO_PYTHON:
+        raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
+    if name in _TENSOR_AUTOGRAD:
+        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+    return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
+
+
+def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args: list[Value],
+                     kwargs: dict[str, Value]) -> Value:
+    items = sequence.items
+    if sequence.kind is list and name in ("append", "extend", "insert", "pop", "clear", "reverse",
+                                          "remove", "sort", "__setitem__", "__delitem__"):
+        tracer.side_effects.mutate(sequence)
+        if name == "append":
+            items.append(args[0])
+        elif name == "extend":
+            items.extend(operations.iterate(tracer, args[0]))
+        elif name == "insert":
+            items.insert(operations.python_value(tracer, args[0]), args[1])
+        elif name == "pop":
+            index = operations.python_value(tracer, args[0]) if args else -1
+            return items.pop(index)
+        elif name == "clear":
+            items.clear()
+        elif name == "reverse":
+            items.reverse()
+        elif name == "remove":
+            items.pop(_index_of(tracer, items, args[0]))
+        elif name == "sort":
+            values = [operations.python_value(tracer, item, "sorting") for item in items]
+            order = sorted(range(len(items)), key=values.__getitem__,
+                           reverse=bool(kwargs and operations.python_value(tracer, kwargs.get("reverse", NONE))))
+            items[:] = [items[i] for i in order]
+        elif name == "__setitem__":
+            operations.setitem(tracer, sequence, args[0], args[1])
+        else:
+            operations.delitem(tracer, sequence, args[0])
+        return NONE
+    if name == "index":
+        return ConstantValue(_index_of(tracer, items, args[0]))
+    if name == "count":
+        return ConstantValue(sum(operations.is_same(tracer, item, args[0]) or
+                                 (operations.is_constant_tree(item) and operations.is_constant_tree(args[0])
+                                  and operations.python_value(tracer, item) == operations.python_value(tracer, args[0]))
+                                 for item in items))
+    if name == "copy":
+        return SequenceValue(items, sequence.kind)
+    if name == "__getitem__":
+        return operations.getitem(tracer, sequence, args[0])
+    if name == "_asdict" and sequence.cls is not None:
+        return DictValue(dict(zip(sequence.cls._fields, items)))
+    if name == "_replace" and sequence.cls is not None:
+        fields = list(sequence.cls._fields)
+        replaced = list(items)
+        for key, value in kwargs.items():
+            replaced[fields.index(key)] = value
+        return SequenceValue(replaced, tuple, cls=sequence.cls)
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{sequence.kind.__name__}.{name}", name=name,
+                             type=sequence.python_type().__name__)
+
+
+def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
+    for index, item in enumerate(items):
+        if operations.contains(tracer, SequenceValue([item], list), wanted):
+            return index
+    raise tracer.graph_break(gb.USER_EXCEPTION, "list.index", error="ValueError: value is not in list")
+
+
+def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
+                 kwargs: dict[str, Value]) -> Value:
+    items = mapping.items
+    key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
+    if name in ("keys", "__iter__"):
+        return SequenceValue([ConstantValue(k) for k in items], list)
+    if name == "values":
+        return SequenceValue(list(items.values()), list)
+    if name == "items":
+        return SequenceValue([SequenceValue([ConstantValue(k), v], tuple) for k, v in items.items()], list)
+    if name == "get":
+        return items.get(key, args[1] if len(args) > 1 else NONE)
+    if name in ("__getitem__",):
+        return operations.getitem(tracer, mapping, args[0])
+    if name in ("__contains__",):
+        return ConstantValue(key in items)
+    if name == "copy":
+        return DictValue(items, mapping.kind)
+    tracer.side_effects.mutate(mapping)
+    if name in ("update", "__ior__"):
+        items.update(operations.dict_items(tracer, args[0]) if args else {})
+        items.update(kwargs)
+        return NONE
+    if name == "pop":
+        if key in items:
+            return items.pop(key)
+        if len(args) > 1:
+            return args[1]
+        raise tracer.graph_break(gb.USER_EXCEPTION, "dict.pop", error=f"KeyError: {key!r}")
+    if name == "setdefault":
+        return items.setdefault(key, args[1] if len(args) > 1 else NONE)
+    if name in ("__setitem__",):
+        items[key] = args[1]
+        return NONE
+    if name == "clear":
+        items.clear()
+        return NONE
+    if name in ("add",):
+        items[key] = args[0]
+        return NONE
+    if name in ("discard", "remove"):
+        items.pop(key, None)
+        return NONE
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"dict.{name}", name=name,
+                             type=mapping.python_type().__name__)
+
+
+def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args: list[Value],
+                     kwargs: dict[str, Value]) -> Value:
+    python_args = [operations.python_value(tracer, arg, f"{type(receiver.value).__name__}.{name}")
+                   for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+    try:
+        result = getattr(receiver.value, name)(*python_args, **python_kwargs)
+    except Exception as error:
+        raise tracer.graph_break(gb.USER_EXCEPTION, f"{name}", error=f"{type(error).__name__}: {error}")
+    return operations.constant_result(result)
+
+
+def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[Value],
+                   kwargs: dict[str, Value]) -> Value:
+    from . import attributes
+
+    real = module.module
+    if name in ("items", "keys", "values"):
+        keys = [item.value for item in attributes.module_children_for_iteration(tracer, module)]
+        if name == "keys":
+            return SequenceValue([ConstantValue(key) for key in keys], list)
+        children = [attributes.module_item(tracer, module, key) for key in keys]
+        if name == "values":
+            return SequenceValue(children, list)
+        return SequenceValue([SequenceValue([ConstantValue(k), c], tuple) for k, c in zip(keys, children)], list)
+    named = name.startswith("named_")
+    if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
+        method = getattr(real, name if named else "named_" + name)
+        pairs = list(method(**{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}))
+    else:
+        method = getattr(real, "named_modules" if name in ("modules", "named_modules") else "named_children")
+        pairs = list(method())
+    entries = []
+    for path, _ in pairs:
+        value: Value = module
+        for part in path.split(".") if path else []:
+            value = attributes.load_attr(tracer, value, part)
+        entries.append(SequenceValue([ConstantValue(path), value], tuple) if named else value)
+    return IteratorValue(entries)
+

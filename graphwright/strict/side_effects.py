@@ -1,0 +1,53 @@
+"""Side effects: what the traced code did to the world outside the graph.
+
+Tracing never mutates the user's objects. Instead this records, as data,
+mutations of pre-existing lists and dicts, attribute and global stores,
+closure-cell stores, and calls to replay (logging, warnings, print), in
+program order. `codegen` replays them after the graph runs, so the compiled
+call leaves the world in the same state as the eager one.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .values import CellValue, Value
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        self.mutated: dict[int, Value] = {}
+        self.attribute_stores: dict[tuple[int, str], tuple[Value, str, Value | None]] = {}
+        self.global_stores: dict[tuple[int, str], tuple[dict, str, Value]] = {}
+        self.cell_stores: dict[int, CellValue] = {}
+        self.replayed_calls: list[tuple[Any, list[Value], dict[str, Value]]] = []
+
+    def mutate(self, container: Value) -> None:
+        """`container` (a list or dict value) is about to change in place."""
+        if container.source is not None:
+            self.mutated[id(container)] = container
+
+    def store_attr(self, owner: Value, name: str, value: Value | None) -> None:
+        """`owner.name = value` (None: `del owner.name`); reads see it through the overlay."""
+        owner.overlay[name] = value
+        if owner.source is not None:
+            self.attribute_stores[(id(owner), name)] = (owner, name, value)
+
+    def store_global(self, f_globals: dict, name: str, value: Value) -> None:
+        self.global_stores[(id(f_globals), name)] = (f_globals, name, value)
+
+    def load_global(self, f_globals: dict, name: str) -> Value | None:
+        stored = self.global_stores.get((id(f_globals), name))
+        return None if stored is None else stored[2]
+
+    def store_cell(self, cell: CellValue, value: Value) -> None:
+        cell.contents = value
+        if cell.real is not None:
+            self.cell_stores[id(cell)] = cell
+
+    def replay_call(self, function: Any, args: list[Value], kwargs: dict[str, Value]) -> None:
+        """Call `function` (a real callable) after the graph, with these arguments rebuilt."""
+        self.replayed_calls.append((function, args, kwargs))
+
+    def is_empty(self) -> bool:
+        return not (self.mutated or self.attribute_stores or self.global_stores
+                    or self.cell_stores or self.replayed_calls)

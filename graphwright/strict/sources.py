@@ -1,0 +1,158 @@
+"""Sources: where a value read from outside the compiled function came from.
+
+A source can do two things: write the Python expression that re-reads the
+value at call time (`gen`, used by guards and residual code), and name it in
+the user's terms (`name`, used in recompile reasons and errors). Sources are
+hashable, so one value read twice is guarded once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class ExprWriter(Protocol):
+    """What a source needs from the code generator."""
+
+    def ref(self, obj: Any) -> str: ...
+    def expr(self, source: "Source") -> str: ...
+
+
+class Source:
+    def gen(self, writer: ExprWriter) -> str:
+        raise NotImplementedError
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        """The value now, computed directly (the slow path that explains a cache miss)."""
+        raise NotImplementedError
+
+    def name(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """A parameter of the compiled function."""
+
+    local: str
+
+    def gen(self, writer: ExprWriter) -> str:
+        return self.local
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return local_values[self.local]
+
+    def name(self) -> str:
+        return self.local
+
+
+@dataclass(frozen=True)
+class FunctionSource(Source):
+    """The compiled function object itself (to reach its closure cells)."""
+
+    def gen(self, writer: ExprWriter) -> str:
+        return "___gw_fn"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return fn
+
+    def name(self) -> str:
+        return "<function>"
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """`name` in a module's globals dict."""
+
+    globals_id: int
+    key: str
+    globals_dict: dict = field(compare=False, hash=False, repr=False)
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(self.globals_dict)}[{self.key!r}]"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.globals_dict[self.key]
+
+    def name(self) -> str:
+        return f"global '{self.key}'"
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    attr: str
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.base)}.{self.attr}"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return getattr(self.base.read(fn, local_values), self.attr)
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class ModuleDictSource(Source):
+    """An entry of an nn.Module's `_parameters`, `_buffers` or `_modules`: fast to re-read."""
+
+    base: Source
+    table: str
+    key: str
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.base)}.{self.table}[{self.key!r}]"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return getattr(self.base.read(fn, local_values), self.table)[self.key]
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.key}"
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    base: Source
+    key: Any
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.base)}[{self.key!r}]"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.base.read(fn, local_values)[self.key]
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"
+
+
+@dataclass(frozen=True)
+class ClosureCellSource(Source):
+    """The i-th closure cell of a function (the cell, not its contents)."""
+
+    function: Source
+    index: int
+    var: str
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.function)}.__closure__[{self.index}]"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.function.read(fn, local_values).__closure__[self.index]
+
+    def name(self) -> str:
+        return f"closure variable '{self.var}'"
+
+
+@dataclass(frozen=True)
+class CellContentsSource(Source):
+    cell: ClosureCellSource
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.cell)}.cell_contents"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.cell.read(fn, local_values).cell_contents
+
+    def name(self) -> str:
+        return self.cell.name()

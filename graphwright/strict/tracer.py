@@ -1,0 +1,138 @@
+"""One compilation: the state shared by every frame of one trace, and its entry point.
+
+`trace_function` interprets a function's bytecode on symbolic values of the
+real arguments and returns a `TraceResult`: the graph, its inputs' sources,
+the guards collected, the returned value and the side effects to replay.
+Graph breaks propagate out as `GraphBreak`; the caller decides what they mean.
+Tracing never changes the user's objects or the grad mode it started with.
+"""
+from __future__ import annotations
+
+import inspect
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .._core import config
+from . import graph_breaks as gb
+from . import wrap as wrapping
+from .graph_breaks import GraphBreak, GraphBreakKind
+from .graph_builder import GraphBuilder
+from .guards import Guard
+from .side_effects import SideEffects
+from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, Source
+from .values import CellValue, DictValue, SequenceValue, Value
+
+
+@dataclass
+class TraceResult:
+    graph: GraphBuilder
+    guards: list[Guard]
+    output: Value
+    side_effects: SideEffects
+    final_stack: list[traceback.FrameSummary]
+
+
+class Tracer:
+    def __init__(self) -> None:
+        self.graph = GraphBuilder(self.graph_break)
+        self.guards: list[Guard] = []
+        self.side_effects = SideEffects()
+        self.frames: list = []
+        self.memo_by_source: dict[Source, Value] = {}
+        self.memo_by_id: dict[int, tuple[Any, Value]] = {}
+        self.real_tensors: dict[int, torch.Tensor] = {}
+        self.open_contexts: list = []
+
+    def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
+        """The exception to raise for a graph break of `kind` at the current instruction."""
+        explanation = kind.explanation.format(**details) if details else kind.explanation
+        return GraphBreak(kind, explanation, debug_context, self.user_stack())
+
+    def user_stack(self) -> list[traceback.FrameSummary]:
+        return [frame.frame_summary() for frame in self.frames]
+
+    def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
+        if source is not None:
+            self.guards.append(Guard(source, kind, expected))
+
+    def wrap(self, real: Any, source: Source | None) -> Value:
+        return wrapping.wrap(self, real, source)
+
+    def load_global(self, f_globals: dict, name: str, builtins: dict) -> Value:
+        stored = self.side_effects.load_global(f_globals, name)
+        if stored is not None:
+            return stored
+        if name in f_globals:
+            return self.wrap(f_globals[name], GlobalSource(id(f_globals), name, f_globals))
+        if name in builtins:
+            return self.wrap(builtins[name], None)
+        raise self.graph_break(gb.USER_EXCEPTION, f"global {name}",
+                               error=f"NameError: name '{name}' is not defined")
+
+    def cell_contents(self, cell: CellValue) -> Value:
+        if cell.contents is None and cell.real is not None:
+            source = wrapping.cell_contents_source(cell)
+            cell.contents = self.wrap(cell.real.cell_contents, source)
+        if cell.contents is None:
+            raise self.graph_break(gb.USER_EXCEPTION, "empty cell",
+                                   error="NameError: free variable referenced before assignment")
+        return cell.contents
+
+
+def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict) -> dict[str, Value]:
+    """Symbolic values for the compiled function's parameters, each sourced by its name."""
+    signature = inspect.signature(fn)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    values: dict[str, Value] = {}
+    for name, real in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            tracer.add_guard(LocalSource(name), "len", len(real))
+            values[name] = SequenceValue([tracer.wrap(item, ItemSource(LocalSource(name), i))
+                                          for i, item in enumerate(real)], tuple)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            tracer.add_guard(LocalSource(name), "keys", tuple(real))
+            values[name] = DictValue({key: tracer.wrap(item, ItemSource(LocalSource(name), key))
+                                      for key, item in real.items()})
+        else:
+            values[name] = tracer.wrap(real, LocalSource(name))
+    return values
+
+
+def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
+    """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops."""
+    from .frame import Frame
+
+    tracer = Tracer()
+    grad_enabled = torch.is_grad_enabled()
+    tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
+    try:
+        local_values = bind_root_arguments(tracer, fn, args, kwargs)
+        closure = wrapping.closure_cells(fn, FunctionSource())
+        frame = Frame(tracer, fn.__code__, fn.__globals__, local_values, closure)
+        output = frame.run()
+    except GraphBreak as brk:
+        brk.guards = tracer.guards
+        raise
+    except Exception as error:
+        stack = getattr(error, "graphwright_user_stack", None) or tracer.user_stack()
+        brk = GraphBreak(gb.INTERNAL_ERROR, gb.INTERNAL_ERROR.explanation.format(error=describe(error)),
+                         f"{type(error).__name__} inside the tracer", stack)
+        brk.guards = tracer.guards
+        raise brk from error
+    finally:
+        for context in reversed(tracer.open_contexts):
+            context.__exit__(None, None, None)
+        torch._C._set_grad_enabled(grad_enabled)
+    return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()])
+
+
+def describe(error: BaseException) -> str:
+    """An internal error for a message: the type and text, or the whole traceback when verbose."""
+    if config.verbose:
+        return "".join(traceback.format_exception(error))
+    return f"{type(error).__name__}: {error}"

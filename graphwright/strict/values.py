@@ -1,0 +1,227 @@
+"""Symbolic values: what the strict tracer's stack, locals and containers hold.
+
+One class per kind of Python behaviour, not per type:
+
+- `ConstantValue`: an immutable Python value or an opaque object used by
+  identity (numbers, strings, dtypes, classes, builtins, torch functions).
+- `TensorValue`: an fx node plus the fake tensor that gives it metadata.
+- `SequenceValue`: a list or tuple (namedtuples and torch return types too).
+- `DictValue`: a dict, or a set (keys only).
+- `FunctionValue`: a Python function the tracer inlines, possibly bound.
+- `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
+- `ObjectValue`: any other user object, read through by source; attribute
+  writes are kept in an overlay until replayed.
+- `MethodValue`: a method of a value the tracer models natively (list.append,
+  Tensor.add, str.format, Logger.info).
+- `IteratorValue`: an iterator over an already known list of values.
+- `ContextValue`: a context manager the tracer models (grad mode, autocast).
+- `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
+
+Values read from outside carry a `source`; values created while tracing have none.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from .sources import Source
+
+
+class Value:
+    __slots__ = ("source",)
+
+    def __init__(self, source: Source | None = None) -> None:
+        self.source = source
+
+    def python_type(self) -> type:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.python_type().__name__})"
+
+
+class ConstantValue(Value):
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantValue({self.value!r})"
+
+
+class TensorValue(Value):
+    __slots__ = ("node", "fake", "cls")
+
+    def __init__(self, node: torch.fx.Node, fake: torch.Tensor, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.node = node
+        self.fake = fake
+        self.cls: type = torch.Tensor
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class SequenceValue(Value):
+    """A list (`kind` list) or tuple; `cls` is a tuple subclass (namedtuple, structseq) or None."""
+
+    __slots__ = ("items", "kind", "cls", "mutated")
+
+    def __init__(self, items: list[Value], kind: type, source: Source | None = None,
+                 cls: type | None = None) -> None:
+        super().__init__(source)
+        self.items = list(items)
+        self.kind = kind
+        self.cls = cls
+        self.mutated = False
+
+    def python_type(self) -> type:
+        return self.cls or self.kind
+
+
+class DictValue(Value):
+    """A dict (keys are Python constants) or, with `kind` set, a set (values unused)."""
+
+    __slots__ = ("items", "kind", "mutated")
+
+    def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.items = dict(items)
+        self.kind = kind
+        self.mutated = False
+
+    def python_type(self) -> type:
+        return self.kind
+
+
+class CellValue(Value):
+    """A closure cell: `real` is the pre-existing cell, or None for one made while tracing."""
+
+    __slots__ = ("contents", "real")
+
+    def __init__(self, contents: Value | None = None, real: types.CellType | None = None,
+                 source: Source | None = None) -> None:
+        super().__init__(source)
+        self.contents = contents
+        self.real = real
+
+    def python_type(self) -> type:
+        return types.CellType
+
+
+class FunctionValue(Value):
+    """A Python function to inline; `bound_self` makes it a bound method."""
+
+    __slots__ = ("code", "globals", "name", "defaults", "kwdefaults", "closure", "bound_self", "fn")
+
+    def __init__(self, code: types.CodeType, f_globals: dict, name: str, defaults: tuple,
+                 kwdefaults: dict, closure: tuple[CellValue, ...], *, bound_self: Value | None = None,
+                 fn: Any = None, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.code = code
+        self.globals = f_globals
+        self.name = name
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure = closure
+        self.bound_self = bound_self
+        self.fn = fn
+
+    def bind(self, receiver: Value) -> "FunctionValue":
+        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults,
+                             self.closure, bound_self=receiver, fn=self.fn)
+
+    def python_type(self) -> type:
+        return types.MethodType if self.bound_self is not None else types.FunctionType
+
+
+class ModuleValue(Value):
+    __slots__ = ("module", "overlay")
+
+    def __init__(self, module: torch.nn.Module, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.module = module
+        self.overlay: dict[str, Value] = {}
+
+    def python_type(self) -> type:
+        return type(self.module)
+
+
+class ObjectValue(Value):
+    """A user object; `obj` is the real one, or None for one created while tracing."""
+
+    __slots__ = ("obj", "cls", "overlay")
+
+    def __init__(self, obj: Any, cls: type, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.obj = obj
+        self.cls = cls
+        self.overlay: dict[str, Value] = {}
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class MethodValue(Value):
+    __slots__ = ("receiver", "name")
+
+    def __init__(self, receiver: Value, name: str) -> None:
+        super().__init__(None)
+        self.receiver = receiver
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+
+class IteratorValue(Value):
+    __slots__ = ("items", "position")
+
+    def __init__(self, items: list[Value]) -> None:
+        super().__init__(None)
+        self.items = items
+        self.position = 0
+
+    def next_item(self) -> Value | None:
+        if self.position >= len(self.items):
+            return None
+        self.position += 1
+        return self.items[self.position - 1]
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+
+class ContextValue(Value):
+    """A context manager the tracer models: `kind` is "grad" or "autocast"."""
+
+    __slots__ = ("kind", "args", "saved")
+
+    def __init__(self, kind: str, args: tuple) -> None:
+        super().__init__(None)
+        self.kind = kind
+        self.args = args
+        self.saved: Any = None
+
+    def python_type(self) -> type:
+        return object
+
+
+class NullValue(Value):
+    """The NULL that CPython 3.11 pushes below a callable (PUSH_NULL)."""
+
+    __slots__ = ()
+
+    def python_type(self) -> type:
+        return type(None)
+
+
+NULL = NullValue()
+NONE = ConstantValue(None)

@@ -1,0 +1,175 @@
+"""Turning a real Python object read from outside into a symbolic value, with its guards.
+
+This is the one place that decides how an outside value is modelled and what
+the graph depends on about it: tensors become graph inputs guarded on their
+metadata; constants are guarded by value; lists, tuples and dicts by type and
+length (their items by their own guards); modules and user objects by class
+only (so instances of one class share a graph); functions and opaque objects
+by identity. A value reached twice is modelled once.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import graph_breaks as gb
+from .guards import TensorMeta
+from .sources import AttrSource, CellContentsSource, ClosureCellSource, ItemSource, Source
+from .values import (
+    CellValue,
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+CONSTANT_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
+                            type(NotImplemented), torch.dtype, torch.device, torch.Size, slice,
+                            range, torch.layout, torch.memory_format, frozenset})
+_OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.ModuleType,
+                          types.MethodDescriptorType, types.WrapperDescriptorType,
+                          types.MethodWrapperType, types.ClassMethodDescriptorType,
+                          types.GetSetDescriptorType, types.MemberDescriptorType,
+                          functools.partial, type)
+
+
+def is_torch_function(fn: Any) -> bool:
+    """A Python function of torch that goes into the graph as one call, not inlined."""
+    module = getattr(fn, "__module__", None) or ""
+    return module.startswith("torch") and not module.startswith("torch.nn.modules")
+
+
+def is_constant(real: Any) -> bool:
+    return type(real) in CONSTANT_TYPES or isinstance(real, enum.Enum)
+
+
+def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    if source is not None:
+        known = tracer.memo_by_source.get(source)
+        if known is not None:
+            return known
+    if is_constant(real):
+        value = _wrap_constant(tracer, real, source)
+    else:
+        known = tracer.memo_by_id.get(id(real))
+        if known is not None:
+            if isinstance(known[1], TensorValue) and source is not None and known[1].source is not None:
+                tracer.add_guard(source, "alias", known[1].source)
+            value = known[1]
+        else:
+            value = _wrap_object(tracer, real, source)
+            tracer.memo_by_id[id(real)] = (real, value)
+    if source is not None:
+        tracer.memo_by_source[source] = value
+    return value
+
+
+def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    if type(real) in (torch.dtype, torch.layout, torch.memory_format) or isinstance(real, enum.Enum):
+        tracer.add_guard(source, "id", real)
+    else:
+        tracer.add_guard(source, "const", real)
+    return ConstantValue(real, source)
+
+
+def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    if isinstance(real, torch.Tensor):
+        return _wrap_tensor(tracer, real, source)
+    cls = type(real)
+    if getattr(cls, "_graphwright_compiled", False):
+        return _opaque(tracer, real, source)
+    if cls is list or cls is tuple or (isinstance(real, tuple) and _is_named_tuple(cls)):
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "len", len(real))
+        items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
+        kind = list if cls is list else tuple
+        return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
+    if cls is dict:
+        if not all(is_constant(key) for key in real):
+            return _opaque(tracer, real, source)
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
+                         dict, source)
+    if isinstance(real, torch.nn.Module):
+        tracer.add_guard(source, "type", cls)
+        return ModuleValue(real, source)
+    if cls is types.FunctionType:
+        if is_torch_function(real):
+            return _opaque(tracer, real, source)
+        tracer.add_guard(source, "id", real)
+        return function_value(real, source)
+    if cls is types.MethodType and type(real.__func__) is types.FunctionType \
+            and not is_torch_function(real.__func__):
+        tracer.add_guard(source, "id", real.__func__)
+        receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
+        return function_value(real.__func__, None).bind(receiver)
+    if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
+        return _opaque(tracer, real, source)
+    tracer.add_guard(source, "type", cls)
+    return ObjectValue(real, cls, source)
+
+
+def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:
+    if source is None:
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
+                                 name="a tensor reached without a path from the inputs",
+                                 type="Tensor")
+    tracer.add_guard(source, "tensor", TensorMeta.of(real))
+    value = tracer.graph.add_input(real, source)
+    value.cls = type(real)
+    tracer.real_tensors[id(value)] = real
+    return value
+
+
+def _opaque(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    tracer.add_guard(source, "id", real)
+    return ConstantValue(real, source)
+
+
+def _is_named_tuple(cls: type) -> bool:
+    return hasattr(cls, "_fields") or hasattr(cls, "n_fields")
+
+
+def _is_user_instance(real: Any) -> bool:
+    """An instance of a user class with `__call__` is read through, not called opaquely."""
+    call = getattr(type(real), "__call__", None)
+    return type(call) is types.FunctionType and not is_torch_function(call)
+
+
+def _item(source: Source | None, key: Any) -> Source | None:
+    return None if source is None else ItemSource(source, key)
+
+
+def _attr(source: Source | None, name: str) -> Source | None:
+    return None if source is None else AttrSource(source, name)
+
+
+def function_value(fn: types.FunctionType, source: Source | None) -> FunctionValue:
+    """The inlinable value of a real Python function; its closure cells read through by source."""
+    return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
+                         dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
+                         source=source)
+
+
+def closure_cells(fn: Any, source: Source | None) -> tuple[CellValue, ...]:
+    cells = getattr(fn, "__closure__", None) or ()
+    names = fn.__code__.co_freevars
+    return tuple(CellValue(None, cell, None if source is None else ClosureCellSource(source, i, names[i]))
+                 for i, cell in enumerate(cells))
+
+
+def cell_contents_source(cell: CellValue) -> Source | None:
+    return None if cell.source is None else CellContentsSource(cell.source)
+
