@@ -16,6 +16,7 @@ from ._core.errors import (
     TraceError,
     Unsupported,
 )
+from .api import compile, disable, graph_break, reset
 from .backends import list_backends, register_backend
 from .nonstrict import make_fx
 
@@ -28,6 +29,10 @@ __all__ = [
     "NonFakeInputError",
     "TraceError",
     "Unsupported",
+    "compile",
+    "disable",
+    "graph_break",
+    "reset",
     "config",
     "counters",
     "list_backends",
