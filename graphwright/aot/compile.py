@@ -48,6 +48,38 @@ def example_values(gm: torch.fx.GraphModule) -> list:
     return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
 
+def _static_strides(strides) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(s) for s in strides)
+    except (TypeError, ValueError):
+        return None
+
+
+def _backward_example_values(part: Partition, forward: BoxedFn, fake_mode) -> list:
+    """The backward's example inputs, with saved tensors in the layout the forward really returns.
+
+    A compiled forward may choose other strides than the traced ones (Inductor
+    makes convolution outputs channels-last); it reports them as
+    `output_strides` (one entry per output, None when unknown), and the
+    backward must be compiled for what it will receive.
+    """
+    values = example_values(part.backward)
+    reported = getattr(forward, "output_strides", None)
+    if not reported:
+        return values
+    start = part.num_forward_outputs
+    saved = reported[start : start + part.num_saved_tensors]
+    with fake_mode:
+        for i, strides in enumerate(saved):
+            value = values[i]
+            strides = _static_strides(strides) if strides is not None else None
+            if strides is not None and strides != tuple(value.stride()):
+                values[i] = torch.empty_strided(
+                    value.shape, strides, dtype=value.dtype, device=value.device
+                )
+    return values
+
+
 def _fake_mode_of(example_inputs: Sequence[Any]) -> FakeTensorMode:
     for value in example_inputs:
         if isinstance(value, FakeTensor):
@@ -146,7 +178,9 @@ class AOTCompiledGraph:
         )
         forward = self._compilers.forward(part.forward, example_values(part.forward))
         backward = LazyBackward(
-            lambda: self._compilers.backward(part.backward, example_values(part.backward))
+            lambda: self._compilers.backward(
+                part.backward, _backward_example_values(part, forward, self._fake_mode)
+            )
         )
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
         return CompiledSignature(run, joint_graph=joint_graph, partition=part)

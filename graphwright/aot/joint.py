@@ -16,6 +16,9 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from .._core.errors import BackendError
+from .._core.user_stack import user_frames_of_stack
+from ..nonstrict import make_fx
 from .metadata import (
     GraphMetadata,
     OutputKind,
@@ -89,6 +92,21 @@ def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
 
 def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositions) -> torch.fx.GraphModule:
     """Trace `function` on fake arguments with graphwright's non-strict tracer."""
-    from ..nonstrict import make_fx
+    gm = make_fx(function, decomposition_table=decompositions)(*fake_args)
+    _check_functional(gm)
+    return gm
 
-    return make_fx(function, decomposition_table=decompositions)(*fake_args)
+
+def _check_functional(gm: torch.fx.GraphModule) -> None:
+    """A mutation left in the graph would escape the write-back logic: refuse it loudly."""
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
+            if target._schema.is_mutable:
+                raise BackendError(
+                    f"Ahead-of-time autograd could not functionalize `{target}`",
+                    explanation="The traced aten graph still mutates a tensor in place, so "
+                    "running it would not match eager.",
+                    hints=["Compile with backend='eager', or report this program to graphwright."],
+                    user_stack=user_frames_of_stack(),
+                )

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
+from torch._dispatch.python import enable_python_dispatcher
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
@@ -92,6 +93,10 @@ class GraphMetadata:
 # `torch._to_functional_tensor`), below autograd and above every Python
 # dispatch mode, so the tracer's recording mode sees plain functional aten
 # calls on the unwrapped fake tensors whatever its place on the mode stack.
+# The Python dispatcher must be on too: ops whose schema hides a mutation
+# (`native_batch_norm` updates running stats) have Python kernels that turn
+# them into honest mutating ops above functionalization; without them the
+# mutation would happen below it, unseen.
 
 
 @contextlib.contextmanager
@@ -99,7 +104,8 @@ def functionalization():
     """Turn in-place and view ops on functional wrappers into functional ops while active."""
     torch._enable_functionalization(reapply_views=True)
     try:
-        yield
+        with enable_python_dispatcher():
+            yield
     finally:
         torch._disable_functionalization()
 

@@ -43,6 +43,8 @@ _COMPILERS = GraphCompilers(
 @register_backend
 def inductor(gm: torch.fx.GraphModule, example_inputs: list):
     """Trace `gm` with our AOT autograd, then compile each aten graph with Inductor."""
+    # Inductor's decompositions call into its lowerings, which `compile_fx` imports.
+    import torch._inductor.compile_fx  # noqa: F401
     from torch._inductor.decomposition import select_decomp_table
 
     return aot_compile(gm, example_inputs, _COMPILERS, decompositions=select_decomp_table())
