@@ -146,3 +146,15 @@ def test_error_text_has_title_explanation_hint_and_user_code():
     assert text.splitlines()[0] == info.value.title
     assert "  Explanation: " in text and "  Hint: " in text
     assert "from user code:" in text and "return x * x.sum().item()" in text
+
+
+def uses_cond(x):
+    return torch.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+
+@pytest.mark.parametrize("mode", ("real", "fake"))
+def test_higher_order_operator_is_a_trace_error_naming_the_line(mode):
+    with pytest.raises(graphwright.TraceError) as info:
+        graphwright.make_fx(uses_cond, tracing_mode=mode)(torch.randn(3))
+    assert "`cond`" in info.value.title
+    assert info.value.user_location == f"{__file__}:{line_of(uses_cond)}"

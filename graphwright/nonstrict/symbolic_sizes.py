@@ -21,6 +21,7 @@ import torch.fx
 from torch.utils._sympy import functions as symfn
 
 from .._core.errors import DataDependentError, TraceError
+from .._core.user_stack import user_frames_of_stack
 
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -118,6 +119,7 @@ class SymbolicSizeNodes:
                 explanation=f"The size expression uses `{type(expr).__name__}`, which the "
                 "non-strict tracer does not turn into graph operations.",
                 hints=['Trace with tracing_mode="fake" to specialise the sizes.'],
+                user_stack=user_frames_of_stack(),
             )
         return self._apply(op, [self._operand(arg) for arg in expr.args])
 
@@ -133,6 +135,7 @@ class SymbolicSizeNodes:
                     'Trace with tracing_mode="real", or move the data-dependent decision '
                     "out of the traced function.",
                 ],
+                user_stack=user_frames_of_stack(),
             )
         node, dim, value = origin
         if dim is None:

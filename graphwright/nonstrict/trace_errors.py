@@ -8,6 +8,8 @@ own exceptions included, is not its business and passes through unchanged.
 """
 from __future__ import annotations
 
+import re
+
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -30,6 +32,7 @@ _DATA_DEPENDENT = (
 )
 _RAW_MEMORY_MESSAGES = ("Cannot access data pointer", "Cannot access storage")
 _MISSING_KERNEL_MESSAGES = ("has no fake impl", "no fake impl", "does not have a meta")
+_HIGHER_ORDER_OPERATOR = re.compile(r"no rule registered for HigherOrderOperator (\w+)")
 
 
 def translate_trace_exception(exc: BaseException, tracing_mode: str) -> GraphwrightError | None:
@@ -77,6 +80,20 @@ def translate_trace_exception(exc: BaseException, tracing_mode: str) -> Graphwri
                 "in a custom operator (torch.library.custom_op) with a fake implementation.",
             ],
             debug_context=message,
+            user_stack=user_stack,
+        )
+    higher_order = _HIGHER_ORDER_OPERATOR.search(message)
+    if isinstance(exc, NotImplementedError) and higher_order:
+        name = higher_order.group(1)
+        return TraceError(
+            f"Higher-order operator `{name}` is not supported by make_fx",
+            explanation=f"`torch.{name}` takes functions as arguments; the non-strict "
+            "tracer records aten operations only and has no rule for tracing into them.",
+            hints=[
+                "Call the function directly instead (Python control flow is taken once "
+                "and specialised while tracing).",
+            ],
+            debug_context=message.split(".Hint:")[0],
             user_stack=user_stack,
         )
     return None
