@@ -1,0 +1,135 @@
+"""Input mutations and output aliasing under AOT autograd behave as in eager."""
+import pytest
+import torch
+
+import graphwright
+from graphwright.backends.registry import lookup_backend
+
+from aot_models import clone_inputs, graph_of
+
+aot_eager = lookup_backend("aot_eager")
+
+
+def run_both(fn, *inputs):
+    """Run fn eagerly and through aot_eager on separate copies of the inputs."""
+    eager_inputs, compiled_inputs = clone_inputs(inputs), clone_inputs(inputs)
+    expected = fn(*eager_inputs)
+    actual = aot_eager(graph_of(fn), compiled_inputs)(*compiled_inputs)
+    return expected, actual, eager_inputs, compiled_inputs
+
+
+def test_in_place_update_of_an_input_is_written_back():
+    def fn(x, buf):
+        buf.mul_(0.5).add_(x.sum(0))
+        return x * buf
+
+    expected, actual, eager_in, compiled_in = run_both(fn, torch.randn(3, 4), torch.ones(4))
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(compiled_in[1], eager_in[1])
+
+
+def test_mutation_through_a_view_of_an_input_is_written_back():
+    def fn(x, buf):
+        buf[1:].add_(x)
+        return buf.sum()
+
+    expected, actual, eager_in, compiled_in = run_both(fn, torch.randn(3), torch.zeros(4))
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(compiled_in[1], eager_in[1])
+
+
+def test_mutated_input_that_backward_needs_keeps_its_old_value_for_backward():
+    # Eager saves `scaled`; the partitioner recomputes it from `buf`, which
+    # the write-back then overwrites: the backward must read the old value.
+    def fn(w, buf):
+        scaled = buf * 2
+        out = w * scaled
+        buf.add_(1.0)
+        return out
+
+    w = torch.randn(4, requires_grad=True)
+    buf = torch.randn(4)
+    expected, actual, eager_in, compiled_in = run_both(fn, w, buf)
+    expected.sum().backward()
+    actual.sum().backward()
+    torch.testing.assert_close(compiled_in[0].grad, eager_in[0].grad)
+    torch.testing.assert_close(compiled_in[1], eager_in[1])
+
+
+def test_returning_an_input_returns_the_same_object():
+    def fn(x, y):
+        return x, x + y
+
+    x, y = torch.randn(3), torch.randn(3)
+    compiled = aot_eager(graph_of(fn), [x, y])
+    out = compiled(x, y)
+    assert out[0] is x
+    torch.testing.assert_close(out[1], x + y)
+
+
+def test_view_of_an_input_shares_its_storage_and_gradient():
+    def fn(x):
+        return x.view(-1)[2:], x * 2
+
+    x = torch.randn(2, 3, requires_grad=True)
+    compiled = aot_eager(graph_of(fn), [x])
+    view, doubled = compiled(x)
+    assert view.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    torch.testing.assert_close(view, x.detach().view(-1)[2:])
+    (view.sum() + doubled.sum()).backward()
+    expected = torch.full((2, 3), 2.0)
+    expected.view(-1)[2:] += 1
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_detached_view_of_an_input_does_not_require_grad():
+    def fn(x):
+        return x.detach(), x.sin()
+
+    x = torch.randn(3, requires_grad=True)
+    detached, _ = aot_eager(graph_of(fn), [x])(x)
+    assert not detached.requires_grad
+    assert detached.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+def test_the_same_output_twice_is_one_object():
+    def fn(x):
+        y = x.cos()
+        return y, y
+
+    x = torch.randn(3, requires_grad=True)
+    a, b = aot_eager(graph_of(fn), [x])(x)
+    assert a is b
+
+
+def test_output_that_views_another_output_shares_its_storage():
+    def fn(x):
+        y = x * 3
+        return y, y.view(-1)
+
+    x = torch.randn(2, 2, requires_grad=True)
+    y, flat = aot_eager(graph_of(fn), [x])(x)
+    assert flat.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+    flat.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((2, 2), 3.0))
+
+
+def test_in_place_update_of_an_output_view_is_seen_through_its_base():
+    def fn(x):
+        y = x + 1
+        return y, y[0]
+
+    x = torch.randn(2, 3)
+    y, row = aot_eager(graph_of(fn), [x])(x)
+    row.zero_()
+    assert torch.equal(y[0], torch.zeros(3))
+
+
+def test_metadata_mutation_of_an_input_is_a_clear_error():
+    def fn(x):
+        x.t_()
+        return x + 1
+
+    x = torch.randn(2, 3)
+    with pytest.raises(graphwright.BackendError, match="shape or strides of an input"):
+        aot_eager(graph_of(fn), [x])(x)

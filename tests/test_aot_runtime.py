@@ -1,0 +1,128 @@
+"""The runtime wrapper of AOT autograd: grad modes, which gradients, outputs, backward reuse."""
+import pytest
+import torch
+
+import graphwright
+from graphwright.backends.registry import lookup_backend
+
+from aot_models import graph_of
+
+aot_eager = lookup_backend("aot_eager")
+
+
+def mlp(x, w1, w2):
+    return torch.tanh(x @ w1) @ w2
+
+
+def mlp_inputs():
+    torch.manual_seed(0)
+    return torch.randn(4, 3), torch.randn(3, 5, requires_grad=True), torch.randn(5, 2, requires_grad=True)
+
+
+def test_only_inputs_that_require_grad_get_gradients():
+    x, w1, w2 = mlp_inputs()
+    compiled = aot_eager(graph_of(mlp), [x, w1, w2])
+    compiled(x, w1, w2).sum().backward()
+    expected_w1, expected_w2 = torch.autograd.grad(mlp(x, w1, w2).sum(), [w1, w2])
+    assert x.grad is None
+    torch.testing.assert_close(w1.grad, expected_w1)
+    torch.testing.assert_close(w2.grad, expected_w2)
+
+
+def test_no_grad_call_runs_the_inference_graph_and_saves_nothing():
+    x, w1, w2 = mlp_inputs()
+    compiled = aot_eager(graph_of(mlp), [x, w1, w2])
+    with torch.no_grad():
+        out = compiled(x, w1, w2)
+    assert not out.requires_grad
+    torch.testing.assert_close(out, mlp(x, w1, w2).detach())
+    (signature,) = compiled.signatures.values()
+    assert signature.inference_graph is not None and signature.partition is None
+
+
+def test_grad_mode_and_requires_grad_changes_pick_their_own_graphs():
+    x, w1, w2 = mlp_inputs()
+    compiled = aot_eager(graph_of(mlp), [x, w1, w2])
+    compiled(x, w1, w2)
+    with torch.no_grad():
+        compiled(x, w1, w2)
+    x.requires_grad_(True)
+    out = compiled(x, w1, w2)
+    out.sum().backward()
+    assert len(compiled.signatures) == 3
+    torch.testing.assert_close(x.grad, torch.autograd.grad(mlp(x, w1, w2).sum(), x)[0])
+
+
+def test_outputs_that_do_not_require_grad_are_not_differentiable():
+    def fn(x):
+        y = x.exp()
+        return y, y.argmax(), y.detach() * 2
+
+    x = torch.randn(5, requires_grad=True)
+    y, index, doubled = aot_eager(graph_of(fn), [x])(x)
+    assert y.requires_grad and not index.requires_grad and not doubled.requires_grad
+    assert index.item() == x.argmax().item()
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, x.detach().exp())
+
+
+def test_non_tensor_outputs_are_returned_as_in_eager():
+    def fn(x):
+        return {"out": x + 1, "n": 3, "none": None}
+
+    x = torch.randn(2)
+    result = aot_eager(graph_of(fn), [x])(x)
+    assert result["n"] == 3 and result["none"] is None
+    torch.testing.assert_close(result["out"], x + 1)
+
+
+def test_an_unused_output_gets_a_zero_gradient():
+    def fn(x):
+        return x.sin(), x.cos()
+
+    x = torch.randn(3, requires_grad=True)
+    sin, _ = aot_eager(graph_of(fn), [x])(x)
+    sin.sum().backward()
+    torch.testing.assert_close(x.grad, x.detach().cos())
+
+
+def test_retain_graph_allows_a_second_backward():
+    x, w1, w2 = mlp_inputs()
+    loss = aot_eager(graph_of(mlp), [x, w1, w2])(x, w1, w2).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    expected = torch.autograd.grad(mlp(x, w1, w2).sum(), w1)[0] * 2
+    torch.testing.assert_close(w1.grad, expected)
+
+
+def test_second_backward_without_retain_graph_fails_as_in_eager():
+    x, w1, w2 = mlp_inputs()
+    loss = aot_eager(graph_of(mlp), [x, w1, w2])(x, w1, w2).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_double_backward_is_a_clear_error():
+    x, w1, w2 = mlp_inputs()
+    out = aot_eager(graph_of(mlp), [x, w1, w2])(x, w1, w2)
+    (grad_w1,) = torch.autograd.grad(out.sum(), w1, create_graph=True)
+    with pytest.raises(graphwright.BackendError, match="Double backward") as info:
+        grad_w1.sum().backward()
+    assert "test_aot_runtime.py" in str(info.value)
+    assert "Hint:" in str(info.value)
+
+
+def test_create_graph_gradients_have_eager_values():
+    x, w1, w2 = mlp_inputs()
+    out = aot_eager(graph_of(mlp), [x, w1, w2])(x, w1, w2)
+    (grad_w1,) = torch.autograd.grad(out.sum(), w1, create_graph=True)
+    torch.testing.assert_close(grad_w1, torch.autograd.grad(mlp(x, w1, w2).sum(), w1)[0])
+
+
+def test_compile_counter_with_aot_eager_backend_counts_and_runs():
+    x, w1, w2 = mlp_inputs()
+    counter = graphwright.testing.CompileCounterWithBackend("aot_eager")
+    compiled = counter(graph_of(mlp), [x, w1, w2])
+    torch.testing.assert_close(compiled(x, w1, w2), mlp(x, w1, w2))
+    assert counter.frame_count == 1 and counter.op_count == 3
