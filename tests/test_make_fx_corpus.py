@@ -214,3 +214,4 @@ def test_traced_module_bakes_parameters_in_as_attributes():
         targets = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
         assert targets == {name for name, _ in MLP.named_parameters()}
         assert gm.get_parameter("0.weight") is MLP[0].weight
+        assert all(c.is_module_state for c in gm.meta["nonstrict_trace"].constants)

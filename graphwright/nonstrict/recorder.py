@@ -250,6 +250,7 @@ class GraphRecorder(TorchDispatchMode):
                 user_location=(
                     f"{user_stack[-1].filename}:{user_stack[-1].lineno}" if user_stack else ""
                 ),
+                is_module_state=id(tensor) in self._named_constants,
             )
         )
         return node

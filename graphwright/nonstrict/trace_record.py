@@ -22,7 +22,8 @@ class CapturedConstant:
     module); `user_location` is the user's `file:line` where it was first used
     ('' when no user frame was on the stack). `from_literal` marks tensors the
     program wrote as literals (`torch.tensor([1, 2])`), which are constants by
-    nature rather than hidden inputs.
+    nature rather than hidden inputs; `is_module_state` marks the parameters
+    and buffers of a traced `nn.Module`, which the caller handed over with it.
     """
 
     target: str
@@ -30,6 +31,7 @@ class CapturedConstant:
     is_parameter: bool
     from_literal: bool
     user_location: str
+    is_module_state: bool = False
 
 
 @dataclass
