@@ -100,7 +100,7 @@ def _trace(
                 sizes.bind_symbol(placeholder, value)
         traced_leaves.append(value)
 
-    with _tracing_modes(fake_mode, tracing_mode, recorder):
+    with _tracing_modes(fake_mode, recorder):
         try:
             outputs = f(*pytree.tree_unflatten(traced_leaves, in_spec))
         except Exception as exc:
@@ -120,13 +120,13 @@ def _trace(
 
 
 @contextlib.contextmanager
-def _tracing_modes(fake_mode, tracing_mode: str, recorder: GraphRecorder):
+def _tracing_modes(fake_mode, recorder: GraphRecorder):
     with contextlib.ExitStack() as stack:
         if fake_mode is not None:
             stack.enter_context(fake_mode)
-        if tracing_mode == "symbolic":
-            # Some symbolic-size rules of aten operators live in the Python dispatcher.
-            stack.enter_context(enable_python_dispatcher())
+            if fake_mode.shape_env is not None:
+                # Some symbolic-size rules of aten operators live in the Python dispatcher.
+                stack.enter_context(enable_python_dispatcher())
         stack.enter_context(recorder)
         yield
 
