@@ -18,7 +18,7 @@ from ._core.errors import (
 )
 from .api import compile, disable, graph_break, reset
 from .backends import list_backends, register_backend
-from .nonstrict import make_fx
+from .nonstrict import check_nonstrict, make_fx
 
 __all__ = [
     "BackendError",
@@ -36,6 +36,7 @@ __all__ = [
     "config",
     "counters",
     "list_backends",
+    "check_nonstrict",
     "make_fx",
     "register_backend",
     "testing",

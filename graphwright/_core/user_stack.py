@@ -29,9 +29,10 @@ def is_user_file(filename: str) -> bool:
     """True for files that belong to the user's program.
 
     graphwright, torch, the standard library and installed packages are
-    internal; everything else (scripts, notebooks, the user's package) is not.
+    internal, and so is generated code (`<string>`: dataclass methods, fx
+    code); everything else (scripts, notebooks, the user's package) is not.
     """
-    if filename.startswith("<frozen"):
+    if filename.startswith("<") and filename != "<stdin>":
         return False
     return not os.path.abspath(filename).startswith(_INTERNAL_DIRS)
 
