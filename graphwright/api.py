@@ -28,6 +28,7 @@ class OptimizedModule(torch.nn.Module):
         super().__init__()
         self._orig_mod = mod
         self.__dict__["_compiled_forward"] = compiled_forward
+        self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
@@ -36,10 +37,19 @@ class OptimizedModule(torch.nn.Module):
         return self._compiled_forward(mod, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self._orig_mod, name)
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("_orig_mod", "training") or hasattr(type(self), name) or "_orig_mod" not in self._modules:
+            return super().__setattr__(name, value)
+        setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if hasattr(type(self), name) or name == "_orig_mod":
+            return super().__delattr__(name)
+        delattr(self._orig_mod, name)
 
 
 def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,

@@ -130,6 +130,8 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property):
             return _class_attr(tracer, cls, name, value, None)
+        if attr is not None and not callable(attr):
+            return tracer.wrap(attr, None)
     return _method_if(value, name, value.kind)
 
 
@@ -145,7 +147,8 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
             raw = klass.__dict__[name]
             break
     else:
-        return None
+        real = getattr(cls, name, _MISSING)  # slots of `type` itself: __name__, __mro__, ...
+        return None if real is _MISSING else tracer.wrap(real, None)
     from . import calls
 
     is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
@@ -260,7 +263,8 @@ def module_item(tracer: "Tracer", value: ModuleValue, key: Any) -> Value:
     if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
         children = module_children_for_iteration(tracer, value)
         if isinstance(key, slice):
-            return SequenceValue(children[key], list)
+            # a slice of a Sequential is called like one; of a ModuleList, iterated like a list
+            return SequenceValue(children[key], list, cls=type(module) if type(module) is torch.nn.Sequential else None)
         return children[key]
     if isinstance(module, torch.nn.ModuleDict):
         tracer.add_guard(_attr(value.source, "_modules"), "keys", tuple(module._modules))

@@ -9,6 +9,7 @@ items. Pure functions of constants are simply computed. Replayable output
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import operator
 import types
@@ -309,6 +310,49 @@ def _dict(tracer, args, kwargs):
     return DictValue(items)
 
 
+@handles(functools.partial)
+def _partial(tracer, args, kwargs):
+    function = args[0]
+    if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
+        target = function.fn
+    else:
+        target = operations.python_value(tracer, function, "functools.partial")
+    bound = [operations.python_value(tracer, arg, "functools.partial") for arg in args[1:]]
+    keywords = {key: operations.python_value(tracer, arg, "functools.partial") for key, arg in kwargs.items()}
+    return ConstantValue(functools.partial(target, *bound, **keywords))
+
+
+@handles(super)
+def _super(tracer, args, kwargs):
+    if args:
+        cls, receiver = operations.python_value(tracer, args[0]), args[1]
+    else:
+        frame = tracer.frames[-1]
+        if "__class__" not in frame.cells or not frame.code.co_argcount:
+            raise _unsupported(tracer, "super", args)
+        cls = operations.python_value(tracer, tracer.cell_contents(frame.cells["__class__"]))
+        receiver = frame.locals.get(frame.code.co_varnames[0])
+    real = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
+    if real is None:
+        raise _unsupported(tracer, "super", args)
+    return ConstantValue(super(cls, real))
+
+
+@handles(functools.reduce)
+def _reduce(tracer, args, kwargs):
+    from . import calls
+
+    items = operations.iterate(tracer, args[1])
+    if len(args) > 2:
+        items = [args[2], *items]
+    if not items:
+        raise tracer.graph_break(gb.USER_EXCEPTION, "reduce()", error="TypeError: reduce() of empty iterable")
+    total = items[0]
+    for item in items[1:]:
+        total = calls.call_value(tracer, args[0], [total, item], {})
+    return total
+
+
 @handles(print)
 def _print(tracer, args, kwargs):
     if not config.reorderable_print:
@@ -328,6 +372,6 @@ for _target in (warnings.warn, *_LOGGING_FUNCTIONS):
 
 
 @handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.vars, builtins.dir, builtins.super)
+         builtins.locals, builtins.vars, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

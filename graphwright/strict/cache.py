@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 from .._core import config
 from .._core.counters import counters
+from .._core.errors import GraphwrightError
+from .._core.user_stack import user_frames_of_stack
 from .codegen import MISS
 from .entries import build_entry, cache_limit_warning, failure_reason
 
@@ -73,6 +75,14 @@ class CompiledFunction:
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:
+                if self._fullgraph:
+                    raise GraphwrightError(
+                        f"Hit config.cache_size_limit ({config.cache_size_limit}) with fullgraph=True",
+                        explanation=f"Compiling '{fn.__qualname__}' again would exceed the limit; "
+                                    f"last recompile reason: {reason}",
+                        hints=["Check why the inputs change between calls (the reason above).",
+                               "Raise `graphwright.config.cache_size_limit`."],
+                        user_stack=user_frames_of_stack())
                 cache.exhausted = True
                 warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
                 return fn(*args, **kwargs)

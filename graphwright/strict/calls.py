@@ -9,6 +9,7 @@ modelled values go to `builtin_calls` and `methods`. Before anything else,
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -16,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import builtin_calls, contexts, markers, methods
+from . import builtin_calls, contexts, markers, methods, operations
 from . import graph_breaks as gb
 from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -33,7 +35,7 @@ from .wrap import function_value, is_torch_function
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_UNSUPPORTED_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 _GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
                        torch.set_default_device, torch.use_deterministic_algorithms,
@@ -49,6 +51,11 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return call_module(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue):
         return call_constant(tracer, function.value, args, kwargs)
+    if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
+        result = args[0]
+        for child in function.items:
+            result = call_value(tracer, child, [result], {})
+        return result
     if isinstance(function, ObjectValue):
         from . import attributes
 
@@ -77,6 +84,10 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
 
 def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
     marked_behaviour(tracer, target, args, kwargs)
+    if type(target) is functools.partial:
+        bound = [operations.constant_result(arg) for arg in target.args]
+        keywords = {key: operations.constant_result(arg) for key, arg in target.keywords.items()}
+        return call_value(tracer, tracer.wrap(target.func, None), [*bound, *args], {**keywords, **kwargs})
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
         return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
@@ -108,8 +119,6 @@ def is_torch_callable(target: Any) -> bool:
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    from . import operations
-
     if cls in contexts.GRAD_MODE_CLASSES or cls in contexts.AUTOCAST_CLASSES:
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
@@ -158,14 +167,21 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
     from .frame import Frame
 
     code = function.code
-    if code.co_flags & _GENERATOR_FLAGS:
-        raise tracer.graph_break(gb.GENERATOR, f"call generator {function.name}", name=function.name)
+    if code.co_flags & _UNSUPPORTED_FLAGS or (code.co_flags & inspect.CO_GENERATOR
+                                              and code.co_name != "<genexpr>"):
+        raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:
         marked_behaviour(tracer, function.fn, args, kwargs)
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)
     frame = Frame(tracer, code, function.globals, local_values, function.closure)
+    if code.co_flags & inspect.CO_GENERATOR:
+        # Run the generator expression to exhaustion now: its items are symbolic, so nothing
+        # is lost unless it interleaves side effects with its consumer.
+        frame.yielded = []
+        frame.run()
+        return IteratorValue(frame.yielded)
     return frame.run()
 
 

@@ -70,6 +70,7 @@ class EntryWriter:
                                           "___replace_contents": _replace_contents}
         self.lines: list[str] = []
         self.outputs: list[TensorValue] = []
+        self.rebuilt_tensor = False
         self._on_break = on_break
         self._refs: dict[int, str] = {}
         self._vars: dict[Source, str] = {}
@@ -105,6 +106,7 @@ class EntryWriter:
     # -- rebuilding values after the graph ---------------------------------------------
     def rebuild(self, value: Value) -> str:
         if isinstance(value, TensorValue):
+            self.rebuilt_tensor = True
             if value.source is not None:
                 return self.expr(value.source)
             index = self._output_index.get(id(value))

@@ -51,6 +51,8 @@ def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
     """BEFORE_WITH: returns (the exit callable, the value bound by `as`)."""
     from . import attributes, calls
 
+    if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
+        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad,))
     if isinstance(manager, ContextValue):
         if manager.kind == "grad" and manager.saved is None:
             manager.saved = torch.is_grad_enabled()

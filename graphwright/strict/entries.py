@@ -46,7 +46,7 @@ def _graph_entry(fn: Callable, result: Any, backend: Callable) -> Callable:
     returned = writer.rebuild(result.output)
     graph = result.graph
     body = list(pre)
-    if graph.op_count() or writer.outputs:
+    if graph.op_count() or writer.rebuilt_tensor:
         inputs = [writer.expr(source) for source in graph.input_sources]
         body = list(pre)
         gm = graph.finish(writer.outputs)

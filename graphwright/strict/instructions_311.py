@@ -12,6 +12,7 @@ import operator
 from . import attributes, calls, contexts, operations
 from . import graph_breaks as gb
 from .values import (
+    NONE,
     NULL,
     CellValue,
     ConstantValue,
@@ -309,7 +310,13 @@ class Instructions311:
         raise self.tracer.graph_break(gb.USER_EXCEPTION, f"raise {text}", error=text)
 
     def op_RETURN_GENERATOR(self, inst):
-        raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
+        self.push(NONE)
+
+    def op_YIELD_VALUE(self, inst):
+        if self.yielded is None:
+            raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
+        self.yielded.append(self.pop())
+        self.push(NONE)
 
     # -- calls ---------------------------------------------------------------------------
     def op_KW_NAMES(self, inst):

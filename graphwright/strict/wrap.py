@@ -44,10 +44,13 @@ _OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, ty
                           functools.partial, type)
 
 
+_INLINED_TORCH_MODULES = ("torch.nn.modules", "torch.utils._contextlib")
+
+
 def is_torch_function(fn: Any) -> bool:
     """A Python function of torch that goes into the graph as one call, not inlined."""
     module = getattr(fn, "__module__", None) or ""
-    return module.startswith("torch") and not module.startswith("torch.nn.modules")
+    return module.startswith("torch") and not module.startswith(_INLINED_TORCH_MODULES)
 
 
 def is_constant(real: Any) -> bool:
@@ -112,7 +115,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return function_value(real, source)
     if cls is types.MethodType and type(real.__func__) is types.FunctionType \
             and not is_torch_function(real.__func__):
-        tracer.add_guard(source, "id", real.__func__)
+        tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
         return function_value(real.__func__, None).bind(receiver)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
