@@ -240,3 +240,16 @@ def test_traced_module_buffers_are_updated_by_the_graph_as_by_eager():
     torch.testing.assert_close(gm(x), reference(x))
     for name, buffer in reference.named_buffers():
         torch.testing.assert_close(model.get_buffer(name), buffer)
+
+
+def test_arguments_named_like_names_of_the_generated_code_still_work():
+    def f(torch_, device):
+        return torch_ * 2, device
+
+    def g(torch):
+        return torch + 1
+
+    x = torch.randn(3)
+    gm = graphwright.make_fx(f)(x, torch.device("cpu"))
+    torch.testing.assert_close(gm(x, torch.device("cpu"))[0], x * 2)
+    torch.testing.assert_close(graphwright.make_fx(g)(x)(x), x + 1)

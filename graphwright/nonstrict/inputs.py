@@ -42,6 +42,13 @@ _CONSTANT_LEAF_TYPES = (
 )
 
 
+# Names the graph module's generated forward() uses itself: an argument
+# called `torch` would shadow the module its code calls.
+_NAMES_OF_GENERATED_CODE = frozenset(
+    {"self", "torch", "device", "inf", "nan", "NoneType", "fx_pytree", "pytree"}
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class InputLeafSource(Source):
     """Names one input leaf for `ShapeEnv` (symbols, guards): e.g. `lst[1]`."""
@@ -66,9 +73,11 @@ def argument_names(f: Any, count: int) -> list[str]:
         parameters = []
     names = []
     for index in range(count):
-        if index < len(parameters) and parameters[index].kind in (
-            inspect.Parameter.POSITIONAL_ONLY,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        if (
+            index < len(parameters)
+            and parameters[index].kind
+            in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            and parameters[index].name not in _NAMES_OF_GENERATED_CODE
         ):
             names.append(parameters[index].name)
         else:
