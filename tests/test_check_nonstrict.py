@@ -156,3 +156,12 @@ def test_report_text_lists_every_finding_with_location_and_hint():
     assert {"captured_constant", "specialised_input"} <= {finding.kind for finding in report.findings}
     assert text.count("Hint:") == len(report.findings)
     assert text.count(f"{HERE}:") == len(report.findings)
+
+
+def test_parameters_of_a_traced_module_are_named_and_flagged():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    findings = graphwright.check_nonstrict(model, torch.randn(4, 3)).of_kind("captured_constant")
+    messages = sorted(finding.message for finding in findings)
+    assert len(messages) == 2
+    assert messages[0].startswith("tensor `0.bias` of the traced module")
+    assert all("never get a gradient" in message for message in messages)

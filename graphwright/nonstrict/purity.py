@@ -117,7 +117,7 @@ def check_nonstrict(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Nonstri
     record = gm.meta[TRACE_RECORD_KEY]
     definition = _definition_location(f)
     findings = [
-        *_captured_constants(gm, record, watcher),
+        *_captured_constants(f, gm, record, watcher),
         *_specialised_inputs(leaves, paths, definition),
         *_baked_globals(watcher),
         *_size_assumptions(record.shape_env, watcher),
@@ -233,13 +233,21 @@ def _definition_location(f: Any) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
-def _captured_constants(gm, record, watcher: _TraceWatcher) -> Iterator[Finding]:
+def _captured_constants(f, gm, record, watcher: _TraceWatcher) -> Iterator[Finding]:
     names = _names_of_read_values(watcher)
+    module_state = {}
+    if isinstance(f, torch.nn.Module):
+        module_state = {id(t): name for name, t in (*f.named_parameters(), *f.named_buffers())}
     for constant in record.constants:
         if constant.from_literal:
             continue
         tensor = getattr(gm, constant.target)
-        label = f"`{names[id(tensor)]}`" if id(tensor) in names else f"of shape {tuple(tensor.shape)}"
+        if id(tensor) in module_state:
+            label = f"`{module_state[id(tensor)]}` of the traced module"
+        elif id(tensor) in names:
+            label = f"`{names[id(tensor)]}`"
+        else:
+            label = f"of shape {tuple(tensor.shape)}"
         message = f"tensor {label} is not an input and was baked into the graph as a constant"
         if constant.requires_grad:
             message += "; it requires grad, so it will never get a gradient through the graph"
