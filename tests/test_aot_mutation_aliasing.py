@@ -133,3 +133,20 @@ def test_metadata_mutation_of_an_input_is_a_clear_error():
     x = torch.randn(2, 3)
     with pytest.raises(graphwright.BackendError, match="shape or strides of an input"):
         aot_eager(graph_of(fn), [x])(x)
+
+
+def test_gradient_flows_through_an_input_mutated_in_place():
+    def fn(x, y):
+        x.mul_(y)
+        return x + y
+
+    def run(compiled):
+        w = torch.linspace(-1, 1, 4, requires_grad=True)
+        x, y = w * 1.0, torch.full((4,), 3.0)
+        fn_ = aot_eager(graph_of(fn), [x, y]) if compiled else fn
+        out = fn_(x, y)
+        (out.sum() + (x**2).sum()).backward()
+        return out, x, w.grad
+
+    for actual, expected in zip(run(compiled=True), run(compiled=False)):
+        torch.testing.assert_close(actual, expected)

@@ -63,7 +63,7 @@ def joint_function(
         with functionalization():
             functional_inputs = [to_functional(t) for t in inputs]
             with torch.enable_grad():
-                values = _forward_values(fn, functional_inputs, meta)
+                values = _forward_values(fn, _clone_mutated(functional_inputs, meta), meta)
             differentiable = [v for v, rg in zip(values, meta.forward_requires_grad) if rg]
             wrt = [
                 (i, t)
@@ -82,6 +82,20 @@ def joint_function(
             return tuple(from_functional(v) for v in [*values, *grad_of_input])
 
     return joint
+
+
+def _clone_mutated(functional_inputs: list, meta: GraphMetadata) -> list:
+    """Let the graph mutate clones of inputs that require grad.
+
+    Gradients must be taken with respect to an input's value on entry;
+    `autograd.grad` on a tensor mutated in place would give them with
+    respect to its value after the mutation.
+    """
+    inputs = list(functional_inputs)
+    for i in meta.mutated_inputs:
+        if inputs[i].requires_grad:
+            inputs[i] = inputs[i].clone()
+    return inputs
 
 
 def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
