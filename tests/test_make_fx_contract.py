@@ -253,3 +253,13 @@ def test_arguments_named_like_names_of_the_generated_code_still_work():
     gm = graphwright.make_fx(f)(x, torch.device("cpu"))
     torch.testing.assert_close(gm(x, torch.device("cpu"))[0], x * 2)
     torch.testing.assert_close(graphwright.make_fx(g)(x)(x), x + 1)
+
+
+def test_constants_read_only_by_dead_code_are_not_recorded():
+    def f(x):
+        unused = x + captured_weight  # noqa: F841
+        return x * 2
+
+    gm = graphwright.make_fx(f, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(3))
+    assert gm.meta[TRACE_RECORD_KEY].constants == []
+    assert "get_attr" not in [n.op for n in gm.graph.nodes]

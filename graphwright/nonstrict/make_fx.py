@@ -85,20 +85,9 @@ def _trace(
         allow_non_fake_inputs=allow_non_fake_inputs,
         named_constants=_module_tensor_names(f),
     )
-    traced_leaves = []
-    for leaf, path in zip(leaves, paths):
-        value = tracing_value(leaf, path, tracing_mode, fake_mode)
-        placeholder = graph.placeholder(_placeholder_name(path))
-        if isinstance(value, torch.Tensor):
-            # A fake input is its own metadata: callers find their own tensor there.
-            placeholder.meta["val"] = value if isinstance(value, FakeTensor) else recorder.metadata_of(value)
-            recorder.track(value, placeholder)
-            sizes.bind_tensor(placeholder, value)
-        else:
-            placeholder.meta["val"] = value
-            if isinstance(value, torch.SymInt):
-                sizes.bind_symbol(placeholder, value)
-        traced_leaves.append(value)
+    traced_leaves = [tracing_value(leaf, path, tracing_mode, fake_mode) for leaf, path in zip(leaves, paths)]
+    for value, path in zip(traced_leaves, paths):
+        _add_placeholder(graph, recorder, sizes, value, path)
 
     with _tracing_modes(fake_mode, recorder):
         try:
@@ -112,11 +101,29 @@ def _trace(
         graph.output(tuple(_output_value(recorder, leaf) for leaf in out_leaves))
 
     graph.eliminate_dead_code()
+    # Constants only dead code read are not part of the graph.
+    kept = {node.target for node in graph.nodes if node.op == "get_attr"}
+    record.constants = [constant for constant in record.constants if constant.target in kept]
     graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec)))
     name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
     gm = torch.fx.GraphModule(recorder.constants, graph, class_name=_class_name(name))
     gm.meta[TRACE_RECORD_KEY] = record
     return gm
+
+
+def _add_placeholder(
+    graph: torch.fx.Graph, recorder: GraphRecorder, sizes: SymbolicSizeNodes, value: Any, path: str
+) -> None:
+    placeholder = graph.placeholder(_placeholder_name(path))
+    if isinstance(value, torch.Tensor):
+        # A fake input is its own metadata: callers find their own tensor there.
+        placeholder.meta["val"] = value if isinstance(value, FakeTensor) else recorder.metadata_of(value)
+        recorder.track(value, placeholder)
+        sizes.bind_tensor(placeholder, value)
+    else:
+        placeholder.meta["val"] = value
+        if isinstance(value, torch.SymInt):
+            sizes.bind_symbol(placeholder, value)
 
 
 @contextlib.contextmanager
