@@ -263,3 +263,20 @@ def test_constants_read_only_by_dead_code_are_not_recorded():
     gm = graphwright.make_fx(f, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(3))
     assert gm.meta[TRACE_RECORD_KEY].constants == []
     assert "get_attr" not in [n.op for n in gm.graph.nodes]
+
+
+def test_graph_module_constants_are_module_state_in_fake_mode():
+    def f(x):
+        return x + torch.tensor([1.0, 2.0, 3.0])
+
+    real_graph = graphwright.make_fx(f)(torch.randn(3))  # holds a plain tensor attribute
+    gm = graphwright.make_fx(real_graph, tracing_mode="fake")(torch.randn(3))
+    (constant,) = gm.meta[TRACE_RECORD_KEY].constants
+    assert constant.is_module_state
+    x = torch.randn(3)
+    torch.testing.assert_close(gm(x), f(x))
+
+
+def test_keyword_arguments_to_the_traced_function_are_a_clear_error():
+    with pytest.raises(graphwright.InvalidInputError, match="positional arguments only"):
+        graphwright.make_fx(lambda x, y=1: x * y)(torch.randn(2), y=2)

@@ -57,7 +57,15 @@ def make_fx(
             user_stack=user_frames_of_stack(),
         )
 
-    def trace(*args: Any) -> torch.fx.GraphModule:
+    def trace(*args: Any, **kwargs: Any) -> torch.fx.GraphModule:
+        if kwargs:
+            raise InvalidInputError(
+                "make_fx takes positional arguments only",
+                explanation=f"The traced function was called with keyword arguments "
+                f"{', '.join(map(repr, kwargs))}; the graph's inputs are the positional ones.",
+                hints=["Pass them positionally, or as one dict argument."],
+                user_stack=user_frames_of_stack(),
+            )
         return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs)
 
     return trace
@@ -157,12 +165,20 @@ def _output_value(recorder: GraphRecorder, leaf: Any) -> Any:
 
 
 def _module_tensor_names(f: Any) -> dict[int, str]:
-    """Parameters and buffers of a traced module, by id, with their qualified names."""
+    """The tensors a traced module holds, by id, with their qualified names.
+
+    Parameters, buffers, and plain tensor attributes (a GraphModule keeps its
+    constants that way) are the module's state, handed over with it.
+    """
     if not isinstance(f, torch.nn.Module):
         return {}
-    named = {}
+    named: dict[int, str] = {}
     for name, tensor in (*f.named_parameters(remove_duplicate=False), *f.named_buffers(remove_duplicate=False)):
         named.setdefault(id(tensor), name)
+    for prefix, module in f.named_modules(remove_duplicate=False):
+        for attribute, value in vars(module).items():
+            if isinstance(value, torch.Tensor):
+                named.setdefault(id(value), f"{prefix}.{attribute}" if prefix else attribute)
     return named
 
 
