@@ -143,6 +143,7 @@ def test_trace_record_exposes_the_shape_env_and_its_guards_in_symbolic_mode():
     gm = graphwright.make_fx(f, tracing_mode="symbolic")(torch.randn(4))
     shape_env = gm.meta[TRACE_RECORD_KEY].shape_env
     assert isinstance(shape_env, ShapeEnv)
+    assert gm.shape_env is shape_env
     assert any(">" in str(guard.expr) or "<" in str(guard.expr) for guard in shape_env.guards)
     assert graphwright.make_fx(f, tracing_mode="real")(torch.randn(4)).meta[TRACE_RECORD_KEY].shape_env is None
 

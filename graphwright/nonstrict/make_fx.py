@@ -116,6 +116,8 @@ def _trace(
     name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
     gm = torch.fx.GraphModule(recorder.constants, graph, class_name=_class_name(name))
     gm.meta[TRACE_RECORD_KEY] = record
+    if tracing_mode == "symbolic":
+        gm.shape_env = record.shape_env  # where PyTorch's make_fx leaves it
     return gm
 
 
