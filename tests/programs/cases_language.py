@@ -411,3 +411,108 @@ def _(x, scaler):
 def _(x):
     n = int("12") + int(True) + len(str(42))
     return x * float(n) + bool(n), n
+
+
+@program("try_finally_without_an_exception", lambda: rand(3))
+def _(x):
+    steps = []
+    try:
+        y = x * 2
+        steps.append("body")
+    finally:
+        steps.append("finally")
+    return y, steps
+
+
+@program("exception_raised_and_caught_inside", lambda: rand(3),
+         xfail="raising and catching an exception inside the region (GB022)")
+def _(x):
+    try:
+        raise ValueError("not a tensor problem")
+    except ValueError as error:
+        message = str(error)
+    return x + len(message)
+
+
+class Timer:
+    def __init__(self):
+        self.entered = 0
+        self.exited = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.exited += 1
+        return False
+
+
+@program("user_context_manager_created_inside", lambda: rand(3))
+def _(x):
+    timer = Timer()
+    with timer as t:
+        y = x * t.entered
+    return y + timer.exited, timer.exited
+
+
+@program("walrus_del_and_chained_comparison", lambda: rand(3))
+def _(x):
+    if (n := x.shape[0]) > 2:
+        y = x * n
+    tmp = y + 1
+    del y
+    return tmp, 0 < n < 10 != 11
+
+
+@program("match_statement_on_a_constant", lambda: (rand(3), "gelu"))
+def _(x, kind):
+    match kind:
+        case "relu":
+            return x.relu()
+        case "gelu" | "silu":
+            return torch.nn.functional.gelu(x)
+        case _:
+            return x
+
+
+@program("any_all_map_filter_on_constants", lambda: [rand(2), rand(2), rand(2)])
+def _(xs):
+    sizes = list(map(len, xs))
+    big = list(filter(lambda n: n > 1, sizes))
+    if all(n == 2 for n in sizes) and any(sizes):
+        return [t * 2 for t in xs], big
+    return xs, big
+
+
+class Geometry:
+    unit = 2.0
+
+    @staticmethod
+    def area(x):
+        return x * x
+
+    @classmethod
+    def scaled(cls, x):
+        return x * cls.unit
+
+
+@program("staticmethod_and_classmethod_calls", lambda: rand(3))
+def _(x):
+    return Geometry.area(x) + Geometry.scaled(x) + Geometry().scaled(x)
+
+
+@program("returning_an_input_keeps_its_identity", lambda: rand(3),
+         call=lambda world, compiled, args: compiled(*args.args) is args.args[0])
+def _(x):
+    return x
+
+
+@program("enumerate_with_start_and_index_loops", lambda: [rand(2), rand(2), rand(2)])
+def _(xs):
+    total = 0
+    for i, t in enumerate(xs, start=1):
+        total = total + t * i
+    for i in range(len(xs)):
+        total = total - xs[i]
+    return total

@@ -323,3 +323,118 @@ def _through_every_layer(world, compiled, args):
 PROGRAMS.append(Program(
     name="many_instances_of_one_module_class_share_one_graph", make=_many_layers,
     inputs=lambda: rand(3, 4, requires_grad=True), call=_through_every_layer, grad=True))
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Derived(Base):
+    def forward(self, x):
+        return super().forward(x).tanh() + super().forward(-x)
+
+
+PROGRAMS.append(module_program(
+    "subclass_forward_calls_super", Derived, lambda: rand(2, 4, requires_grad=True), grad=True))
+
+
+class Regularized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+
+    def forward(self, x, target):
+        logits = self.body(x)
+        penalty = sum(p.pow(2).sum() for p in self.parameters())
+        linear_count = sum(1 for m in self.modules() if isinstance(m, nn.Linear))
+        names = [name for name, _ in self.named_parameters()]
+        return F.cross_entropy(logits, target) + 1e-3 * penalty, linear_count, names
+
+
+PROGRAMS.append(module_program(
+    "loss_with_parameter_penalty_and_module_iteration", Regularized,
+    lambda: (rand(5, 4), torch.randint(0, 3, (5,))), grad=True))
+
+
+def _attention():
+    return nn.MultiheadAttention(16, 4, batch_first=True)
+
+
+PROGRAMS.append(module_program(
+    "multihead_attention_module", _attention,
+    lambda: Args(rand(2, 5, 16, requires_grad=True), rand(2, 5, 16), rand(2, 5, 16),
+                 need_weights=True), grad=True))
+
+
+class ConvFamily(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1d = nn.Conv1d(2, 4, 3, padding=1)
+        self.group_norm = nn.GroupNorm(2, 4)
+        self.up = nn.ConvTranspose1d(4, 2, 2, stride=2)
+
+    def forward(self, x):
+        y = self.group_norm(self.conv1d(x)).relu()
+        y = F.interpolate(y, scale_factor=2, mode="linear", align_corners=False)
+        return self.up(y)
+
+
+PROGRAMS.append(module_program(
+    "conv1d_group_norm_interpolate_transposed_conv", ConvFamily,
+    lambda: rand(2, 2, 8, requires_grad=True), grad=True))
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(3, 3)
+        self.second = nn.Linear(3, 3)
+        self.activations = []
+        self.first.register_forward_hook(self._capture)
+
+    def _capture(self, module, inputs, output):
+        self.activations.append(output.detach())
+
+    def forward(self, x):
+        return self.second(self.first(x).relu())
+
+
+PROGRAMS.append(module_program(
+    "forward_hook_records_activations", Hooked, lambda: rand(2, 3), repeats=2, frames=[1, 2],
+    xfail="forward hooks on submodules (GB018)",
+    observe=lambda world: list(world.activations)))
+
+
+class TrainDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x)) + torch.randn_like(x) * 0.1
+
+
+PROGRAMS.append(module_program(
+    "random_ops_follow_the_seeded_generator", TrainDropout, lambda: rand(4, 6)))
+
+
+class Finfo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        eps = torch.finfo(x.dtype).eps
+        rms = x.pow(2).mean(-1, keepdim=True).add(eps).rsqrt()
+        return x * rms * self.weight
+
+
+PROGRAMS.append(module_program(
+    "rms_norm_with_finfo_eps", Finfo, lambda: rand(2, 3, requires_grad=True), grad=True,
+    changed=lambda: rand(2, 3, requires_grad=True).double(), frames_changed=2))

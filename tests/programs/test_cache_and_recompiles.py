@@ -93,9 +93,7 @@ def test_calls_past_the_limit_with_known_inputs_still_use_their_graphs(caplog):
 def test_hitting_the_limit_under_fullgraph_raises_instead_of_running_eagerly(caplog):
     compiled, counter = compile_counted(doubled, fullgraph=True, dynamic=False)
     if REFERENCE:
-        import torch._dynamo.exc
-
-        expected = torch._dynamo.exc.FailOnRecompileLimitHit
+        from torch._dynamo.exc import FailOnRecompileLimitHit as expected
     else:
         expected = graphwright.GraphwrightError
     with cache_limit(2), limit_messages(caplog):
