@@ -120,6 +120,8 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
 
 def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value | None:
     cls = value.cls
+    if cls is not None and name in ("_replace", "_asdict"):
+        return _method_if(value, name, cls)
     if cls is not None:
         fields = getattr(cls, "_fields", None) or [
             field for field in dir(cls) if not field.startswith("_") and field not in ("count", "index")
@@ -128,7 +130,8 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
             index = list(fields).index(name) if hasattr(cls, "_fields") else _structseq_index(cls, name)
             return value.items[index]
         attr = getattr(cls, name, None)
-        if type(attr) is types.FunctionType or isinstance(attr, property):
+        if type(attr) is types.FunctionType or isinstance(attr, property) or \
+                (attr is not None and not hasattr(value.kind, name)):
             return _class_attr(tracer, cls, name, value, None)
         if attr is not None and not callable(attr):
             return tracer.wrap(attr, None)

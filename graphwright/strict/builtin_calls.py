@@ -289,6 +289,13 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
     operations.iterate(tracer, args[0]) if args else [], tuple)
 
 
+@handles(tuple.__new__)
+def _tuple_new(tracer, args, kwargs):
+    cls = operations.python_value(tracer, args[0])
+    items = operations.iterate(tracer, args[1]) if len(args) > 1 else []
+    return SequenceValue(items, tuple, cls=None if cls is tuple else cls)
+
+
 @handles(set)
 def _set(tracer, args, kwargs):
     items = operations.iterate(tracer, args[0]) if args else []

@@ -177,3 +177,10 @@ def render_markdown() -> str:
         lines += [f"- Hint: {hint}" for hint in kind.hints]
         lines.append("")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # regenerate the docs: python -m graphwright.strict.graph_breaks
+    import pathlib
+
+    docs = pathlib.Path(__file__).resolve().parents[2] / "docs" / "graph-breaks.md"
+    docs.write_text(render_markdown())

@@ -1,0 +1,154 @@
+"""Guards and the cache: what recompiles, what does not, and why, in the user's terms."""
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import graphwright
+from graphwright.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    yield
+    graphwright.reset()
+
+
+def scaled(x, factor):
+    return x * factor
+
+
+def compiled_with_counter(fn, **options):
+    counter = CompileCounter()
+    return graphwright.compile(fn, backend=counter, fullgraph=True, **options), counter
+
+
+def test_calling_again_with_equal_inputs_never_recompiles():
+    compiled, counter = compiled_with_counter(scaled)
+    for _ in range(5):
+        compiled(torch.randn(3, 4), 2)
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("change", [
+    lambda: (torch.randn(3, 5), 2),
+    lambda: (torch.randn(3, 4).double(), 2),
+    lambda: (torch.randn(3, 4, requires_grad=True), 2),
+    lambda: (torch.randn(4, 3).t(), 2),
+    lambda: (torch.randn(3, 4), 3),
+    lambda: (torch.randn(3, 4), 2.0),
+], ids=["size", "dtype", "requires_grad", "stride", "constant_value", "constant_type"])
+def test_changing_a_guarded_property_recompiles_and_stays_correct(change):
+    compiled, counter = compiled_with_counter(scaled)
+    compiled(torch.randn(3, 4), 2)
+    x, factor = change()
+    torch.testing.assert_close(compiled(x, factor), x * factor)
+    assert counter.frame_count == 2
+
+
+def test_recompile_reason_names_the_argument_and_the_dimension():
+    compiled, _ = compiled_with_counter(scaled)
+    compiled(torch.randn(4, 640), 2)
+    compiled(torch.randn(4, 8), 2)
+    assert list(graphwright.counters["recompiles"]) == [
+        "tensor 'x' size mismatch at index 1: expected 640, actual 8"]
+
+
+def test_grad_mode_is_guarded():
+    compiled, counter = compiled_with_counter(lambda x: x * 2)
+    x = torch.randn(2, requires_grad=True)
+    assert compiled(x).requires_grad
+    with torch.no_grad():
+        assert not compiled(x).requires_grad
+    assert counter.frame_count == 2
+
+
+def test_globals_read_are_guarded():
+    global OFFSET
+    OFFSET = 1.0
+    compiled, counter = compiled_with_counter(lambda x: x + OFFSET)
+    x = torch.zeros(2)
+    assert compiled(x).tolist() == [1.0, 1.0]
+    OFFSET = 5.0
+    assert compiled(x).tolist() == [5.0, 5.0]
+    assert counter.frame_count == 2
+
+
+def test_cache_size_limit_then_eager_with_one_warning():
+    counter = CompileCounter()
+    compiled = graphwright.compile(scaled, backend=counter)
+    old = graphwright.config.cache_size_limit
+    graphwright.config.cache_size_limit = 2
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for size in range(1, 6):
+                x = torch.randn(size)
+                torch.testing.assert_close(compiled(x, 2), x * 2)
+        messages = [str(w.message) for w in caught if "cache_size_limit" in str(w.message)]
+    finally:
+        graphwright.config.cache_size_limit = old
+    assert counter.frame_count == 2
+    assert len(messages) == 1
+    assert "size mismatch" in messages[0]
+
+
+class Layer(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.act = nn.GELU()
+
+    def forward(self, x):
+        return self.act(self.lin(x)) + x
+
+
+def test_instances_of_one_module_class_share_one_graph():
+    counter = CompileCounter()
+    layers = [Layer() for _ in range(20)]
+    compiled = [graphwright.compile(layer, backend=counter, fullgraph=True) for layer in layers]
+    x = torch.randn(2, 8)
+    for layer, fast in zip(layers, compiled):
+        torch.testing.assert_close(fast(x), layer(x))
+    assert counter.frame_count == 1
+
+
+def test_a_module_of_another_structure_gets_its_own_graph():
+    counter = CompileCounter()
+    small, wide = Layer(8), Layer(16)
+    graphwright.compile(small, backend=counter)(torch.randn(2, 8))
+    out = graphwright.compile(wide, backend=counter)(torch.randn(2, 16))
+    assert out.shape == (2, 16)
+    assert counter.frame_count == 2
+
+
+def test_module_training_flag_is_guarded():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.9))
+    compiled = graphwright.compile(net, backend="eager", fullgraph=True)
+    x = torch.randn(3, 4)
+    net.eval()
+    torch.testing.assert_close(compiled(x), net(x))
+    net.train()
+    assert (compiled(x) == 0).float().mean() > 0.5
+
+
+def test_guard_code_is_one_straight_line_function():
+    compiled, _ = compiled_with_counter(scaled)
+    compiled(torch.randn(2), 3)
+    source = compiled._entries[0].source
+    assert source.startswith("def ___entry(___gw_fn, x, factor):")
+    guard_section = source.split("except Exception")[0]
+    assert "for " not in guard_section and "while " not in guard_section
+    assert guard_section.index("is True") < guard_section.index("factor == 3") < guard_section.index("x.dtype")
+
+
+def test_aliased_inputs_are_guarded():
+    compiled, counter = compiled_with_counter(lambda a, b: a.add_(1) + b)
+    x = torch.zeros(2)
+    torch.testing.assert_close(compiled(x, x), torch.full((2,), 2.0))
+    y, z = torch.zeros(2), torch.zeros(2)
+    torch.testing.assert_close(compiled(y, z), torch.full((2,), 1.0))
+    assert counter.frame_count == 2
