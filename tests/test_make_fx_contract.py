@@ -281,3 +281,16 @@ def test_graph_module_constants_are_module_state_in_fake_mode():
 def test_keyword_arguments_to_the_traced_function_are_a_clear_error():
     with pytest.raises(graphwright.InvalidInputError, match="positional arguments only"):
         graphwright.make_fx(lambda x, y=1: x * y)(torch.randn(2), y=2)
+
+
+def test_unused_random_draws_stay_in_the_graph_so_the_generator_advances_as_in_eager():
+    def f(x):
+        torch.rand(3)  # result unused, but it moves the generator
+        return x + torch.rand(3)
+
+    gm = graphwright.make_fx(f)(torch.zeros(3))
+    assert aten_ops(gm).count("aten.rand.default") == 2
+    torch.manual_seed(3)
+    expected = f(torch.zeros(3))
+    torch.manual_seed(3)
+    torch.testing.assert_close(gm(torch.zeros(3)), expected)
