@@ -37,18 +37,28 @@ class _Epilogue:
         self.out_spec = meta.out_spec
         # The common case, every output computed by the graph: skip the per-output dispatch.
         self.all_graph = all(o.kind is OutputKind.GRAPH for o in meta.outputs)
+        self.rebuild = _structure_builder(meta.out_spec)
 
     def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
         for i, new in zip(self.mutated, values):
             args[i].copy_(new)
         graph_values = values[self.num_mutated :]
         if self.all_graph:
-            return pytree.tree_unflatten(list(graph_values), self.out_spec)
+            return self.rebuild(graph_values)
         flat: list[Any] = []
         next_graph_value = iter(graph_values)
         for info in self.outputs:
             flat.append(_produce(info, args, flat, next_graph_value))
-        return pytree.tree_unflatten(flat, self.out_spec)
+        return self.rebuild(flat)
+
+
+def _structure_builder(spec: pytree.TreeSpec) -> Callable[[Sequence[Any]], Any]:
+    """Flat leaves -> the output structure; a single tensor and a flat tuple skip pytree."""
+    if spec.is_leaf():
+        return lambda leaves: leaves[0]
+    if spec.type is tuple and all(child.is_leaf() for child in spec.children()):
+        return tuple
+    return lambda leaves: pytree.tree_unflatten(list(leaves), spec)
 
 
 def _produce(info, args, earlier, next_graph_value):
