@@ -96,6 +96,21 @@ def _multi_output_ops(x):
     return values, indices, top, first + second
 
 
+def _foreach_in_place(a, b):
+    torch._foreach_add_([a, b], 1)
+    return a * b
+
+
+def _index_put(x, idx):
+    x[idx] = 0.0
+    return x
+
+
+def _add_into_slice(x):
+    x[:, 1:] += 1
+    return x
+
+
 PROGRAMS = {
     "elementwise": Program(lambda x: torch.sin(x) * 2 + x.exp() - x.abs().sqrt(), inputs_of(vec)),
     "broadcast_binary": Program(lambda x, y: x * y + y, inputs_of(mat, lambda n: torch.randn(1, n + 2))),
@@ -138,6 +153,17 @@ PROGRAMS = {
     "expand_repeat": Program(lambda x: (x.unsqueeze(1).expand(-1, 3).sum(), x.repeat(2)), inputs_of(vec)),
     "in_place_then_read": Program(_in_place_then_read, inputs_of(vec)),
     "in_place_on_view": Program(_in_place_on_view, inputs_of(mat)),
+    "foreach_in_place": Program(_foreach_in_place, inputs_of(vec, vec)),
+    "index_put": Program(_index_put, inputs_of(mat, lambda n: torch.tensor([0, 2]))),
+    "add_into_slice": Program(_add_into_slice, inputs_of(square)),
+    "unbind": Program(lambda x: [t * i for i, t in enumerate(x.unbind(0))], inputs_of(lambda n: torch.randn(3, n))),
+    "attention": Program(
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        inputs_of(*[lambda n: torch.randn(1, 2, n, 8)] * 3),
+    ),
+    "complex_views": Program(
+        lambda x: torch.view_as_real(torch.view_as_complex(x) * 2), inputs_of(lambda n: torch.randn(n, 2))
+    ),
     "random_with_seed": Program(lambda x: x + torch.randn_like(x), inputs_of(vec), modes=("real",), seeded=True),
     "dropout_with_seed": Program(lambda x: F.dropout(x, 0.5, training=True), inputs_of(mat), modes=("real",), seeded=True),
     "multiple_outputs": Program(lambda x, y: (x + y, {"diff": x - y}, [x * y]), inputs_of(vec, vec)),
