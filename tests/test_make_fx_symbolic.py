@@ -64,3 +64,13 @@ def test_duck_sized_dims_share_one_symbol():
     assert size.args[0].name == "x_1"  # the first input that has the size names it
     x = torch.randn(7)
     torch.testing.assert_close(gm(x, torch.randn(7)), x + 7)
+
+
+def test_symbolic_strides_of_a_non_contiguous_input_are_read_from_the_input():
+    def f(x):
+        return x.as_strided((2, 2), x.stride()) + 1
+
+    gm = graphwright.make_fx(f, tracing_mode="symbolic")(torch.randn(4, 12)[:, ::2])
+    assert aten.sym_stride.int in [n.target for n in gm.graph.nodes]
+    other = torch.randn(5, 20)[:, ::4]
+    torch.testing.assert_close(gm(other), f(other))

@@ -24,6 +24,7 @@ from .._core.errors import DataDependentError, TraceError
 from .._core.user_stack import user_frames_of_stack
 
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_aten = torch.ops.aten
 
 # sympy function -> the Python operation a graph node applies to its operands.
 _FUNCTION_OPS: dict[type, Callable[..., Any]] = {
@@ -64,23 +65,29 @@ class SymbolicSizeNodes:
 
     def __init__(self, graph: torch.fx.Graph) -> None:
         self._graph = graph
-        # symbol -> (node, dim, value): dim None means the node is the value itself
-        self._symbol_origins: dict[sympy.Symbol, tuple[torch.fx.Node, int | None, Any]] = {}
+        # symbol -> (target, args, value) of the node that reads it from an
+        # input; target None means the input node itself is the value.
+        self._symbol_origins: dict[sympy.Symbol, tuple[Any, tuple, Any]] = {}
         self._expr_nodes: dict[sympy.Basic, torch.fx.Node] = {}
 
     def bind_tensor(self, node: torch.fx.Node, tensor: torch.Tensor) -> None:
-        """Record which dims of an input tensor name which symbols (first binding wins)."""
+        """Record which sizes, strides and storage offset of an input tensor name
+        which symbols (the first binding of a symbol wins)."""
         for dim, size in enumerate(tensor.shape):
-            if isinstance(size, torch.SymInt):
-                expr = size.node.expr
-                if isinstance(expr, sympy.Symbol) and expr not in self._symbol_origins:
-                    self._symbol_origins[expr] = (node, dim, size)
+            self._bind(size, _aten.sym_size.int, (node, dim))
+        for dim, stride in enumerate(tensor.stride()):
+            self._bind(stride, _aten.sym_stride.int, (node, dim))
+        self._bind(tensor.storage_offset(), _aten.sym_storage_offset.default, (node,))
 
     def bind_symbol(self, node: torch.fx.Node, value: torch.SymInt) -> None:
         """An input that is itself a SymInt: its symbol is the placeholder."""
-        expr = value.node.expr
-        if isinstance(expr, sympy.Symbol) and expr not in self._symbol_origins:
-            self._symbol_origins[expr] = (node, None, value)
+        self._bind(value, None, (node,))
+
+    def _bind(self, value: Any, target: Any, args: tuple) -> None:
+        if isinstance(value, torch.SymInt):
+            expr = value.node.expr
+            if isinstance(expr, sympy.Symbol) and expr not in self._symbol_origins:
+                self._symbol_origins[expr] = (target, args, value)
 
     def node_for(self, value: Any) -> Any:
         """A node computing `value` (a SymInt/SymFloat/SymBool), or a Python number."""
@@ -137,12 +144,12 @@ class SymbolicSizeNodes:
                 ],
                 user_stack=user_frames_of_stack(),
             )
-        node, dim, value = origin
-        if dim is None:
-            return node
-        size_node = self._graph.call_function(torch.ops.aten.sym_size.int, (node, dim))
-        size_node.meta["val"] = value
-        return size_node
+        target, args, value = origin
+        if target is None:
+            return args[0]
+        node = self._graph.call_function(target, args)
+        node.meta["val"] = value
+        return node
 
     def _build_sum(self, expr: sympy.Add) -> torch.fx.Node:
         terms = sorted(expr.args, key=lambda term: term.is_number)  # constant last
