@@ -126,3 +126,20 @@ def test_compile_counter_with_aot_eager_backend_counts_and_runs():
     compiled = counter(graph_of(mlp), [x, w1, w2])
     torch.testing.assert_close(compiled(x, w1, w2), mlp(x, w1, w2))
     assert counter.frame_count == 1 and counter.op_count == 3
+
+
+def test_symbolic_example_inputs_give_one_graph_for_every_size():
+    def fn(x, w):
+        return torch.relu(x @ w).sum(0) * x.shape[0]
+
+    symbolic = graphwright.make_fx(fn, tracing_mode="symbolic")(torch.randn(5, 4), torch.randn(4, 3))
+    example_inputs = [n.meta["val"] for n in symbolic.graph.nodes if n.op == "placeholder"]
+    compiled = aot_eager(graph_of(fn), example_inputs)
+    w = torch.randn(4, 3, requires_grad=True)
+    for rows in (5, 9):
+        x = torch.randn(rows, 4)
+        out = compiled(x, w)
+        torch.testing.assert_close(out, fn(x, w))
+        (grad,) = torch.autograd.grad(out.sum(), w)
+        torch.testing.assert_close(grad, torch.autograd.grad(fn(x, w).sum(), w)[0])
+    assert len(compiled.signatures) == 1
