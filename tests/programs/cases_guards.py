@@ -214,3 +214,202 @@ def _disabled_helper(x):
 
 def _calls_disabled(x):
     return _disabled_helper(x * 2) - 1
+
+
+def _set_depth_then_call(world, compiled, args):
+    world["settings"].depth = args.kwargs["depth"]
+    return compiled(args.args[0], world["settings"])
+
+
+def _halve_depth_times(x, settings):
+    for _ in range(settings.depth):
+        x = x * 0.5
+    return x
+
+
+PROGRAMS.append(Program(
+    name="attribute_of_the_same_object_changed_between_calls",
+    make=lambda: {"settings": Settings(2)}, target=lambda world: _halve_depth_times,
+    inputs=lambda: Args(rand(3), depth=2), call=_set_depth_then_call,
+    changed=lambda: Args(rand(3), depth=4), frames_changed=2))
+
+
+CONFIG = {"scale": 2.0, "mode": "add"}
+
+
+def _set_config(**values):
+    def make():
+        CONFIG.update(values)
+        return rand(3)
+    return make
+
+
+@program("global_dict_entry_changed_between_calls", _set_config(scale=2.0, mode="add"),
+         changed=_set_config(scale=2.0, mode="mul"), frames_changed=2,
+         reset=lambda: CONFIG.update(scale=2.0, mode="add"))
+def _(x):
+    if CONFIG["mode"] == "add":
+        return x + CONFIG["scale"]
+    return x * CONFIG["scale"]
+
+
+class Units:
+    factor = 2.0
+
+
+def _set_class_factor(value):
+    def make():
+        Units.factor = value
+        return rand(3)
+    return make
+
+
+@program("class_attribute_changed_between_calls", _set_class_factor(2.0),
+         changed=_set_class_factor(3.0), frames_changed=2, reset=_set_class_factor(2.0),
+         xfail="a class attribute read through the class is not guarded (wrong result after "
+               "it changes)")
+def _(x):
+    return x * Units.factor
+
+
+@program("python_float_argument_changed", lambda: (rand(3), 0.5),
+         changed=lambda: (rand(3), 0.25), frames_changed=2)
+def _(x, alpha):
+    return x * alpha + (1 - alpha)
+
+
+def _call_with_aliasing(world, compiled, args):
+    x = args.args[0]
+    other = x if args.kwargs["alias"] else x.clone()
+    return compiled(x, other)
+
+
+@program("aliased_inputs_are_guarded", lambda: Args(rand(3), alias=False),
+         call=_call_with_aliasing, changed=lambda: Args(rand(3), alias=True), frames_changed=2,
+         xfail="no guard on aliasing between tensor inputs")
+def _(a, b):
+    a.add_(1)
+    return b * 2
+
+
+@program("dict_key_order_changed", lambda: {"a": rand(2), "b": rand(2) + 5},
+         changed=lambda: {"b": rand(2) + 5, "a": rand(2)}, frames_changed=2)
+def _(d):
+    return [value * (i + 1) for i, value in enumerate(d.values())], list(d)
+
+
+def _mutate_returned_view(world, compiled, args):
+    out = compiled(*args.args)
+    out.add_(100)
+    return out
+
+
+@program("returned_view_of_an_input_still_aliases_it", lambda: rand(2, 3),
+         call=_mutate_returned_view)
+def _(x):
+    return x.view(-1)
+
+
+def _call_on_a_row(world, compiled, args):
+    base = args.args[0]
+    return compiled(base[1])
+
+
+@program("in_place_update_of_a_view_input_reaches_its_base", lambda: rand(3, 4),
+         call=_call_on_a_row)
+def _(row):
+    row.mul_(2)
+    return row.sum()
+
+
+class Box:
+    def __init__(self):
+        self.value = 1
+
+
+@program("assignments_into_an_input_list_and_object_deletion", lambda: ([rand(2), rand(2)], Box()))
+def _(xs, box):
+    xs[0] = xs[0] * 2
+    xs[1] += 1
+    del box.value
+    return xs[0] + xs[1]
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(3, 3)
+        self.second = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.second(self.first(x).relu())
+
+
+def _freeze_first(world, compiled, args):
+    compiled.first.weight.requires_grad_(not args.kwargs["freeze"])
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "freezing_a_parameter_recompiles_and_keeps_gradients_right", Frozen,
+    lambda: Args(rand(2, 3), freeze=False), call=_freeze_first, grad=True,
+    changed=lambda: Args(rand(2, 3), freeze=True), frames_changed=2))
+
+
+def _replace_parameter(world, compiled, args):
+    if args.kwargs["replace"]:
+        torch.manual_seed(3)
+        compiled.first.weight = nn.Parameter(torch.randn(3, 3))
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "replacing_a_parameter_object_uses_the_new_one", Frozen,
+    lambda: Args(rand(2, 3), replace=False), call=_replace_parameter, grad=True,
+    changed=lambda: Args(rand(2, 3), replace=True), frames_changed=1))
+
+
+def _evaluate_submodule(world, compiled, args):
+    compiled.drop.train(args.kwargs["train"])
+    return compiled(*args.args)
+
+
+class WithDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+PROGRAMS.append(module_program(
+    "training_flag_of_one_submodule_is_guarded", WithDropout,
+    lambda: Args(rand(3, 4), train=True), call=_evaluate_submodule,
+    changed=lambda: Args(rand(3, 4), train=False), frames_changed=2))
+
+
+def _closure_with_rebound_cell():
+    scale = 2.0
+
+    def scaled(x):
+        return x * scale
+
+    def rebind(value):
+        nonlocal scale
+        scale = value
+
+    scaled.rebind = rebind
+    return scaled
+
+
+def _rebind_then_call(world, compiled, args):
+    world.rebind(args.kwargs["scale"])
+    return compiled(*args.args)
+
+
+PROGRAMS.append(Program(
+    name="closure_cell_rebound_between_calls", make=_closure_with_rebound_cell,
+    inputs=lambda: Args(rand(3), scale=2.0), call=_rebind_then_call,
+    changed=lambda: Args(rand(3), scale=5.0), frames_changed=2))
