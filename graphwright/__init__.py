@@ -6,6 +6,7 @@ importable from here. This file only re-exports.
 from . import testing
 from ._core import config
 from ._core.counters import counters
+from ._core.rules import allow_in_graph, disallow_in_graph, leaf_function, nonstrict_trace
 from ._core.errors import (
     BackendError,
     DataDependentError,
@@ -29,6 +30,10 @@ __all__ = [
     "NonFakeInputError",
     "TraceError",
     "Unsupported",
+    "allow_in_graph",
+    "disallow_in_graph",
+    "leaf_function",
+    "nonstrict_trace",
     "compile",
     "disable",
     "graph_break",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import builtin_calls, contexts, markers, methods, operations
+from . import builtin_calls, contexts, marked_calls, markers, methods, operations
 from . import graph_breaks as gb
 from .values import (
     ConstantValue,
@@ -66,8 +66,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
                              name=function.python_type().__name__)
 
 
-def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwargs: dict = {}) -> None:
-    """Raise the graph break a user marking asks for; the registry of marked callables hooks in here."""
+def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwargs: dict = {}) -> Value | None:
+    """Raise the graph break a user marking asks for, or return the value of a call to a
+    callable marked in the rules registry (nonstrict_trace and friends: `marked_calls`)."""
     dynamo = sys.modules.get("torch._dynamo")
     if target is markers.graph_break or (dynamo is not None and target is getattr(dynamo, "graph_break", None)):
         shown_args = [getattr(arg, "value", arg) for arg in args]
@@ -80,10 +81,13 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
     if getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
+    return marked_calls.call_marked(tracer, target, list(args), kwargs)
 
 
 def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    marked_behaviour(tracer, target, args, kwargs)
+    marked = marked_behaviour(tracer, target, args, kwargs)
+    if marked is not None:
+        return marked
     if type(target) is functools.partial:
         bound = [operations.constant_result(arg) for arg in target.args]
         keywords = {key: operations.constant_result(arg) for key, arg in target.keywords.items()}
@@ -171,7 +175,10 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
                                               and code.co_name != "<genexpr>"):
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:
-        marked_behaviour(tracer, function.fn, args, kwargs)
+        self_args = args if function.bound_self is None else [function.bound_self, *args]
+        marked = marked_behaviour(tracer, function.fn, self_args, kwargs)
+        if marked is not None:
+            return marked
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)

@@ -95,6 +95,11 @@ class GraphBuilder:
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
         return self._wrap_result(node, result)
 
+    def call_with_result(self, target: Any, args: list[Value], result: Any) -> Value:
+        """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace)."""
+        node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
+        return self._wrap_result(node, result)
+
     def record(self, target: Any, args: list) -> torch.fx.Node:
         """A node run for its effect on global state (grad mode, autocast); no fake run needed."""
         return self._create_node("call_function", target, args, {})

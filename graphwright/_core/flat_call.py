@@ -1,0 +1,131 @@
+"""Applying a function to flattened inputs: the target of a `nonstrict_trace` graph node.
+
+The strict tracer flattens a call's arguments into a pytree spec, the
+constant leaves baked in at that call site, and the flat tensor inputs the
+graph passes (tensor leaves first, then the parameters and buffers of every
+`nn.Module` leaf). `FlatCall` is the graph node's target: it rebuilds the
+arguments, runs the function with each module's state swapped for the
+tensors it was given, and returns the output's tensor leaves as a tuple.
+
+Under the `eager` backend this runs the real function; under ahead-of-time
+autograd the same call runs on traced tensors, so the function's body is
+traced into the aten graphs. It lives in layer 1 so that every layer reaches it.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.utils._pytree as pytree
+
+from .errors import GraphwrightError
+
+
+@dataclass(frozen=True)
+class ModuleState:
+    """The parameter and buffer names of one module input, in the order the graph passes them."""
+
+    module: torch.nn.Module
+    names: tuple[str, ...]
+
+
+@contextlib.contextmanager
+def swapped_module_state(states: Sequence[ModuleState], tensors: Sequence[torch.Tensor]) -> Iterator[None]:
+    """Run with each module's parameters and buffers replaced by `tensors`, restored after.
+
+    Entries of `_parameters`/`_buffers` are set directly: traced tensors are not
+    `nn.Parameter`s, and `setattr` would reject them.
+    """
+    saved: list[tuple[dict, str, Any]] = []
+    position = 0
+    try:
+        for state in states:
+            for name in state.names:
+                owner_path, _, attr = name.rpartition(".")
+                owner = state.module.get_submodule(owner_path) if owner_path else state.module
+                table = owner._parameters if attr in owner._parameters else owner._buffers
+                tensor = tensors[position]
+                position += 1
+                if table[attr] is not tensor:
+                    saved.append((table, attr, table[attr]))
+                    table[attr] = tensor
+        yield
+    finally:
+        for table, attr, original in reversed(saved):
+            table[attr] = original
+
+
+def module_state_names(module: torch.nn.Module) -> tuple[str, ...]:
+    """Every parameter and buffer path of `module`, tied ones under each of their names."""
+    return tuple(name for name, _ in (*module.named_parameters(remove_duplicate=False),
+                                      *module.named_buffers(remove_duplicate=False)))
+
+
+def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor_positions: Sequence[int],
+                    module_states: Sequence[ModuleState], flat_inputs: Sequence[Any]) -> Any:
+    """`fn(*args, **kwargs)` with `(args, kwargs)` rebuilt from `in_spec` and the flat inputs.
+
+    `leaves` are the constant leaves of the call site; the first
+    `len(tensor_positions)` flat inputs fill the tensor leaves at those
+    positions, the rest are the module states' tensors.
+    """
+    leaves = list(leaves)
+    for position, tensor in zip(tensor_positions, flat_inputs):
+        leaves[position] = tensor
+    args, kwargs = pytree.tree_unflatten(leaves, in_spec)
+    with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]):
+        return fn(*args, **kwargs)
+
+
+class FlatCall:
+    """One call site of a nonstrict_trace'd function, as a graph node's target.
+
+    `flat_call(*flat_inputs)` returns the tuple of the output's tensor leaves;
+    `out_spec` and the non-tensor output leaves are what the trace saw, kept
+    for inspection (the strict tracer specialises on them).
+    """
+
+    def __init__(self, fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor_positions: Sequence[int],
+                 module_states: Sequence[ModuleState]) -> None:
+        self.fn = fn
+        self.in_spec = in_spec
+        self.leaves = leaves
+        self.tensor_positions = tuple(tensor_positions)
+        self.module_states = tuple(module_states)
+        self.out_spec: pytree.TreeSpec | None = None
+        self.num_tensor_outputs = 0
+        name = getattr(fn, "__name__", type(fn).__name__)
+        # torch.fx names the node's global after these.
+        self.__name__ = "nonstrict_" + (re.sub(r"\W+", "_", name).strip("_") or "fn")
+        self.__qualname__ = self.__name__
+        self.__module__ = __name__
+
+    def call_function(self, *flat_inputs: Any) -> Any:
+        """The function's own result (for the trace that records its structure)."""
+        return apply_flat_call(self.fn, self.in_spec, self.leaves, self.tensor_positions,
+                               self.module_states, flat_inputs)
+
+    def __call__(self, *flat_inputs: Any) -> tuple:
+        output = self.call_function(*flat_inputs)
+        tensors = tuple(leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor))
+        if len(tensors) != self.num_tensor_outputs:
+            raise GraphwrightError(
+                f"nonstrict_trace-ed function {self.fn.__qualname__} returned {len(tensors)} tensors "
+                f"at run time, {self.num_tensor_outputs} while it was traced",
+                explanation="Its output structure is specialised when the call site is traced "
+                            "and must not change between calls.",
+                hints=["Make the output structure independent of tensor values."])
+        return tensors
+
+    def constant_leaves(self) -> dict[str, Any]:
+        """The call site's specialised non-tensor inputs, by position (for `explain`)."""
+        tensor_positions = set(self.tensor_positions)
+        return {str(index): leaf for index, leaf in enumerate(self.leaves)
+                if index not in tensor_positions and not isinstance(leaf, torch.nn.Module)}
+
+    def __repr__(self) -> str:
+        return f"<nonstrict_trace call of {getattr(self.fn, '__qualname__', self.fn)}>"

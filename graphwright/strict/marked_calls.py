@@ -1,0 +1,99 @@
+"""What a call to a marked callable means to the strict tracer.
+
+`call_marked` is asked about every call before the tracer inlines or records
+it. It answers None for ordinary callables; otherwise it returns the call's
+value or raises its graph break:
+
+- `nonstrict_trace`-ed: one opaque node, traced into by AOT (`nonstrict_calls`);
+- `allow_in_graph`-ed: one node calling the function on tensors and numbers;
+- `leaf_function`s: one node opaque at every level (`leaf_calls`);
+- `disallow_in_graph`-ed: a graph break;
+- `assume_constant_result` (torch's marking): called now, its result a constant;
+- the decorators themselves, applied inside the region to a function defined
+  outside it: marked now, the wrapper is the value;
+- `torch.compiler.is_compiling()` and its spellings: True while tracing.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any
+
+from .._core import rules
+from . import graph_breaks as gb
+from . import leaf_calls, nonstrict_calls, operations
+from . import marking_breaks as mb
+from .pytree_values import PRIMITIVE_LEAF_TYPES
+from .values import ConstantValue, FunctionValue, SequenceValue, TensorValue, Value
+from .wrap import function_value
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+
+def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    if rules.is_compiling_function(target):
+        return ConstantValue(True)
+    decorator = rules.decorator_name(target)
+    if decorator is not None:
+        return _apply_decorator(tracer, target, decorator, args, kwargs)
+    marking = rules.marking_of(target)
+    if marking is None:
+        return None
+    name = nonstrict_calls.function_name(target)
+    if marking == rules.NONSTRICT:
+        return nonstrict_calls.call_nonstrict(tracer, target, args, kwargs)
+    if marking == rules.LEAF:
+        return leaf_calls.call_leaf(tracer, target, args, kwargs)
+    if marking == rules.DISALLOW:
+        raise tracer.graph_break(mb.DISALLOWED_CALL, f"call to disallowed {name}", name=name)
+    if marking == rules.CONSTANT_RESULT:
+        return _constant_result(tracer, target, args, kwargs)
+    return _call_allowed(tracer, target, name, args, kwargs)
+
+
+def _apply_decorator(tracer: "Tracer", decorator_fn: Any, decorator: str, args: list[Value],
+                     kwargs: dict[str, Value]) -> Value:
+    if len(args) != 1 or kwargs:
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{decorator} with {len(args)} arguments",
+                                 name=decorator)
+    (marked,) = args
+    if isinstance(marked, FunctionValue):
+        if marked.fn is None:
+            if decorator == rules.NONSTRICT:
+                raise tracer.graph_break(mb.NONSTRICT_DEFINED_INSIDE, f"nonstrict_trace({marked.name})",
+                                         name=marked.name)
+            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{decorator} of a local function",
+                                     name=f"{decorator} on a function defined in the region")
+        wrapper = decorator_fn(marked.fn)
+        value = function_value(wrapper, None)
+        return value if marked.bound_self is None else value.bind(marked.bound_self)
+    if isinstance(marked, ConstantValue) and callable(marked.value):
+        wrapper = decorator_fn(marked.value)
+        return function_value(wrapper, None) if type(wrapper) is types.FunctionType else ConstantValue(wrapper)
+    raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{decorator} of {marked!r}", name=decorator)
+
+
+def _allowed_argument(value: Value) -> bool:
+    if isinstance(value, TensorValue):
+        return True
+    if isinstance(value, ConstantValue):
+        return isinstance(value.value, PRIMITIVE_LEAF_TYPES)
+    if isinstance(value, SequenceValue) and value.cls is None:
+        return all(_allowed_argument(item) for item in value.items)
+    return False
+
+
+def _call_allowed(tracer: "Tracer", fn: Any, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """One node calling `fn`: the graph shows the call, AOT autograd traces into it."""
+    for path, value in [*((f"args[{i}]", v) for i, v in enumerate(args)),
+                        *((f"kwargs[{k!r}]", v) for k, v in kwargs.items())]:
+        if not _allowed_argument(value):
+            raise tracer.graph_break(mb.ALLOW_IN_GRAPH_INVALID_INPUT, f"{path} of {name}", path=path,
+                                     name=name, type=value.python_type().__qualname__)
+    return tracer.graph.call("call_function", fn, args, kwargs)
+
+
+def _constant_result(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    python_args = [operations.python_value(tracer, arg) for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+    return operations.constant(fn(*python_args, **python_kwargs))

@@ -1,0 +1,65 @@
+"""Graph-break kinds of calls to marked callables (nonstrict_trace, allow_in_graph,
+leaf_function, disallow_in_graph), registered in the graph-break registry.
+
+Their ids start at GB100 so that they never collide with the tracer's own kinds.
+They are kept out of the tracer's registry (and so out of the generated
+docs/graph-breaks.md) until that page is regenerated with them; the page
+docs/choosing-nonstrict-trace.md describes them.
+"""
+from __future__ import annotations
+
+from .graph_breaks import GraphBreakKind
+
+
+def _kind(gb_id: str, title: str, explanation: str, *hints: str) -> GraphBreakKind:
+    return GraphBreakKind(gb_id, title, explanation, hints)
+
+_REGISTER_HINT = ("Register `{type}` with torch.utils._pytree: `register_pytree_node`, "
+                  "`register_dataclass`, or `register_constant` (for a value used as a constant).")
+
+NONSTRICT_DEFINED_INSIDE = _kind(
+    "GB100", "Limitation of `nonstrict_trace`",
+    "Applying `nonstrict_trace` to function <{name}>; however, `nonstrict_trace` currently "
+    "requires the function to be defined outside `graphwright.compile` region.",
+    "Define the function at module level (or anywhere outside the compiled function) and "
+    "apply `nonstrict_trace` there or inside the region.")
+NONSTRICT_INVALID_INPUT = _kind(
+    "GB101", "Invalid input type for nonstrict_trace-ed function",
+    "Input `{path}` of `{name}` is a `{type}`, which is not a tensor, a number, a string, None, "
+    "a list, tuple or dict, an `nn.Module`, nor a class registered with torch.utils._pytree.",
+    _REGISTER_HINT.replace("{type}", "the class"),
+    "Or pass the object's tensors and numbers to the function instead.")
+NONSTRICT_INVALID_OUTPUT = _kind(
+    "GB102", "Unsupported output type for nonstrict_trace-ed function",
+    "`{name}` returned a `{type}` at `{path}`, which is not a tensor, a number, a string, None, "
+    "a list, tuple or dict, nor a class registered with torch.utils._pytree.",
+    _REGISTER_HINT.replace("{type}", "the class"),
+    "Or return the object's tensors and numbers instead.")
+NONSTRICT_TRACE_FAILED = _kind(
+    "GB103", "Error while tracing a nonstrict_trace-ed function",
+    "Running `{name}` on fake tensors raised {error}",
+    "Check that the function runs eagerly on these inputs and only uses their metadata "
+    "(shapes, dtypes) in Python control flow.",
+    "If it needs tensor values in Python, use `leaf_function` instead.")
+ALLOW_IN_GRAPH_INVALID_INPUT = _kind(
+    "GB104", "Invalid input type for allow_in_graph-ed function",
+    "Input `{path}` of `{name}` is a `{type}`; allow_in_graph takes tensors, numbers, None and "
+    "lists/tuples of those.",
+    "Mark the function with `graphwright.nonstrict_trace`, which takes modules and "
+    "registered classes.",
+    "Or pass the object's tensors and numbers to the function instead.")
+DISALLOWED_CALL = _kind(
+    "GB105", "Call to a function marked `disallow_in_graph`",
+    "`{name}` is marked with `disallow_in_graph`, so calling it ends the graph.",
+    "Remove the `disallow_in_graph` marking if the call should be captured.")
+LEAF_MISSING_FAKE = _kind(
+    "GB106", "leaf_function without a fake implementation",
+    "`{name}` is a `leaf_function` but has no fake implementation, so the tracer cannot know "
+    "the shapes of its outputs.",
+    "Register one: `@{name}.register_fake` on a function with the same signature that "
+    "returns outputs of the right shapes, e.g. with `x.new_empty(...)`.")
+LEAF_INVALID_IO = _kind(
+    "GB107", "Invalid input or output for leaf_function",
+    "`{name}`: {what} is a `{type}`; leaf functions take and return tensors, numbers, strings, "
+    "None, lists, tuples, dicts and registered pytree classes.",
+    _REGISTER_HINT.replace("{type}", "the class"))

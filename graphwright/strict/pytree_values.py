@@ -1,0 +1,186 @@
+"""Symbolic values to pytrees and back, for calls the tracer does not look inside.
+
+`flatten_call_arguments` turns a call's symbolic arguments into what a
+`FlatCall` needs: the pytree spec of `(args, kwargs)`, its leaves with every
+tensor replaced by a slot, the tensor values the graph passes, and the
+`nn.Module` inputs whose parameters and buffers follow them. Non-tensor
+leaves are Python values of this call site (specialised: they are guarded
+where they were read). User classes must be registered with
+torch.utils._pytree; `register_constant` instances are guarded by equality.
+
+`output_value` does the reverse for a call's result: the output tree seen
+on fake tensors, with its tensor leaves replaced by graph values.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+import torch.utils._pytree as pytree
+
+from .._core.flat_call import ModuleState, module_state_names
+from . import attributes
+from .values import ConstantValue, DictValue, ModuleValue, ObjectValue, SequenceValue, TensorValue, Value
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+PRIMITIVE_LEAF_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
+                        torch.layout, torch.memory_format)
+
+
+class TensorSlot:
+    """Stands for the tensor leaf at `index` of the flat graph inputs while the spec is built."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class InvalidLeaf(Exception):
+    """A value that is not a pytree the call accepts; `path` names it, `kind` its type."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(path)
+        self.path = path
+        self.kind = kind
+
+
+@dataclass
+class FlatArguments:
+    in_spec: pytree.TreeSpec
+    leaves: list[Any]
+    tensor_positions: list[int]
+    tensors: list[TensorValue]
+    module_states: list[ModuleState] = field(default_factory=list)
+    module_tensors: list[TensorValue] = field(default_factory=list)
+
+    @property
+    def graph_inputs(self) -> list[TensorValue]:
+        return [*self.tensors, *self.module_tensors]
+
+
+class _Flattener:
+    def __init__(self, tracer: "Tracer", allow_modules: bool) -> None:
+        self.tracer = tracer
+        self.allow_modules = allow_modules
+        self.tensors: list[TensorValue] = []
+        self.module_states: list[ModuleState] = []
+        self.module_tensors: list[TensorValue] = []
+
+    def template(self, value: Value, path: str) -> Any:
+        if isinstance(value, TensorValue):
+            self.tensors.append(value)
+            return TensorSlot(len(self.tensors) - 1)
+        if isinstance(value, ConstantValue):
+            return self._constant(value, path)
+        if isinstance(value, SequenceValue):
+            items = [self.template(item, f"{path}[{index}]") for index, item in enumerate(value.items)]
+            if value.cls is not None:
+                return value.cls(*items) if hasattr(value.cls, "_fields") else value.cls(items)
+            return items if value.kind is list else tuple(items)
+        if isinstance(value, DictValue) and value.kind is dict:
+            return {key: self.template(item, f"{path}[{key!r}]") for key, item in value.items.items()}
+        if isinstance(value, ModuleValue) and self.allow_modules:
+            return self._module(value, path)
+        if isinstance(value, ObjectValue):
+            return self._object(value, path)
+        raise InvalidLeaf(path, value.python_type().__qualname__)
+
+    def _constant(self, value: ConstantValue, path: str) -> Any:
+        real = value.value
+        if isinstance(real, PRIMITIVE_LEAF_TYPES) or isinstance(real, enum.Enum):
+            return real
+        if pytree.is_constant_class(type(real)):
+            return real
+        raise InvalidLeaf(path, type(real).__qualname__)
+
+    def _module(self, value: ModuleValue, path: str) -> torch.nn.Module:
+        names = module_state_names(value.module)
+        for name in names:
+            current: Value = value
+            for part in name.split("."):
+                current = attributes.load_attr(self.tracer, current, part)
+            if not isinstance(current, TensorValue):
+                raise InvalidLeaf(f"{path}.{name}", current.python_type().__qualname__)
+            self.module_tensors.append(current)
+        self.module_states.append(ModuleState(value.module, names))
+        return value.module
+
+    def _object(self, value: ObjectValue, path: str) -> Any:
+        cls = value.cls
+        if pytree.is_constant_class(cls) and value.obj is not None and not value.overlay:
+            # Assumed unmutated in the region, and equal instances behave alike: guard by equality.
+            self.tracer.add_guard(value.source, "const", value.obj)
+            return value.obj
+        if cls not in pytree.SUPPORTED_NODES or not hasattr(value.obj if value.obj is not None else cls, "__dict__"):
+            raise InvalidLeaf(path, cls.__qualname__)
+        # A stand-in instance holding templates: the class's own flatten function picks its children.
+        names = list(vars(value.obj)) if value.obj is not None else []
+        names += [name for name in value.overlay if name not in names and value.overlay[name] is not None]
+        shadow = cls.__new__(cls)
+        for name in names:
+            attr = attributes.lookup(self.tracer, value, name)
+            if attr is not None:
+                shadow.__dict__[name] = self.template(attr, f"{path}.{name}")
+        return shadow
+
+
+def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value],
+                           allow_modules: bool = True) -> FlatArguments:
+    """Raises `InvalidLeaf` for an argument that is not an accepted pytree."""
+    flattener = _Flattener(tracer, allow_modules)
+    template = ([flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)],
+                {key: flattener.template(arg, f"kwargs[{key!r}]") for key, arg in kwargs.items()})
+    template = (tuple(template[0]), template[1])
+    leaves, in_spec = pytree.tree_flatten(template)
+    positions = [0] * len(flattener.tensors)
+    for position, leaf in enumerate(leaves):
+        if isinstance(leaf, TensorSlot):
+            positions[leaf.index] = position
+            leaves[position] = None
+    return FlatArguments(in_spec, leaves, positions, flattener.tensors, flattener.module_states,
+                         flattener.module_tensors)
+
+
+def check_output_leaves(output: Any) -> tuple[list[Any], pytree.TreeSpec]:
+    """The output's leaves and spec; raises `InvalidLeaf` for a leaf that is not a tensor or primitive."""
+    with_paths, spec = pytree.tree_flatten_with_path(output)
+    for key_path, leaf in with_paths:
+        if not isinstance(leaf, (torch.Tensor, *PRIMITIVE_LEAF_TYPES)):
+            raise InvalidLeaf("output" + pytree.keystr(key_path), type(leaf).__qualname__)
+    return [leaf for _, leaf in with_paths], spec
+
+
+def output_value(leaves: list[Any], spec: pytree.TreeSpec, tensor_value: Callable[[int], Value]) -> Value:
+    """The symbolic value of an output tree: tensor leaves from `tensor_value(i)` (the i-th
+    tensor leaf), other leaves as the constants the trace saw."""
+    values: list[Value] = []
+    count = 0
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            values.append(tensor_value(count))
+            count += 1
+        else:
+            values.append(ConstantValue(leaf))
+    return _as_value(pytree.tree_unflatten(values, spec))
+
+
+def _as_value(tree: Any) -> Value:
+    if isinstance(tree, Value):
+        return tree
+    if type(tree) in (list, tuple) or isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
+        items = [_as_value(item) for item in tree]
+        cls = None if type(tree) in (list, tuple) else type(tree)
+        return SequenceValue(items, list if isinstance(tree, list) else tuple, cls=cls)
+    if type(tree) is dict:
+        return DictValue({key: _as_value(item) for key, item in tree.items()})
+    if pytree.is_constant_class(type(tree)):
+        return ConstantValue(tree)
+    instance = ObjectValue(None, type(tree))
+    for name, item in vars(tree).items():
+        instance.overlay[name] = _as_value(item)
+    return instance

@@ -1,0 +1,220 @@
+"""nonstrict_trace: the seeds' examples, registration mechanics, and the required errors."""
+import gc
+
+import pytest
+import torch
+
+import graphwright
+from graphwright._core import rules
+from graphwright.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    yield
+    graphwright.reset()
+
+
+def get_magic_num_unmarked():
+    graphwright.graph_break()
+    return torch.tensor([42])
+
+
+@graphwright.nonstrict_trace
+def get_magic_num():
+    # Emulates any graph break: a C function, an unsupported language feature.
+    graphwright.graph_break()
+    return torch.tensor([42])
+
+
+def _graph_targets(counter: CompileCounter) -> list:
+    return [node.target for gm in counter.graphs for node in gm.graph.nodes if node.op == "call_function"]
+
+
+def test_without_nonstrict_trace_fullgraph_raises_the_user_graph_break():
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def func(x):
+        n = get_magic_num_unmarked()
+        return x + n
+
+    with pytest.raises(graphwright.Unsupported, match="Call to `graphwright.graph_break\\(\\)`"):
+        func(torch.rand(10))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_decorator_form_gives_one_graph_and_the_eager_result(backend):
+    counter = graphwright.testing.CompileCounterWithBackend(backend)
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        n = get_magic_num()
+        return x + n
+
+    x = torch.rand(10)
+    torch.testing.assert_close(func(x), x + torch.tensor([42]))
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_wrapper_called_inside_the_region_gives_one_graph_and_the_eager_result(backend):
+    counter = graphwright.testing.CompileCounterWithBackend(backend)
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        n = graphwright.nonstrict_trace(get_magic_num_unmarked)()
+        return x + n
+
+    x = torch.rand(10)
+    torch.testing.assert_close(func(x), x + torch.tensor([42]))
+    torch.testing.assert_close(func(x), x + torch.tensor([42]))
+    assert counter.frame_count == 1
+
+
+def test_body_calling_an_untraceable_c_function_is_one_graph():
+    @graphwright.nonstrict_trace
+    def via_numpy_shape(x):
+        import numpy  # noqa: F401  (a C-implemented library call in the body)
+
+        scale = float(len(x.shape))
+        return x * scale
+
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        return via_numpy_shape(x).sin()
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(func(x), (x * 2.0).sin())
+    assert counter.frame_count == 1
+
+
+def test_the_graph_has_one_opaque_node_for_the_call():
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        return get_magic_num() + x
+
+    func(torch.rand(3))
+    calls = [t for t in _graph_targets(counter) if getattr(t, "fn", None) is get_magic_num]
+    assert len(calls) == 1
+    assert "nonstrict_get_magic_num" in counter.graphs[0].code
+
+
+def test_each_application_returns_a_new_wrapper_registered_by_id_in_both_registries():
+    def trace_me(x):
+        return x + 1
+
+    first = graphwright.nonstrict_trace(trace_me)
+    second = graphwright.nonstrict_trace(trace_me)
+    assert first is not second and first is not trace_me
+    assert first.__wrapped__ is trace_me and first.__name__ == "trace_me"
+    for wrapper in (first, second):
+        assert wrapper in rules.allowed_callables and wrapper in rules.nonstrict_trace_callables
+    assert trace_me not in rules.nonstrict_trace_callables
+
+
+def test_registration_is_dropped_when_the_wrapper_is_garbage_collected():
+    def trace_me(x):
+        return x + 1
+
+    wrapper = graphwright.nonstrict_trace(trace_me)
+    wrapper_id = id(wrapper)
+    assert wrapper_id in rules.nonstrict_trace_callables.names
+    del wrapper
+    gc.collect()
+    assert wrapper_id not in rules.nonstrict_trace_callables.names
+    assert wrapper_id not in rules.allowed_callables.names
+
+
+def test_no_action_at_a_distance_the_original_still_graph_breaks():
+    def trace_me(x):
+        graphwright.graph_break()
+        return x + 1
+
+    @graphwright.compile(backend="eager")
+    def func(x):
+        graphwright.nonstrict_trace(trace_me)  # the wrapper is ignored
+        return trace_me(x) * 2
+
+    x = torch.randn(3)
+    torch.testing.assert_close(func(x), (x + 1) * 2)
+    assert sum(graphwright.counters["graph_break"].values()) == 1
+
+
+def test_nonstrict_trace_and_leaf_function_on_one_function_is_an_error():
+    def trace_me(x):
+        return x
+
+    leaf = graphwright.leaf_function(trace_me)
+    with pytest.raises(graphwright.GraphwrightError, match="cannot be both marked as @leaf_function and @nonstrict_trace"):
+        graphwright.nonstrict_trace(leaf)
+    traced = graphwright.nonstrict_trace(trace_me)
+    with pytest.raises(graphwright.GraphwrightError, match="Please use only one decorator"):
+        graphwright.leaf_function(traced)
+
+
+def test_function_defined_inside_the_region_is_the_required_error():
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def func(x):
+        def trace_me(x):
+            return x + 1
+
+        return graphwright.nonstrict_trace(trace_me)(x)
+
+    with pytest.raises(graphwright.Unsupported) as info:
+        func(torch.randn(3))
+    message = str(info.value)
+    assert ("Applying `nonstrict_trace` to function <trace_me>; however, `nonstrict_trace` currently "
+            "requires the function to be defined outside `graphwright.compile` region.") in message
+    assert "Hint:" in message and "test_nonstrict_trace.py" in message
+
+
+def test_function_defined_inside_the_region_falls_back_to_eager_without_fullgraph():
+    @graphwright.compile(backend="eager")
+    def func(x):
+        def trace_me(x):
+            return x + 1
+
+        return graphwright.nonstrict_trace(trace_me)(x)
+
+    x = torch.randn(3)
+    torch.testing.assert_close(func(x), x + 1)
+
+
+def test_nested_helper_that_graph_breaks_is_traced_through():
+    def helper(x):
+        graphwright.graph_break()
+        return x.cos()
+
+    @graphwright.nonstrict_trace
+    def outer(x):
+        return helper(x) + helper(x * 2)
+
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        return outer(x) * 3
+
+    x = torch.randn(4)
+    torch.testing.assert_close(func(x), (x.cos() + (x * 2).cos()) * 3)
+    assert counter.frame_count == 1
+
+
+def test_calls_around_the_nonstrict_call_stay_in_the_same_graph():
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def func(x):
+        y = x.sin()
+        z = get_magic_num() * y
+        return z.relu()
+
+    x = torch.randn(5)
+    torch.testing.assert_close(func(x), (torch.tensor([42]) * x.sin()).relu())
+    code = counter.graphs[0].code
+    assert counter.frame_count == 1
+    assert code.index("sin") < code.index("nonstrict_get_magic_num") < code.index("relu")
