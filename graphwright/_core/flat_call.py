@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
+from torch._guards import detect_fake_mode
 
 from .errors import GraphwrightError
 
@@ -77,8 +78,23 @@ def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor
     for position, tensor in zip(tensor_positions, flat_inputs):
         leaves[position] = tensor
     args, kwargs = pytree.tree_unflatten(leaves, in_spec)
-    with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]):
+    with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]), \
+            _captured_tensors_allowed(flat_inputs):
         return fn(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _captured_tensors_allowed(flat_inputs: Sequence[Any]) -> Iterator[None]:
+    """On fake tensors, the body's captured real tensors (globals, closures) are constants."""
+    fake_mode = detect_fake_mode(flat_inputs)
+    if fake_mode is None or fake_mode.allow_non_fake_inputs:
+        yield
+        return
+    fake_mode.allow_non_fake_inputs = True
+    try:
+        yield
+    finally:
+        fake_mode.allow_non_fake_inputs = False
 
 
 class FlatCall:

@@ -106,7 +106,9 @@ def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
 
 def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositions) -> torch.fx.GraphModule:
     """Trace `function` on fake arguments with graphwright's non-strict tracer."""
-    gm = make_fx(function, decomposition_table=decompositions)(*fake_args)
+    # A nonstrict_trace body may read tensors it was not given (globals, closures): they are
+    # constants of the graph, as when the strict tracer typed the call.
+    gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True)(*fake_args)
     _check_functional(gm)
     return gm
 

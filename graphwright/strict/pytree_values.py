@@ -148,11 +148,20 @@ def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str
 
 def check_output_leaves(output: Any) -> tuple[list[Any], pytree.TreeSpec]:
     """The output's leaves and spec; raises `InvalidLeaf` for a leaf that is not a tensor or primitive."""
-    with_paths, spec = pytree.tree_flatten_with_path(output)
-    for key_path, leaf in with_paths:
+    leaves, spec = pytree.tree_flatten(output)
+    for index, leaf in enumerate(leaves):
         if not isinstance(leaf, (torch.Tensor, *PRIMITIVE_LEAF_TYPES)):
-            raise InvalidLeaf("output" + pytree.keystr(key_path), type(leaf).__qualname__)
-    return [leaf for _, leaf in with_paths], spec
+            raise InvalidLeaf(_leaf_path(output, index), type(leaf).__qualname__)
+    return leaves, spec
+
+
+def _leaf_path(output: Any, index: int) -> str:
+    """`output[0]['a']` for the index-th leaf, or `output leaf {index}` for classes without key paths."""
+    try:
+        key_path, _ = pytree.tree_flatten_with_path(output)[0][index]
+    except ValueError:
+        return f"output leaf {index}"
+    return "output" + pytree.keystr(key_path)
 
 
 def output_value(leaves: list[Any], spec: pytree.TreeSpec, tensor_value: Callable[[int], Value]) -> Value:
