@@ -413,3 +413,102 @@ PROGRAMS.append(Program(
     name="closure_cell_rebound_between_calls", make=_closure_with_rebound_cell,
     inputs=lambda: Args(rand(3), scale=2.0), call=_rebind_then_call,
     changed=lambda: Args(rand(3), scale=5.0), frames_changed=2))
+
+
+def _call_each(world, compiled, args):
+    return [compiled(t) for t in args.args]
+
+
+@program("automatic_dynamic_sizes_serve_later_sizes", lambda: Args(rand(4, 3)),
+         call=_call_each, changed=lambda: Args(rand(6, 3), rand(8, 3)), frames_changed=2,
+         xfail="symbolic sizes: dynamic=None does not recompile with symbolic sizes after a "
+               "size changes, so every new size recompiles")
+def _(x):
+    return (x * x.shape[0]).sum(0)
+
+
+@program("dynamic_true_compiles_one_graph_for_all_sizes", lambda: Args(rand(4, 3)),
+         call=_call_each, changed=lambda: Args(rand(6, 3), rand(9, 3)), frames_changed=1,
+         options=dict(dynamic=True),
+         xfail="symbolic sizes: dynamic=True still specialises every size")
+def _(x):
+    return torch.cat([x, x[: x.shape[0] // 2]]).mean(0) + x.shape[0]
+
+
+@program("different_keyword_arguments_recompile", lambda: Args(rand(3)),
+         changed=lambda: Args(rand(3), scale=3.0), frames_changed=2)
+def _(x, scale=2.0):
+    return x * scale
+
+
+def _catch(world, compiled, args):
+    try:
+        return compiled(*args.args)
+    except Exception as error:  # the exception itself is the observable result
+        return ("raised", type(error).__name__, str(error))
+
+
+@program("failing_user_assert_raises_the_same_error", lambda: rand(3), call=_catch,
+         changed=lambda: rand(4), frames_changed=1, fullgraph=False)
+def _(x):
+    assert x.shape[0] == 3, "expected three values"
+    return x * 2
+
+
+GLOBAL_MODEL = None
+
+
+def _install_global_model():
+    global GLOBAL_MODEL
+    GLOBAL_MODEL = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    return _uses_global_model
+
+
+def _uses_global_model(x):
+    return GLOBAL_MODEL(x) * 2
+
+
+def _nudge_global_model_then_call(world, compiled, args):
+    with torch.no_grad():
+        GLOBAL_MODEL[0].weight.add_(args.kwargs["nudge"])
+    return compiled(*args.args)
+
+
+PROGRAMS.append(Program(
+    name="global_module_called_from_a_function_sees_updated_weights",
+    make=_install_global_model, inputs=lambda: Args(rand(2, 4), nudge=0.5),
+    call=_nudge_global_model_then_call, repeats=3,
+    observe=lambda world: GLOBAL_MODEL.state_dict()))
+
+
+def _pass_instance(world, compiled, args):
+    return compiled(world[args.kwargs["which"]], *args.args)
+
+
+def _apply_module(module, x):
+    return module(x).sigmoid()
+
+
+PROGRAMS.append(Program(
+    name="module_passed_as_an_argument_another_instance_of_the_class",
+    make=lambda: [nn.Linear(3, 3), nn.Linear(3, 3)], target=lambda world: _apply_module,
+    inputs=lambda: Args(rand(2, 3), which=0), call=_pass_instance,
+    changed=lambda: Args(rand(2, 3), which=1), frames_changed=1))
+
+
+class Clamped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.register_buffer("seen", torch.zeros(3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.lin.weight.clamp_(-0.2, 0.2)
+        self.seen = self.seen + x.detach().sum(0)
+        return self.lin(x)
+
+
+PROGRAMS.append(module_program(
+    "parameter_clamped_in_place_and_buffer_reassigned", Clamped, lambda: rand(2, 3),
+    repeats=3, grad=True))
