@@ -158,3 +158,14 @@ def test_higher_order_operator_is_a_trace_error_naming_the_line(mode):
         graphwright.make_fx(uses_cond, tracing_mode=mode)(torch.randn(3))
     assert "`cond`" in info.value.title
     assert info.value.user_location == f"{__file__}:{line_of(uses_cond)}"
+
+
+@pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
+def test_input_fake_tensors_cannot_represent_is_an_invalid_input_error():
+    quantized = torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.quint8)
+    with pytest.raises(graphwright.InvalidInputError) as info:
+        graphwright.make_fx(lambda q: q.dequantize(), tracing_mode="fake")(quantized)
+    assert "`q`" in info.value.title
+    assert 'tracing_mode="real"' in info.value.hints[0]
+    gm = graphwright.make_fx(lambda q: q.dequantize())(quantized)
+    torch.testing.assert_close(gm(quantized), quantized.dequantize())

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 from torch._guards import GuardSource, Source
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, UnsupportedFakeTensorException
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from .._core.errors import InvalidInputError
@@ -155,6 +155,15 @@ def tracing_value(
     """What the traced function receives for one input leaf."""
     if not isinstance(leaf, torch.Tensor) or fake_mode is None or isinstance(leaf, FakeTensor):
         return leaf
-    if tracing_mode == "symbolic":
-        return fake_mode.from_tensor(leaf, source=InputLeafSource(path))
-    return fake_mode.from_tensor(leaf, static_shapes=True)
+    try:
+        if tracing_mode == "symbolic":
+            return fake_mode.from_tensor(leaf, source=InputLeafSource(path))
+        return fake_mode.from_tensor(leaf, static_shapes=True)
+    except UnsupportedFakeTensorException as exc:
+        raise InvalidInputError(
+            f"Input `{path}` has no fake counterpart",
+            explanation=f"{tracing_mode.capitalize()} tracing replaces every input tensor with a "
+            f"fake tensor, and fake tensors cannot represent this one ({exc}).",
+            hints=['Use tracing_mode="real" for this input.'],
+            user_stack=user_frames_of_stack(),
+        ) from exc

@@ -97,8 +97,8 @@ class GraphRecorder(TorchDispatchMode):
         """
         if isinstance(tensor, FakeTensor):
             return fast_detach(tensor.fake_mode, tensor)
-        if tensor.layout != torch.strided:
-            return tensor
+        if tensor.layout != torch.strided or tensor.is_quantized:
+            return tensor  # the meta device has no such tensors
         return torch.empty_strided(
             tensor.shape, tensor.stride(), dtype=tensor.dtype, device="meta"
         )
