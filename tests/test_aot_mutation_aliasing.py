@@ -150,3 +150,17 @@ def test_gradient_flows_through_an_input_mutated_in_place():
 
     for actual, expected in zip(run(compiled=True), run(compiled=False)):
         torch.testing.assert_close(actual, expected)
+
+
+def test_one_tensor_passed_as_two_inputs_sees_its_own_mutation():
+    def fn(a, b):
+        a.add_(1)
+        return b * 2
+
+    distinct = [torch.zeros(3), torch.zeros(3)]
+    compiled = aot_eager(graph_of(fn), distinct)
+    shared = torch.zeros(3)
+    expected_shared = torch.zeros(3)
+    torch.testing.assert_close(compiled(shared, shared), fn(expected_shared, expected_shared))
+    torch.testing.assert_close(shared, expected_shared)
+    torch.testing.assert_close(compiled(*distinct), torch.zeros(3))

@@ -38,6 +38,7 @@ class CompiledSignature:
     """What was built for one call signature, kept for inspection (tests, `explain`)."""
 
     run: Callable[..., Any]
+    mutates_inputs: bool = False
     inference_graph: torch.fx.GraphModule | None = None
     joint_graph: torch.fx.GraphModule | None = None
     partition: Partition | None = None
@@ -87,10 +88,19 @@ def _fake_mode_of(example_inputs: Sequence[Any]) -> FakeTensorMode:
     return FakeTensorMode()
 
 
-def _lifted_state(gm: torch.fx.GraphModule) -> tuple[list[str], list[torch.Tensor]]:
-    """Parameters and buffers owned by `gm` itself, which become extra graph inputs."""
+def _lifted_state(gm: torch.fx.GraphModule) -> tuple[list[str], list[tuple[torch.nn.Module, str]]]:
+    """Parameters and buffers owned by `gm` itself, which become extra graph inputs.
+
+    Returns their dotted names and (owning module, attribute) slots, read
+    again on every call since an optimizer or the user may replace them.
+    """
     named = [*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)]
-    return [name for name, _ in named], [t for _, t in named]
+    names = [name for name, _ in named]
+    slots = []
+    for name in names:
+        owner, _, attribute = name.rpartition(".")
+        slots.append((gm.get_submodule(owner), attribute))
+    return names, slots
 
 
 class AOTCompiledGraph:
@@ -113,10 +123,10 @@ class AOTCompiledGraph:
         self._decompositions = decompositions
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs)
-        self._state_names, state = _lifted_state(gm)
+        self._state_names, self._state_slots = _lifted_state(gm)
         self._gm = gm
         self._num_user_inputs = len(example_inputs)
-        all_inputs = [*example_inputs, *state]
+        all_inputs = [*example_inputs, *(getattr(m, a) for m, a in self._state_slots)]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
@@ -138,8 +148,8 @@ class AOTCompiledGraph:
 
     def __call__(self, *args):
         # Hot path: one tuple of flags per call picks the compiled signature.
-        if self._state_names:
-            args = (*args, *_lifted_state(self._gm)[1])
+        if self._state_slots:
+            args = (*args, *[getattr(module, name) for module, name in self._state_slots])
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
         key = (torch.is_grad_enabled() and True in flags, flags)
         signature = self.signatures.get(key)
@@ -157,13 +167,41 @@ class AOTCompiledGraph:
 
     def _compile(self, key: tuple) -> CompiledSignature:
         grad_enabled, requires_grad = key
-        fn = self._function()
         fakes = self._fakes_for(requires_grad)
+        signature = self._build(self._function(), fakes, grad_enabled)
+        if signature.mutates_inputs:
+            signature.run = _DuplicateInputs(
+                signature.run,
+                self._tensor_indices,
+                lambda positions: self._build_deduplicated(positions, fakes, grad_enabled),
+            )
+        return signature
+
+    def _build_deduplicated(self, positions: tuple[int, ...], fakes: list, grad_enabled: bool):
+        """The graph traced for calls passing one tensor as several inputs (`positions[i]`: its first)."""
+        unique = sorted(set(positions))
+        slot = [unique.index(p) for p in positions]
+        fn = self._function()
+
+        def deduplicated(*unique_args):
+            return fn(*[unique_args[s] for s in slot])
+
+        signature = self._build(deduplicated, [fakes[i] for i in unique], grad_enabled)
+        run = signature.run
+
+        def run_deduplicated(*args):
+            return run(*[args[i] for i in unique])
+
+        return run_deduplicated
+
+    def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
         meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
+        mutates = bool(meta.mutated_inputs)
         if not any(meta.forward_requires_grad):
             graph = joint.trace(joint.forward_function(fn, meta), fakes, self._decompositions)
             forward = self._compilers.inference(graph, example_values(graph))
-            return CompiledSignature(make_inference_function(forward, meta), inference_graph=graph)
+            run = make_inference_function(forward, meta)
+            return CompiledSignature(run, mutates, inference_graph=graph)
 
         tangents = joint.make_tangents(meta.tangent_specs, self._fake_mode)
         joint_graph = joint.trace(
@@ -183,7 +221,35 @@ class AOTCompiledGraph:
             )
         )
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
-        return CompiledSignature(run, joint_graph=joint_graph, partition=part)
+        return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
+
+
+class _DuplicateInputs:
+    """Guards a graph that mutates its inputs against one tensor passed as two inputs.
+
+    Traced with distinct inputs, such a graph would let one input miss the
+    other's mutation. A call with duplicates runs a graph traced with them
+    merged, one per pattern of duplicates. Hot path: one set of ids per call.
+    """
+
+    def __init__(self, run, tensor_indices: list[int], build) -> None:
+        self._run = run
+        self._tensor_indices = tensor_indices
+        self._build = build
+        self._variants: dict[tuple[int, ...], Callable[..., Any]] = {}
+
+    def __call__(self, *args):
+        ids = [id(args[i]) for i in self._tensor_indices]
+        if len(set(ids)) == len(ids):
+            return self._run(*args)
+        first: dict[int, int] = {}
+        positions = tuple(
+            first.setdefault(id(a), i) if isinstance(a, torch.Tensor) else i for i, a in enumerate(args)
+        )
+        variant = self._variants.get(positions)
+        if variant is None:
+            variant = self._variants[positions] = self._build(positions)
+        return variant(*args)
 
 
 def aot_compile(
