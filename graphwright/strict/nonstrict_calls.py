@@ -60,7 +60,7 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
     flat_call.out_spec = out_spec
     flat_call.num_tensor_outputs = len(tensors)
-    _warn_about_impurities(tracer, gm, name)
+    _warn_about_impurities(tracer, gm, name, len(flat.tensors))
     result = tracer.graph.call_with_result(flat_call, inputs, tensors)
     return output_value(leaves, out_spec, lambda index: result.items[index])
 
@@ -114,7 +114,7 @@ def _trace_failure(tracer: "Tracer", error: Exception, name: str) -> GraphBreak:
                       tracer.user_stack() + body_frames)
 
 
-def _warn_about_impurities(tracer: "Tracer", gm: torch.fx.GraphModule, name: str) -> None:
+def _warn_about_impurities(tracer: "Tracer", gm: torch.fx.GraphModule, name: str, num_tensor_args: int) -> None:
     record = gm.meta[TRACE_RECORD_KEY]
     for constant in record.constants:
         if constant.requires_grad and not constant.is_module_state:
@@ -122,14 +122,18 @@ def _warn_about_impurities(tracer: "Tracer", gm: torch.fx.GraphModule, name: str
                        f"nonstrict_trace-ed function `{name}` reads a tensor that requires grad but is "
                        "not an input: it is a constant of the graph and gets no gradient through it. "
                        "Pass the tensor as an argument.")
-    if _mutates_an_input(gm):
+    if _mutates_an_argument(gm, num_tensor_args):
         _warn_once(_call_site(tracer),
                    f"nonstrict_trace-ed function `{name}` mutates one of its inputs in place; other code "
                    "in the compiled region must not depend on the order of that mutation. "
                    "Return the new value instead.")
 
 
-def _mutates_an_input(gm: torch.fx.GraphModule) -> bool:
+def _mutates_an_argument(gm: torch.fx.GraphModule, num_tensor_args: int) -> bool:
+    """Whether an in-place op writes a tensor argument (module buffers, like batch-norm
+    statistics, are state the module owns and may update)."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    arguments = set(placeholders[1:1 + num_tensor_args])  # after the anchor
     for node in gm.graph.nodes:
         if node.op != "call_function" or not isinstance(node.target, OpOverload):
             continue
@@ -138,7 +142,7 @@ def _mutates_an_input(gm: torch.fx.GraphModule) -> bool:
             continue
         for argument, value in zip(schema.arguments, node.args):
             written = argument.alias_info is not None and argument.alias_info.is_write
-            if written and isinstance(value, torch.fx.Node) and value.op == "placeholder":
+            if written and value in arguments:
                 return True
     return False
 
