@@ -164,3 +164,19 @@ def test_one_tensor_passed_as_two_inputs_sees_its_own_mutation():
     torch.testing.assert_close(compiled(shared, shared), fn(expected_shared, expected_shared))
     torch.testing.assert_close(shared, expected_shared)
     torch.testing.assert_close(compiled(*distinct), torch.zeros(3))
+
+
+def test_traced_graph_that_still_mutates_an_input_is_refused_but_scratch_buffers_are_fine():
+    from graphwright.aot.joint import _check_functional
+
+    def graph_writing(into_input: bool):
+        graph = torch.fx.Graph()
+        x = graph.placeholder("x")
+        target = x if into_input else graph.call_function(torch.ops.aten.empty_like.default, (x,))
+        view = graph.call_function(torch.ops.aten.view.default, (target, [-1]))
+        graph.output((graph.call_function(torch.ops.aten.add_.Tensor, (view, 1)),))
+        return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+    _check_functional(graph_writing(into_input=False))
+    with pytest.raises(graphwright.BackendError, match="could not functionalize `aten.add_.Tensor`"):
+        _check_functional(graph_writing(into_input=True))

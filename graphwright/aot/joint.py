@@ -114,15 +114,45 @@ def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositio
 
 
 def _check_functional(gm: torch.fx.GraphModule) -> None:
-    """A mutation left in the graph would escape the write-back logic: refuse it loudly."""
+    """An input mutated inside the graph would escape the write-back logic: refuse it loudly.
+
+    Mutations of the graph's own intermediates (some decompositions fill a
+    fresh buffer in place) are harmless and stay.
+    """
     for node in gm.graph.nodes:
         target = node.target
-        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
-            if target._schema.is_mutable:
-                raise BackendError(
-                    f"Ahead-of-time autograd could not functionalize `{target}`",
-                    explanation="The traced aten graph still mutates a tensor in place, so "
-                    "running it would not match eager.",
-                    hints=["Compile with backend='eager', or report this program to graphwright."],
-                    user_stack=user_frames_of_stack(),
-                )
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        if not target._schema.is_mutable:
+            continue
+        if any(_root(arg).op == "placeholder" for arg in _written_arguments(node)):
+            raise BackendError(
+                f"Ahead-of-time autograd could not functionalize `{target}`",
+                explanation="The traced aten graph still mutates one of its inputs in place, so "
+                "running it would not match eager.",
+                hints=["Compile with backend='eager', or report this program to graphwright."],
+                user_stack=user_frames_of_stack(),
+            )
+
+
+def _written_arguments(node: torch.fx.Node) -> list[torch.fx.Node]:
+    written = []
+    for i, argument in enumerate(node.target._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = node.args[i] if i < len(node.args) else node.kwargs.get(argument.name)
+        if isinstance(value, torch.fx.Node):
+            written.append(value)
+    return written
+
+
+def _root(node: torch.fx.Node) -> torch.fx.Node:
+    """The tensor a chain of views starts from."""
+    while (
+        node.op == "call_function"
+        and isinstance(node.target, torch._ops.OpOverload)
+        and node.target.is_view
+        and isinstance(node.args[0], torch.fx.Node)
+    ):
+        node = node.args[0]
+    return node
