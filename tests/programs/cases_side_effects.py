@@ -207,3 +207,11 @@ class Logged(nn.Module):
 PROGRAMS.append(module_program(
     "logging_inside_module_forward", Logged, lambda: rand(2, 3), repeats=2,
     reference=dict(fullgraph=False, frames=1, why=LOGGING_DIFFERS)))
+
+
+@program("logged_tensor_values_are_the_computed_ones", lambda: rand(3), repeats=2,
+         reference=dict(fullgraph=False, frames=[1, 2], why=LOGGING_DIFFERS))
+def _(x):
+    y = x * 3
+    corpus_logger.info("mean %s, shape %s", y.mean(), tuple(y.shape))
+    return y
