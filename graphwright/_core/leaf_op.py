@@ -7,6 +7,10 @@ function registered with `register_fake`. Being an operator, it stays one
 node in the aten graphs of ahead-of-time autograd too, and the function's
 side effects happen on every call. `graphwright::leaf_call_mutating` is the
 same operator for functions declared with `mutates_args`.
+
+Gradients: `graphwright::leaf_call_backward`, also opaque, runs the original
+function again under autograd on the saved inputs and differentiates it, so
+the function's side effects happen once more in the backward pass.
 """
 from __future__ import annotations
 
@@ -80,6 +84,59 @@ def leaf_call_mutating(handle: int, inputs: list[torch.Tensor]) -> list[torch.Te
 def _leaf_call_mutating_fake(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     site = _SITES[handle]
     return site.run(site.fake, inputs)
+
+
+@torch.library.custom_op("graphwright::leaf_call_backward", mutates_args=())
+def leaf_call_backward(handle: int, inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Gradients of the leaf call: the original function runs again, under autograd."""
+    site = _SITES[handle]
+    with _autograd_reenabled(), torch.enable_grad():
+        leaves = [x.detach().requires_grad_(_differentiable(x)) for x in inputs]
+        outputs = site.run(site.fn, leaves)
+        pairs = [(out, grad) for out, grad in zip(outputs, grads) if out.requires_grad]
+        wanted = [x for x in leaves if x.requires_grad]
+        found = torch.autograd.grad([out for out, _ in pairs], wanted, [grad for _, grad in pairs],
+                                    allow_unused=True) if pairs and wanted else [None] * len(wanted)
+    found_by_leaf = dict(zip(map(id, wanted), found))
+    return [_zeros_if_none(found_by_leaf.get(id(x)), x) for x in leaves]
+
+
+@leaf_call_backward.register_fake
+def _leaf_call_backward_fake(handle: int, inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [torch.empty_like(x) for x in inputs]
+
+
+def _autograd_reenabled() -> Any:
+    """An operator's kernel runs below autograd; recomputing gradients needs it back."""
+    excluded = torch._C._dispatch_tls_local_exclude_set()
+    for key in (torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor,
+                torch._C.DispatchKey.AutogradCPU):
+        excluded = excluded.remove(key)
+    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
+
+
+def _differentiable(tensor: torch.Tensor) -> bool:
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
+def _zeros_if_none(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(like) if grad is None else grad
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    handle, tensors = inputs
+    ctx.handle = handle
+    ctx.save_for_backward(*tensors)
+
+
+def _backward(ctx, grads):
+    inputs = list(ctx.saved_tensors)
+    grads = [torch.zeros_like(g) if g is None else g for g in grads]
+    computed = torch.ops.graphwright.leaf_call_backward(ctx.handle, inputs, grads)
+    return None, [grad if _differentiable(x) else None for grad, x in zip(computed, inputs)]
+
+
+leaf_call.register_autograd(_backward, setup_context=_setup_context)
 
 
 # The user's Python runs for its side effects too: dead-code elimination must keep every call.

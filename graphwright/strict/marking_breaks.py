@@ -56,7 +56,7 @@ LEAF_MISSING_FAKE = _kind(
     "GB106", "leaf_function without a fake implementation",
     "`{name}` is a `leaf_function` but has no fake implementation, so the tracer cannot know "
     "the shapes of its outputs.",
-    "Register one: `@{name}.register_fake` on a function with the same signature that "
+    "Register one with `@<the function>.register_fake` on a function with the same signature that "
     "returns outputs of the right shapes, e.g. with `x.new_empty(...)`.")
 LEAF_INVALID_IO = _kind(
     "GB107", "Invalid input or output for leaf_function",

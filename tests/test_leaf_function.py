@@ -1,0 +1,177 @@
+"""leaf_function: opaque at every level, the original Python runs at run time every call,
+output metadata from the registered fake."""
+import pytest
+import torch
+
+import graphwright
+from graphwright.testing import CompileCounterWithBackend
+from tests.test_nonstrict_trace_training import Recording
+
+CALLS = []
+
+
+@graphwright.leaf_function
+def compute_and_log_stats(x):
+    stats = x.mean(dim=1)
+    CALLS.append(float(stats.sum()))  # needs real data: impossible to trace
+    return (stats,)
+
+
+@compute_and_log_stats.register_fake
+def compute_and_log_stats_fake(x):
+    return (x.new_empty(x.shape[0]),)
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    CALLS.clear()
+    yield
+    graphwright.reset()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_original_python_runs_at_run_time_on_every_call(backend):
+    counter = CompileCounterWithBackend(backend)
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def fn(x):
+        return compute_and_log_stats(x)[0] * 2
+
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(fn(x), x.mean(dim=1) * 2)
+    fn(x)
+    assert counter.frame_count == 1
+    assert CALLS == pytest.approx([float(x.mean(dim=1).sum())] * 2)
+
+
+def test_leaf_function_stays_one_opaque_operator_in_the_aten_graph():
+    recording = Recording("aot_eager")
+
+    @graphwright.compile(fullgraph=True, backend=recording)
+    def fn(x):
+        return compute_and_log_stats(x)[0] + 1
+
+    fn(torch.randn(3, 4))
+    code = recording.aten_code()
+    assert "graphwright.leaf_call" in code
+    assert "aten.mean" not in code
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_leaf_function_returning_none_still_runs_for_its_side_effect(backend):
+    @graphwright.leaf_function
+    def debug_log(t):
+        CALLS.append("logged")
+
+    @debug_log.register_fake
+    def _(t):
+        return None
+
+    @graphwright.compile(fullgraph=True, backend=backend)
+    def fn(x):
+        debug_log(x)
+        return x + 1
+
+    fn(torch.randn(2))
+    fn(torch.randn(2))
+    assert CALLS == ["logged", "logged"]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_gradients_flow_through_a_leaf_function(backend):
+    @graphwright.leaf_function
+    def scaled(x, w):
+        return x * w.exp()
+
+    @scaled.register_fake
+    def _(x, w):
+        return torch.empty_like(x)
+
+    @graphwright.compile(fullgraph=True, backend=backend)
+    def fn(x, w):
+        return scaled(x, w).sum()
+
+    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    fn(x, w).backward()
+    x_ref, w_ref = x.detach().requires_grad_(), w.detach().requires_grad_()
+    (x_ref * w_ref.exp()).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    torch.testing.assert_close(w.grad, w_ref.grad)
+
+
+def test_primitive_outputs_come_from_the_fake_at_trace_time():
+    counter = {"n": 0}
+
+    @graphwright.leaf_function
+    def count_calls(x):
+        counter["n"] += 1
+        return (x, counter["n"])
+
+    @count_calls.register_fake
+    def _(x):
+        return (torch.empty_like(x), 999)
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return count_calls(x)[1]
+
+    assert fn(torch.randn(2)) == 999
+    assert counter["n"] == 1
+
+
+def test_missing_fake_is_a_clear_error():
+    @graphwright.leaf_function
+    def no_fake(x):
+        return x + 1
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return no_fake(x)
+
+    with pytest.raises(graphwright.Unsupported) as info:
+        fn(torch.randn(2))
+    message = str(info.value)
+    assert "leaf_function without a fake implementation" in message
+    assert "register_fake" in message and "test_leaf_function.py" in message
+
+
+def test_leaf_function_taking_a_module_runs_it_eagerly_with_its_parameters():
+    @graphwright.leaf_function
+    def apply(module, x):
+        CALLS.append("ran")
+        return module(x)
+
+    @apply.register_fake
+    def _(module, x):
+        return x.new_empty(x.shape[0], module.out_features)
+
+    linear = torch.nn.Linear(3, 2)
+
+    @graphwright.compile(fullgraph=True, backend="aot_eager")
+    def fn(x):
+        return apply(linear, x)
+
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(fn(x), linear(x))
+    fn(x).sum().backward()
+    assert linear.weight.grad is not None and CALLS.count("ran") >= 2
+
+
+def test_mutates_args_declares_an_in_place_update_under_eager():
+    @graphwright.leaf_function(mutates_args={"buf"})
+    def accumulate(buf, x):
+        buf.add_(x)
+        return (x * 2,)
+
+    @accumulate.register_fake
+    def _(buf, x):
+        return (torch.empty_like(x),)
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(buf, x):
+        return accumulate(buf, x)[0]
+
+    buf, x = torch.zeros(3), torch.ones(3)
+    torch.testing.assert_close(fn(buf, x), x * 2)
+    torch.testing.assert_close(buf, torch.ones(3))
