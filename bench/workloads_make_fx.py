@@ -11,6 +11,11 @@ from .timing import timed
 
 
 def _make_fx(side: str):
+    # Imports are excluded from trace time. FakeTensorMode imports torch._dynamo
+    # lazily on its first op (torch wraps every dispatch mode's handler), while
+    # PyTorch's make_fx imports it with itself: import it up front on both sides.
+    import torch._dynamo  # noqa: F401
+
     if side == "graphwright":
         from graphwright import make_fx
     else:

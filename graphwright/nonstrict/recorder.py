@@ -46,6 +46,13 @@ class GraphRecorder(TorchDispatchMode):
     `_allow_non_fake_inputs`.
     """
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Otherwise torch wraps __torch_dispatch__ in a TorchDynamo-disabling
+        # wrapper: it imports torch._dynamo on the first op (seconds) and costs
+        # time on every op. graphwright never runs TorchDynamo.
+        return False
+
     def __init__(
         self,
         graph: torch.fx.Graph,
