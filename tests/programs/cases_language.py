@@ -516,3 +516,22 @@ def _(xs):
     for i in range(len(xs)):
         total = total - xs[i]
     return total
+
+
+def _traced_twice(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs) * 2
+    return wrapper
+
+
+@_traced_twice
+def _decorated_scale(x, scale=1.0):
+    return x * scale
+
+
+PROGRAMS.append(function_program(
+    "compiled_function_is_a_decorator_wrapper_with_star_args", _decorated_scale,
+    lambda: Args(rand(3), scale=3.0),
+    xfail="*args/**kwargs of a compiled function that has free variables are unbound "
+          "(UnboundLocalError: args, GB011)"))

@@ -17,6 +17,7 @@ if os.environ.get("GW_CORPUS_REFERENCE") != "1" and not hasattr(graphwright, "co
 from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
     cases_guards,
     cases_language,
+    cases_models,
     cases_modules,
     cases_side_effects,
     cases_tensors,
@@ -24,7 +25,7 @@ from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
 from .harness import REFERENCE, check_program  # noqa: E402
 
 ALL_PROGRAMS = [*cases_language.PROGRAMS, *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS,
-                *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS]
+                *cases_models.PROGRAMS, *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS]
 
 
 def _param(program):

@@ -1,0 +1,300 @@
+"""Corpus programs shaped like real models: a small GPT, a ResNet stage,
+a LoRA adapter, a VAE, a mixture of experts, activation checkpointing, a
+custom autograd.Function, weight norm, losses, an evaluation loop and
+gradient clipping."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .harness import Program, function_program, module_program
+
+PROGRAMS = []
+
+
+def rand(*shape, requires_grad=False):
+    return torch.randn(*shape, requires_grad=requires_grad)
+
+
+@dataclasses.dataclass(frozen=True)
+class GPTConfig:
+    vocab: int = 32
+    context: int = 8
+    dim: int = 16
+    heads: int = 2
+    layers: int = 2
+    bias: bool = True
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.dim, cfg.dim, bias=cfg.bias)
+        self.register_buffer("mask", torch.tril(torch.ones(cfg.context, cfg.context)).bool())
+
+    def forward(self, x):
+        b, t, c = x.size()
+        heads = self.cfg.heads
+        q, k, v = self.qkv(x).split(self.cfg.dim, dim=2)
+        q = q.view(b, t, heads, c // heads).transpose(1, 2)
+        k = k.view(b, t, heads, c // heads).transpose(1, 2)
+        v = v.view(b, t, heads, c // heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(~self.mask[:t, :t], float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.dim)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.dim)
+        self.mlp = nn.ModuleDict(dict(fc=nn.Linear(cfg.dim, 4 * cfg.dim), proj=nn.Linear(4 * cfg.dim, cfg.dim)))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp.proj(F.gelu(self.mlp.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, cfg=GPTConfig()):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab, cfg.dim)
+        self.wpe = nn.Embedding(cfg.context, cfg.dim)
+        self.blocks = nn.ModuleList([GPTBlock(cfg) for _ in range(cfg.layers)])
+        self.ln_f = nn.LayerNorm(cfg.dim)
+        self.lm_head = nn.Linear(cfg.dim, cfg.vocab, bias=False)
+
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        assert t <= self.cfg.context, f"sequence of {t} is longer than {self.cfg.context}"
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+
+def _tokens(t):
+    return lambda: (torch.randint(0, 32, (2, t)), torch.randint(0, 32, (2, t)))
+
+
+PROGRAMS.append(module_program(
+    "tiny_gpt_with_loss", TinyGPT, _tokens(6), grad=True,
+    changed=lambda: (torch.randint(0, 32, (2, 6)), None), frames_changed=2))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, fan_in, fan_out, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(fan_in, fan_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(fan_out)
+        self.conv2 = nn.Conv2d(fan_out, fan_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(fan_out)
+        self.downsample = None
+        if stride != 1 or fan_in != fan_out:
+            self.downsample = nn.Sequential(nn.Conv2d(fan_in, fan_out, 1, stride, bias=False),
+                                            nn.BatchNorm2d(fan_out))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + identity)
+
+
+def _resnet_stage():
+    return nn.Sequential(BasicBlock(3, 8, 2), BasicBlock(8, 8, 1))
+
+
+PROGRAMS.append(module_program(
+    "resnet_stage_with_downsample", _resnet_stage, lambda: rand(2, 3, 8, 8, requires_grad=True),
+    grad=True))
+
+
+class LoRALinear(nn.Module):
+    def __init__(self, fan_in=6, fan_out=6, rank=2, alpha=4.0):
+        super().__init__()
+        self.base = nn.Linear(fan_in, fan_out)
+        self.base.requires_grad_(False)
+        self.down = nn.Parameter(torch.randn(rank, fan_in) * 0.1)
+        self.up = nn.Parameter(torch.randn(fan_out, rank) * 0.1)
+        self.scaling = alpha / rank
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.down.T @ self.up.T) * self.scaling
+
+
+PROGRAMS.append(module_program(
+    "lora_adapter_over_a_frozen_linear", LoRALinear, lambda: rand(3, 6), grad=True))
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(8, 2 * 3)
+        self.decoder = nn.Sequential(nn.Linear(3, 8), nn.Sigmoid())
+
+    def forward(self, x):
+        mu, logvar = self.encoder(x).chunk(2, dim=-1)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        recon = self.decoder(z)
+        kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        return recon, F.binary_cross_entropy(recon, x.sigmoid(), reduction="sum") + kl
+
+
+PROGRAMS.append(module_program(
+    "vae_with_reparameterisation", VAE, lambda: rand(4, 8), grad=True))
+
+
+class DenseMixtureOfExperts(nn.Module):
+    def __init__(self, dim=6, experts=4, top=2):
+        super().__init__()
+        self.top = top
+        self.gate = nn.Linear(dim, experts)
+        self.experts = nn.ModuleList(nn.Linear(dim, dim) for _ in range(experts))
+
+    def forward(self, x):
+        weights, chosen = self.gate(x).topk(self.top, dim=-1)
+        weights = weights.softmax(-1)
+        outputs = torch.stack([expert(x) for expert in self.experts], dim=1)
+        picked = outputs.gather(1, chosen.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+        return (picked * weights.unsqueeze(-1)).sum(1)
+
+
+PROGRAMS.append(module_program(
+    "dense_mixture_of_experts_with_topk_routing", DenseMixtureOfExperts,
+    lambda: rand(5, 6, requires_grad=True), grad=True))
+
+
+class Checkpointed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4))
+
+    def forward(self, x):
+        return checkpoint(self.block, x, use_reentrant=False) + x
+
+
+PROGRAMS.append(module_program(
+    "activation_checkpointing", Checkpointed, lambda: rand(3, 4, requires_grad=True), grad=True,
+    xfail="torch.utils.checkpoint with a module argument (GB020)"))
+
+
+class StraightThroughRound(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Quantized(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(StraightThroughRound.apply(x * 4) / 4)
+
+
+PROGRAMS.append(module_program(
+    "custom_autograd_function_straight_through", Quantized,
+    lambda: rand(3, 4, requires_grad=True), grad=True,
+    xfail="torch.autograd.Function.apply (its zero-argument super() call, GB015)"))
+
+
+def _weight_normed():
+    return nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+
+
+PROGRAMS.append(module_program(
+    "weight_norm_parametrization", _weight_normed, lambda: rand(2, 4, requires_grad=True),
+    grad=True, xfail="nn.utils.parametrizations: the parametrized property getter (GB020)"))
+
+
+class Losses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ce = nn.CrossEntropyLoss(label_smoothing=0.1)
+        self.bce = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([2.0, 1.0, 0.5]))
+
+    def forward(self, logits, labels, multi):
+        return (self.ce(logits, labels) + self.bce(logits, multi)
+                + F.kl_div(logits.log_softmax(-1), multi.softmax(-1), reduction="batchmean")
+                + F.smooth_l1_loss(logits, multi))
+
+
+PROGRAMS.append(module_program(
+    "classification_losses", Losses,
+    lambda: (rand(4, 3, requires_grad=True), torch.randint(0, 3, (4,)), torch.rand(4, 3)),
+    grad=True))
+
+
+def evaluate(model, batches):
+    model.eval()
+    correct = 0
+    total = 0
+    with torch.no_grad():
+        for x, y in batches:
+            correct = correct + (model(x).argmax(-1) == y).sum()
+            total += y.numel()
+    model.train()
+    return correct.float() / total, model.training
+
+
+def _classifier():
+    return nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Dropout(0.3), nn.Linear(8, 3))
+
+
+PROGRAMS.append(Program(
+    name="evaluation_loop_over_batches_switches_modes", make=_classifier,
+    target=lambda world: evaluate,
+    inputs=lambda: [(rand(4, 5), torch.randint(0, 3, (4,))) for _ in range(3)],
+    call=lambda world, compiled, args: compiled(world, args.args[0])))
+
+
+def _gradients_of_a_step():
+    torch.manual_seed(5)
+    model = nn.Linear(4, 3)
+    model(torch.randn(6, 4)).pow(2).sum().backward()
+    return model
+
+
+def clip_gradients(model, max_norm):
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    factor = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(factor)
+    return total
+
+
+PROGRAMS.append(Program(
+    name="hand_written_gradient_clipping_mutates_grads", make=_gradients_of_a_step,
+    target=lambda world: clip_gradients, inputs=lambda: (0.5,),
+    call=lambda world, compiled, args: compiled(world, *args.args),
+    observe=lambda world: [p.grad.clone() for p in world.parameters()], repeats=1))
+
+
+PROGRAMS.append(function_program(
+    "torch_clip_grad_norm_utility", torch.nn.utils.clip_grad_norm_,
+    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False,
+    xfail="*args/**kwargs of its no-grad wrapper are unbound (UnboundLocalError: args), so "
+          "the whole call runs eagerly"))
