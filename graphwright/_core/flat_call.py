@@ -79,22 +79,26 @@ def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor
         leaves[position] = tensor
     args, kwargs = pytree.tree_unflatten(leaves, in_spec)
     with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]), \
-            _captured_tensors_allowed(flat_inputs):
+            _as_traced_when_fake(flat_inputs):
         return fn(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _captured_tensors_allowed(flat_inputs: Sequence[Any]) -> Iterator[None]:
-    """On fake tensors, the body's captured real tensors (globals, closures) are constants."""
+def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
+    """While a tracer runs the body on fake tensors: the body's captured real tensors
+    (globals, closures) are constants, and `torch.compiler.is_compiling()` reads True, as
+    under torch.compile. Run on real tensors (the eager backend), the body runs as written."""
     fake_mode = detect_fake_mode(flat_inputs)
-    if fake_mode is None or fake_mode.allow_non_fake_inputs:
+    if fake_mode is None:
         yield
         return
-    fake_mode.allow_non_fake_inputs = True
+    compiler = torch.compiler
+    allowed, compiling = fake_mode.allow_non_fake_inputs, compiler._is_compiling_flag
+    fake_mode.allow_non_fake_inputs = compiler._is_compiling_flag = True
     try:
         yield
     finally:
-        fake_mode.allow_non_fake_inputs = False
+        fake_mode.allow_non_fake_inputs, compiler._is_compiling_flag = allowed, compiling
 
 
 class FlatCall:

@@ -15,7 +15,6 @@ autograd: each warns once, at the user's line.
 """
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -65,18 +64,6 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     return output_value(leaves, out_spec, lambda index: result.items[index])
 
 
-@contextlib.contextmanager
-def _compiling_flag():
-    """`torch.compiler.is_compiling()` reads True while the body is traced, as under torch.compile."""
-    compiler = torch.compiler
-    previous = compiler._is_compiling_flag
-    compiler._is_compiling_flag = True
-    try:
-        yield
-    finally:
-        compiler._is_compiling_flag = previous
-
-
 def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor],
                    name: str) -> tuple[Any, torch.fx.GraphModule]:
     """Run `call(*fakes)` under the non-strict tracer; its output (on fakes) and the graph."""
@@ -91,8 +78,7 @@ def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor],
     # compilation's, even for a call without tensor inputs.
     anchor = tracer.graph.fake_mode.from_tensor(torch.empty(0))
     try:
-        with _compiling_flag():
-            gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(anchor, *fakes)
+        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(anchor, *fakes)
     except GraphBreak:
         raise
     except Exception as error:
