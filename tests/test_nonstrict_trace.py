@@ -218,3 +218,55 @@ def test_calls_around_the_nonstrict_call_stay_in_the_same_graph():
     code = counter.graphs[0].code
     assert counter.frame_count == 1
     assert code.index("sin") < code.index("nonstrict_get_magic_num") < code.index("relu")
+
+
+def test_error_raised_inside_the_body_points_at_the_users_line_in_the_body():
+    @graphwright.nonstrict_trace
+    def data_dependent(x):
+        if x.sum() > 0:  # needs tensor data: not traceable on fake tensors
+            return x
+        return -x
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return data_dependent(x) + 1
+
+    with pytest.raises(graphwright.Unsupported) as info:
+        fn(torch.randn(3))
+    error = info.value
+    assert "Error while tracing a nonstrict_trace-ed function" in str(error)
+    assert error.user_stack[-1].line == "if x.sum() > 0:  # needs tensor data: not traceable on fake tensors"
+    assert error.user_stack[-2].line == "return data_dependent(x) + 1"
+    assert "graphwright/" not in "".join(frame.filename for frame in error.user_stack)
+
+
+def test_exception_in_the_body_falls_back_to_eager_without_fullgraph():
+    @graphwright.nonstrict_trace
+    def raises(x):
+        raise ValueError("bad value in the body")
+
+    @graphwright.compile(backend="eager")
+    def fn(x):
+        return raises(x) + 1
+
+    with pytest.raises(ValueError, match="bad value in the body"):
+        fn(torch.randn(3))
+
+
+def test_call_sites_are_listed_with_their_specialised_constants():
+    from graphwright._core.flat_call import nonstrict_call_sites
+
+    @graphwright.nonstrict_trace
+    def scale(x, k, mode="fast"):
+        return x * k
+
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def fn(x):
+        return scale(x, 2) + scale(x, 3, mode="slow")
+
+    fn(torch.randn(2))
+    sites = nonstrict_call_sites(counter.graphs[0])
+    assert [site.specialised_constants() for site in sites] == [{"args[1]": 2}, {"args[1]": 3, "kwargs['mode']": "slow"}]
+    assert "test_nonstrict_trace.py" in sites[0].describe() and "args[1]=2" in sites[0].describe()

@@ -117,6 +117,7 @@ class FlatCall:
         self.tensor_positions = tuple(tensor_positions)
         self.module_states = tuple(module_states)
         self.out_spec: pytree.TreeSpec | None = None
+        self.call_site = ""  # the user's `file:line`, set by the tracer
         self.num_tensor_outputs = 0
         name = getattr(fn, "__name__", type(fn).__name__)
         # torch.fx names the node's global after these.
@@ -141,11 +142,40 @@ class FlatCall:
                 hints=["Make the output structure independent of tensor values."])
         return tensors
 
-    def constant_leaves(self) -> dict[str, Any]:
-        """The call site's specialised non-tensor inputs, by position (for `explain`)."""
-        tensor_positions = set(self.tensor_positions)
-        return {str(index): leaf for index, leaf in enumerate(self.leaves)
-                if index not in tensor_positions and not isinstance(leaf, torch.nn.Module)}
+    def specialised_constants(self) -> dict[str, Any]:
+        """The call site's non-tensor inputs, baked into the graph, by argument path
+        (`args[1]`, `kwargs['k'][0]`); modules are inputs through their tensors, not constants."""
+        named = dict(zip(self._leaf_paths(), self.leaves))
+        tensor_paths = set(self._leaf_paths()[position] for position in self.tensor_positions)
+        return {path: leaf for path, leaf in named.items()
+                if path not in tensor_paths and not isinstance(leaf, torch.nn.Module)}
+
+    def _leaf_paths(self) -> list[str]:
+        markers = list(range(len(self.leaves)))
+        try:
+            with_paths, _ = pytree.tree_flatten_with_path(pytree.tree_unflatten(markers, self.in_spec))
+        except ValueError:  # a class registered without key paths: number the leaves
+            return [f"leaf {index}" for index in markers]
+        return [_argument_path(key_path) for key_path, _ in with_paths]
+
+    def describe(self) -> str:
+        """One line for `explain`: the function, where it is called, its specialised constants."""
+        where = f" at {self.call_site}" if self.call_site else ""
+        constants = ", ".join(f"{path}={value!r}" for path, value in self.specialised_constants().items())
+        return (f"nonstrict_trace call of {getattr(self.fn, '__qualname__', self.fn)}{where}; "
+                f"specialised constants: {constants or 'none'}")
 
     def __repr__(self) -> str:
         return f"<nonstrict_trace call of {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+def _argument_path(key_path: tuple) -> str:
+    """`(args, kwargs)` key path to `args[0]['a']` / `kwargs['k']`."""
+    head, *rest = key_path
+    return ("args" if head.idx == 0 else "kwargs") + pytree.keystr(tuple(rest))
+
+
+def nonstrict_call_sites(gm: torch.fx.GraphModule) -> list[FlatCall]:
+    """The nonstrict_trace calls of a captured graph, in graph order (what `explain` lists)."""
+    return [node.target for node in gm.graph.nodes
+            if node.op == "call_function" and isinstance(node.target, FlatCall)]

@@ -59,6 +59,7 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
     flat_call.out_spec = out_spec
     flat_call.num_tensor_outputs = len(tensors)
+    flat_call.call_site = _call_site(tracer)
     _warn_about_impurities(tracer, gm, name, len(flat.tensors))
     result = tracer.graph.call_with_result(flat_call, inputs, tensors)
     return output_value(leaves, out_spec, lambda index: result.items[index])
