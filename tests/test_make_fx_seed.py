@@ -103,6 +103,18 @@ def test_input_list_is_mutated_only_while_tracing_not_by_the_graph():
         assert len(lst) == 2
 
 
+def test_real_mode_trace_mutates_the_callers_list_as_pytorch_does():
+    def function_with_input_list_mutation(lst):
+        return lst.pop()
+
+    x, y = torch.tensor([0, 1, 2]), torch.tensor([3, 4, 5])
+    lst, reference = [x, y], [x, y]
+    gm = graphwright.make_fx(function_with_input_list_mutation)(lst)
+    torch_make_fx(function_with_input_list_mutation)(reference)
+    assert len(lst) == len(reference) == 1
+    torch.testing.assert_close(gm([x, y]), y)
+
+
 def test_data_ptr_in_fake_mode_is_a_clear_trace_error():
     tensor = torch.tensor([42], dtype=torch.int32)
 

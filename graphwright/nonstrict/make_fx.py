@@ -99,7 +99,7 @@ def _trace(
 
     with _tracing_modes(fake_mode, recorder):
         try:
-            outputs = f(*pytree.tree_unflatten(traced_leaves, in_spec))
+            outputs = f(*_call_arguments(args, leaves, traced_leaves, in_spec))
         except Exception as exc:
             error = translate_trace_exception(exc, tracing_mode)
             if error is None:
@@ -146,6 +146,18 @@ def _tracing_modes(fake_mode, recorder: GraphRecorder):
                 stack.enter_context(enable_python_dispatcher())
         stack.enter_context(recorder)
         yield
+
+
+def _call_arguments(args: tuple, leaves: list, traced_leaves: list, in_spec) -> tuple:
+    """What the traced function is called with.
+
+    When no leaf was converted (real mode), the caller's own objects: side
+    effects on them then happen during the trace, as in eager and in PyTorch's
+    make_fx. Otherwise new containers around the converted leaves.
+    """
+    if all(traced is leaf for traced, leaf in zip(traced_leaves, leaves)):
+        return args
+    return pytree.tree_unflatten(traced_leaves, in_spec)
 
 
 def _output_value(recorder: GraphRecorder, leaf: Any) -> Any:
