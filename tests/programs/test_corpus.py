@@ -15,6 +15,7 @@ if os.environ.get("GW_CORPUS_REFERENCE") != "1" and not hasattr(graphwright, "co
     pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
 
 from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
+    cases_bytecode,
     cases_guards,
     cases_language,
     cases_models,
@@ -24,7 +25,7 @@ from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
 )
 from .harness import REFERENCE, check_program  # noqa: E402
 
-ALL_PROGRAMS = [*cases_language.PROGRAMS, *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS,
+ALL_PROGRAMS = [*cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS,
                 *cases_models.PROGRAMS, *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS]
 
 
