@@ -20,6 +20,7 @@ from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
 from .codegen import MISS
 from .entries import build_entry, cache_limit_warning, failure_reason
+from .graph_builder import prepare_fake_tensors
 
 
 class CodeCache:
@@ -45,6 +46,7 @@ class CompiledFunction:
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
     def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool) -> None:
+        prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
         self._backend = backend

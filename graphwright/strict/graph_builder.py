@@ -7,6 +7,7 @@ operators) and then becomes a node. It knows nothing about bytecode.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from typing import Any, Callable
@@ -33,6 +34,16 @@ def _op_name(kind: str, target: Any) -> str:
     if kind == "call_method":
         return f"Tensor.{target}"
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+@functools.lru_cache(maxsize=None)
+def prepare_fake_tensors() -> None:
+    """Load the fake-tensor machinery once (a mode's first use imports much of torch),
+    so that `graphwright.compile(...)` pays for it, not the first compiled call."""
+    mode = FakeTensorMode()
+    with mode:
+        torch.nn.functional.linear(mode.from_tensor(torch.ones(2, 2)), torch.ones(2, 2)).relu()
+    torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
 
 
 class GraphBuilder:

@@ -19,6 +19,7 @@ from .._core import config
 from . import graph_breaks as gb
 from . import wrap as wrapping
 from .graph_breaks import GraphBreak, GraphBreakKind
+from .frame import Frame
 from .graph_builder import GraphBuilder
 from .guards import Guard
 from .side_effects import SideEffects
@@ -105,8 +106,6 @@ def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict)
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
     """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops."""
-    from .frame import Frame
-
     tracer = Tracer()
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
