@@ -171,3 +171,38 @@ def test_print_is_replayed_only_when_reorderable_print_is_on(capsys):
     graphwright.reset()
     with pytest.raises(graphwright.Unsupported, match="print"):
         graphwright.compile(fn, backend="eager", fullgraph=True)(torch.zeros(1))
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(3, 3)
+        self.second = nn.Linear(3, 3)
+        self.seen = []
+        self.first.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+        self.first.register_forward_hook(self._capture)
+
+    def _capture(self, module, inputs, output):
+        self.seen.append(output.detach())
+        return output + 1
+
+    def forward(self, x):
+        return self.second(self.first(x).relu())
+
+
+def test_forward_hooks_and_pre_hooks_of_submodules_run_inside_the_graph():
+    torch.manual_seed(0)
+    eager = Hooked()
+    torch.manual_seed(0)
+    compiled_module = Hooked()
+    counter = CompileCounter()
+    compiled = graphwright.compile(compiled_module, backend=counter, fullgraph=True)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(compiled(x), eager(x))
+    assert len(compiled_module.seen) == 1
+    torch.testing.assert_close(compiled_module.seen[0], eager.seen[0])
+    handle = compiled_module.first.register_forward_hook(lambda m, i, o: o * 0)
+    eager.first.register_forward_hook(lambda m, i, o: o * 0)
+    torch.testing.assert_close(compiled(x), eager(x))
+    handle.remove()
+    assert counter.frame_count == 2

@@ -30,6 +30,7 @@ from .values import (
     SequenceValue,
     Value,
 )
+from .sources import ItemSource
 from .wrap import function_value, is_torch_function
 
 if TYPE_CHECKING:
@@ -148,16 +149,47 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    real = module.module
-    if real._forward_hooks or real._forward_pre_hooks or real._backward_hooks \
-            or real._backward_pre_hooks or _global_hooks():
-        name = type(real).__name__
-        raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
-    tracer.add_guard(module.source, "no_hooks")
+    """`module(*args, **kwargs)`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
     from . import attributes
 
-    forward = attributes.load_attr(tracer, module, "forward")
-    return call_value(tracer, forward, args, kwargs)
+    real = module.module
+    if real._backward_hooks or real._backward_pre_hooks or _global_hooks():
+        name = type(real).__name__
+        raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
+    if not (real._forward_hooks or real._forward_pre_hooks):
+        tracer.add_guard(module.source, "no_hooks")
+        return call_value(tracer, attributes.load_attr(tracer, module, "forward"), args, kwargs)
+    for hook_id, hook in _hooks(tracer, module, "_forward_pre_hooks"):
+        if hook_id in real._forward_pre_hooks_with_kwargs:
+            result = call_value(tracer, hook, [module, SequenceValue(args, tuple), DictValue(kwargs)], {})
+            if not operations.is_none(result):
+                new_args, new_kwargs = operations.iterate(tracer, result)
+                args, kwargs = operations.iterate(tracer, new_args), operations.dict_items(tracer, new_kwargs)
+        else:
+            result = call_value(tracer, hook, [module, SequenceValue(args, tuple)], {})
+            if not operations.is_none(result):
+                args = operations.iterate(tracer, result) if isinstance(result, SequenceValue) \
+                    and result.kind is tuple else [result]
+    output = call_value(tracer, attributes.load_attr(tracer, module, "forward"), args, kwargs)
+    for hook_id, hook in _hooks(tracer, module, "_forward_hooks"):
+        hook_args = [module, SequenceValue(args, tuple)]
+        if hook_id in real._forward_hooks_with_kwargs:
+            hook_args.append(DictValue(kwargs))
+        result = call_value(tracer, hook, [*hook_args, output], {})
+        if not operations.is_none(result):
+            output = result
+    return output
+
+
+def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any, Value]]:
+    """The hooks of one table, read by source so that adding or removing one recompiles."""
+    from .sources import AttrSource
+
+    real = getattr(module.module, table)
+    source = None if module.source is None else AttrSource(module.source, table)
+    tracer.add_guard(source, "keys", tuple(real))
+    return [(hook_id, tracer.wrap(hook, None if source is None else ItemSource(source, hook_id)))
+            for hook_id, hook in real.items()]
 
 
 def _global_hooks() -> bool:

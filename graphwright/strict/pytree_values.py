@@ -99,6 +99,9 @@ class _Flattener:
         raise InvalidLeaf(path, type(real).__qualname__)
 
     def _module(self, value: ModuleValue, path: str) -> torch.nn.Module:
+        # The call runs this very module (its Python attributes are constants of the call):
+        # another instance of the class needs its own graph.
+        self.tracer.add_guard(value.source, "id", value.module)
         names = module_state_names(value.module)
         for name in names:
             current: Value = value
