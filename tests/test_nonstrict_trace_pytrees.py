@@ -534,3 +534,38 @@ def test_module_whose_weight_was_reassigned_inside_the_region():
     torch.testing.assert_close(out, torch.nn.functional.linear(x, replacement, linear.bias))
     assert linear.weight is replacement  # the store is replayed after the graph
     linear.weight = original
+
+
+def test_two_instances_of_one_module_class_each_get_their_own_constants():
+    @graphwright.nonstrict_trace
+    def run(m, x):
+        return m.lin(x) * m.k
+
+    class WithConstant(torch.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+            self.k = k
+
+        def forward(self, x):
+            return run(self, x)
+
+    counter = CompileCounter()
+    first, second = WithConstant(1.0), WithConstant(5.0)
+    compiled_first = graphwright.compile(first, backend=counter, fullgraph=True)
+    compiled_second = graphwright.compile(second, backend=counter, fullgraph=True)
+    x = torch.randn(3, 2)
+    torch.testing.assert_close(compiled_first(x), first(x))
+    torch.testing.assert_close(compiled_second(x), second(x))
+    torch.testing.assert_close(compiled_first(x), first(x))
+    assert counter.frame_count == 2
+
+
+def test_torch_size_output_is_a_constant():
+    @graphwright.nonstrict_trace
+    def shape_and_sum(x):
+        return x.shape, x.sum()
+
+    compiled, _ = compile_one_graph(lambda x: shape_and_sum(x)[1] * shape_and_sum(x)[0][0])
+    x = torch.randn(3, 2)
+    torch.testing.assert_close(compiled(x), x.sum() * 3)
