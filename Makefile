@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick bench clean
+.PHONY: demo test test-quick test-corpus-reference bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(STAMP)
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
+
+# The differential corpus run through PyTorch's torch.compile: validates its expectations.
+test-corpus-reference: $(STAMP)
+	GW_CORPUS_REFERENCE=1 $(PY) -m pytest -q tests/programs
 
 bench: $(STAMP)
 	$(PY) -m bench
