@@ -180,3 +180,27 @@ def test_traced_graph_that_still_mutates_an_input_is_refused_but_scratch_buffers
     _check_functional(graph_writing(into_input=False))
     with pytest.raises(graphwright.BackendError, match="could not functionalize `aten.add_.Tensor`"):
         _check_functional(graph_writing(into_input=True))
+
+
+@pytest.mark.slow
+def test_inductor_writes_back_mutations_and_rebuilds_aliases():
+    def fn(x, w, buf):
+        buf.mul_(0.9).add_(x.mean(0))
+        y = x @ w
+        return y, y.view(-1), x, x.detach()
+
+    def inputs():
+        torch.manual_seed(0)
+        return [torch.randn(3, 4), torch.randn(4, 2, requires_grad=True), torch.zeros(4)]
+
+    eager_in, compiled_in = inputs(), inputs()
+    expected = fn(*eager_in)
+    actual = lookup_backend("inductor")(graph_of(fn), compiled_in)(*compiled_in)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+    torch.testing.assert_close(compiled_in[2], eager_in[2])
+    assert actual[2] is compiled_in[0]
+    assert actual[1].untyped_storage().data_ptr() == actual[0].untyped_storage().data_ptr()
+    actual[1].sum().backward()
+    expected[1].sum().backward()
+    torch.testing.assert_close(compiled_in[1].grad, eager_in[1].grad)
