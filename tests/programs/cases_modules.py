@@ -310,7 +310,8 @@ class Layer(nn.Module):
 
 
 def _many_layers():
-    return [Layer() for _ in range(12)]
+    # More instances than config.cache_size_limit: sharing must not be per instance.
+    return [Layer() for _ in range(20)]
 
 
 def _through_every_layer(world, compiled, args):
