@@ -204,3 +204,23 @@ def test_inductor_writes_back_mutations_and_rebuilds_aliases():
     actual[1].sum().backward()
     expected[1].sum().backward()
     torch.testing.assert_close(compiled_in[1].grad, eager_in[1].grad)
+
+
+def test_outputs_that_view_one_intermediate_share_its_storage():
+    def fn(x):
+        y = x * 2
+        return y[0], y[:, 0]
+
+    x = torch.randn(3, 3, requires_grad=True)
+    row, column = aot_eager(graph_of(fn), [x])(x)
+    expected_row, expected_column = fn(x)
+    torch.testing.assert_close(row, expected_row)
+    torch.testing.assert_close(column, expected_column)
+    assert row.untyped_storage().data_ptr() == column.untyped_storage().data_ptr()
+    (row.sum() + 2 * column.sum()).backward()
+    (grad,) = torch.autograd.grad(expected_row.sum() + 2 * expected_column.sum(), x)
+    torch.testing.assert_close(x.grad, grad)
+    with torch.no_grad():
+        row, column = aot_eager(graph_of(fn), [x])(x)
+        row.zero_()
+        assert column[0].item() == 0

@@ -30,11 +30,9 @@ from .metadata import (
 
 
 def _forward_values(fn, functional_inputs, meta: GraphMetadata) -> list[Any]:
-    """Run `fn` and pick what the forward graph returns: mutated inputs' new values, then GRAPH outputs."""
+    """Run `fn` and pick what the forward graph returns (see `GraphMetadata`)."""
     flat_outputs = pytree.tree_leaves(fn(*functional_inputs))
-    return [functional_inputs[i] for i in meta.mutated_inputs] + [
-        flat_outputs[i] for i, info in enumerate(meta.outputs) if info.kind is OutputKind.GRAPH
-    ]
+    return meta.forward_values(functional_inputs, flat_outputs)
 
 
 def forward_function(fn: Callable[..., Any], meta: GraphMetadata) -> Callable[..., tuple]:

@@ -29,6 +29,7 @@ class OutputKind(enum.Enum):
     INPUT_VIEW = "a view of an input"
     SAME_OUTPUT = "the same object as an earlier output"
     OUTPUT_VIEW = "a view of an earlier output that owns its storage"
+    INTERMEDIATE_VIEW = "a view of an intermediate that other outputs view too"
     CONSTANT = "a Python constant"
 
 
@@ -36,9 +37,10 @@ class OutputKind(enum.Enum):
 class OutputInfo:
     """How the runtime produces one flat output leaf.
 
-    `index` names the input (INPUT, INPUT_VIEW) or earlier output (SAME_OUTPUT,
-    OUTPUT_VIEW) it refers to; `view` is (size, stride, storage_offset) for
-    the two view kinds; `value` is the constant for CONSTANT.
+    `index` names the input (INPUT, INPUT_VIEW), earlier output (SAME_OUTPUT,
+    OUTPUT_VIEW) or hidden base (INTERMEDIATE_VIEW) it refers to; `view` is
+    (size, stride, storage_offset) for the view kinds; `value` is the
+    constant for CONSTANT.
     """
 
     kind: OutputKind
@@ -61,14 +63,18 @@ class TensorSpec:
 class GraphMetadata:
     """Everything the tracer and the runtime must know about one graph.
 
-    The forward graph returns, in order, the new values of `mutated_inputs`
-    and then the outputs of kind GRAPH; `forward_requires_grad` says which of
-    those are differentiable (each one gets a tangent in the joint graph).
+    The forward graph returns, in order, the new values of `mutated_inputs`,
+    the outputs of kind GRAPH, then the hidden bases: intermediates that
+    several outputs are views of (`hidden_bases[k]` is one such output's
+    index), from which the runtime rebuilds those views so that they share
+    storage as in eager. `forward_requires_grad` says which forward values
+    are differentiable (each one gets a tangent in the joint graph).
     """
 
     mutated_inputs: list[int]
     outputs: list[OutputInfo]
     out_spec: pytree.TreeSpec
+    hidden_bases: list[int]
     forward_requires_grad: list[bool]
     forward_specs: list[TensorSpec | None]
 
@@ -78,7 +84,15 @@ class GraphMetadata:
 
     @property
     def num_forward_outputs(self) -> int:
-        return len(self.mutated_inputs) + len(self.graph_output_indices)
+        return len(self.mutated_inputs) + len(self.graph_output_indices) + len(self.hidden_bases)
+
+    def forward_values(self, functional_inputs: Sequence[Any], flat_outputs: Sequence[Any]) -> list[Any]:
+        """What the forward graph returns, picked from one run's inputs and flat outputs."""
+        return (
+            [functional_inputs[i] for i in self.mutated_inputs]
+            + [flat_outputs[i] for i in self.graph_output_indices]
+            + [flat_outputs[k]._base for k in self.hidden_bases]
+        )
 
     @property
     def tangent_specs(self) -> list[TensorSpec]:
@@ -141,14 +155,14 @@ def analyze_graph(
             flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
         mutated = _mutated_inputs(functional_inputs)
         outputs = _describe_outputs(flat_outputs, functional_inputs)
-        forward_values = [functional_inputs[i] for i in mutated] + [
-            flat_outputs[i] for i, info in enumerate(outputs) if info.kind is OutputKind.GRAPH
-        ]
-        specs = [_tensor_spec(v) for v in forward_values]
-        requires_grad = [
+        hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
+        meta = GraphMetadata(mutated, outputs, out_spec, hidden_bases, [], [])
+        forward_values = meta.forward_values(functional_inputs, flat_outputs)
+        meta.forward_specs = [_tensor_spec(v) for v in forward_values]
+        meta.forward_requires_grad = [
             isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled for v in forward_values
         ]
-    return GraphMetadata(mutated, outputs, out_spec, requires_grad, specs)
+    return meta
 
 
 def _tensor_spec(value: Any) -> TensorSpec | None:
@@ -193,6 +207,34 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
     for out in flat_outputs:
         infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages))
     return infos
+
+
+def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo]) -> list[int]:
+    """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
+
+    Rewrites `infos` in place; returns, per hidden base, one viewing output's index.
+    """
+    groups: dict[int, list[int]] = {}
+    for i, (out, info) in enumerate(zip(flat_outputs, infos)):
+        if info.kind is not OutputKind.GRAPH or not isinstance(out, torch.Tensor):
+            continue
+        base = out._base
+        if base is not None and base._base is None and _static_view(out) is not None:
+            groups.setdefault(id(base), []).append(i)
+    hidden_bases = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for i in members:
+            info = infos[i]
+            infos[i] = OutputInfo(
+                OutputKind.INTERMEDIATE_VIEW,
+                info.requires_grad,
+                index=len(hidden_bases),
+                view=_static_view(flat_outputs[i]),
+            )
+        hidden_bases.append(members[0])
+    return hidden_bases
 
 
 def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:

@@ -33,6 +33,8 @@ class _Epilogue:
     def __init__(self, meta: GraphMetadata) -> None:
         self.mutated = meta.mutated_inputs
         self.num_mutated = len(meta.mutated_inputs)
+        self.bases_start = self.num_mutated + len(meta.graph_output_indices)
+        self.num_bases = len(meta.hidden_bases)
         self.outputs = meta.outputs
         self.out_spec = meta.out_spec
         # The common case, every output computed by the graph: skip the per-output dispatch.
@@ -42,13 +44,13 @@ class _Epilogue:
     def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
         for i, new in zip(self.mutated, values):
             args[i].copy_(new)
-        graph_values = values[self.num_mutated :]
         if self.all_graph:
-            return self.rebuild(graph_values)
+            return self.rebuild(values[self.num_mutated :])
+        bases = values[self.bases_start : self.bases_start + self.num_bases]
         flat: list[Any] = []
-        next_graph_value = iter(graph_values)
+        next_graph_value = iter(values[self.num_mutated : self.bases_start])
         for info in self.outputs:
-            flat.append(_produce(info, args, flat, next_graph_value))
+            flat.append(_produce(info, args, flat, bases, next_graph_value))
         return self.rebuild(flat)
 
 
@@ -61,7 +63,7 @@ def _structure_builder(spec: pytree.TreeSpec) -> Callable[[Sequence[Any]], Any]:
     return lambda leaves: pytree.tree_unflatten(list(leaves), spec)
 
 
-def _produce(info, args, earlier, next_graph_value):
+def _produce(info, args, earlier, bases, next_graph_value):
     kind = info.kind
     if kind is OutputKind.GRAPH:
         return next(next_graph_value)
@@ -71,7 +73,12 @@ def _produce(info, args, earlier, next_graph_value):
         return args[info.index]
     if kind is OutputKind.SAME_OUTPUT:
         return earlier[info.index]
-    base = args[info.index] if kind is OutputKind.INPUT_VIEW else earlier[info.index]
+    if kind is OutputKind.INPUT_VIEW:
+        base = args[info.index]
+    elif kind is OutputKind.OUTPUT_VIEW:
+        base = earlier[info.index]
+    else:
+        base = bases[info.index]
     if base.requires_grad and not info.requires_grad:
         base = base.detach()
     return base.as_strided(*info.view)
