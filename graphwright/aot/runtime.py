@@ -36,7 +36,6 @@ class _Epilogue:
         self.bases_start = self.num_mutated + len(meta.graph_output_indices)
         self.num_bases = len(meta.hidden_bases)
         self.outputs = meta.outputs
-        self.out_spec = meta.out_spec
         # The common case, every output computed by the graph: skip the per-output dispatch.
         self.all_graph = all(o.kind is OutputKind.GRAPH for o in meta.outputs)
         self.rebuild = _structure_builder(meta.out_spec)
