@@ -439,3 +439,42 @@ class Finfo(nn.Module):
 PROGRAMS.append(module_program(
     "rms_norm_with_finfo_eps", Finfo, lambda: rand(2, 3, requires_grad=True), grad=True,
     changed=lambda: rand(2, 3, requires_grad=True).double(), frames_changed=2))
+
+
+class Variant(nn.Module):
+    def __init__(self, scale=1.0, activation=torch.relu, tail=None, train=True, frozen=False):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = scale
+        self.activation = activation
+        self.tail = tail if tail is not None else nn.Identity()
+        self.train(train)
+        self.lin.requires_grad_(not frozen)
+
+    def forward(self, x):
+        y = self.activation(self.lin(x)) * self.scale
+        if self.training:
+            y = y + 1
+        return self.tail(y)
+
+
+def _variants(*kwargs_list):
+    return lambda: [Variant(**kwargs) for kwargs in kwargs_list]
+
+
+def _through_each_variant(world, compiled, args):
+    return [layer(args.args[0]) for layer in compiled]
+
+
+for _name, _make, _frames in [
+    ("python_constant", _variants(dict(scale=1.0), dict(scale=2.0)), 2),
+    ("function_attribute", _variants(dict(activation=torch.relu), dict(activation=torch.tanh)), 2),
+    ("submodule_class", _variants(dict(), dict(tail=nn.Tanh())), 2),
+    ("training_flag", _variants(dict(train=True), dict(train=False)), 2),
+    ("frozen_parameters", _variants(dict(frozen=False), dict(frozen=True)), 2),
+    ("nothing_but_weights", _variants(dict(), dict(), dict()), 1),
+]:
+    PROGRAMS.append(Program(
+        name=f"instances_of_one_class_differing_in_{_name}", make=_make,
+        inputs=lambda: rand(2, 4, requires_grad=True), call=_through_each_variant, grad=True,
+        frames=_frames))

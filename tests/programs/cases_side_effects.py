@@ -8,7 +8,7 @@ import warnings
 import torch
 from torch import nn
 
-from .harness import CorpusWarning, Program, corpus_logger, function_program, module_program
+from .harness import Args, CorpusWarning, Program, corpus_logger, function_program, module_program
 
 PROGRAMS = []
 
@@ -215,3 +215,48 @@ def _(x):
     y = x * 3
     corpus_logger.info("mean %s, shape %s", y.mean(), tuple(y.shape))
     return y
+
+
+def _pass_one_list_twice(world, compiled, args):
+    x, shared = args.args
+    return compiled(x, shared, shared if args.kwargs["alias"] else list(shared))
+
+
+@program("one_list_passed_as_two_arguments", lambda: Args(rand(2), [1], alias=True),
+         call=_pass_one_list_twice, changed=lambda: Args(rand(2), [1], alias=False),
+         frames_changed=2,
+         xfail="no guard on aliasing between list arguments: the graph traced with one list "
+               "passed twice is reused for two lists (wrong result)")
+def _(x, first, second):
+    first.append(2)
+    return x * len(second)
+
+
+def _identities(world, compiled, args):
+    x, items = args.args
+    out, again, same_list, mutated = compiled(x, items)
+    return out is again, same_list is items, mutated is x, out
+
+
+@program("returned_objects_keep_their_identity", lambda: (rand(3), [1]), call=_identities)
+def _(x, items):
+    y = x * 2
+    items.append(3)
+    x.add_(1)
+    return y, y, items, x
+
+
+GLOBAL_TOTAL = torch.zeros(2)
+
+
+def _reset_total():
+    global GLOBAL_TOTAL
+    GLOBAL_TOTAL = torch.zeros(2)
+
+
+@program("global_tensor_rebound_to_a_new_tensor", lambda: rand(2), repeats=3,
+         reset=_reset_total, observe=lambda world: GLOBAL_TOTAL)
+def _(x):
+    global GLOBAL_TOTAL
+    GLOBAL_TOTAL = GLOBAL_TOTAL + x
+    return GLOBAL_TOTAL * 2
