@@ -407,7 +407,6 @@ class Hooked(nn.Module):
 
 PROGRAMS.append(module_program(
     "forward_hook_records_activations", Hooked, lambda: rand(2, 3), repeats=2, frames=[1, 2],
-    xfail="forward hooks on submodules (GB018)",
     observe=lambda world: list(world.activations)))
 
 
