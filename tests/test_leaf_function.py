@@ -175,3 +175,37 @@ def test_mutates_args_declares_an_in_place_update_under_eager():
     buf, x = torch.zeros(3), torch.ones(3)
     torch.testing.assert_close(fn(buf, x), x * 2)
     torch.testing.assert_close(buf, torch.ones(3))
+
+
+@pytest.mark.slow
+def test_leaf_function_after_a_nonstrict_trace_call_under_inductor():
+    @graphwright.leaf_function
+    def doubled(x):
+        CALLS.append("ran")
+        return x * 2
+
+    @doubled.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    @graphwright.nonstrict_trace
+    def body(module, x):
+        graphwright.graph_break()
+        return module(x).relu()
+
+    linear = torch.nn.Linear(4, 4)
+
+    @graphwright.compile(fullgraph=True, backend="inductor")
+    def fn(x):
+        return doubled(body(linear, x)).sum()
+
+    x = torch.randn(3, 4)
+    out = fn(x)
+    out.backward()
+    grad = linear.weight.grad.clone()
+    linear.weight.grad = None
+    expected = (linear(x).relu() * 2).sum()
+    expected.backward()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(grad, linear.weight.grad)
+    assert CALLS == ["ran", "ran"]  # the forward call, and its recompute in backward
