@@ -300,3 +300,43 @@ def test_in_place_tensor_updates_and_setitem():
         y.mul_(2)
         return y
     check(fn, X)
+
+
+class ShapeError(ValueError):
+    pass
+
+
+def test_exceptions_raised_and_caught_inside_follow_the_handlers():
+    def lookup(table, key):
+        try:
+            return table[key]
+        except KeyError:
+            return -1
+        finally:
+            table_seen = True  # noqa: F841
+
+    def fn(x, table):
+        try:
+            if x.dim() == 2:
+                raise ShapeError("two dims")
+            out = x
+        except (TypeError, ShapeError) as error:
+            out = x * len(str(error))
+        try:
+            with torch.no_grad():
+                raise RuntimeError("inside with")
+        except RuntimeError:
+            out = out + 1
+        return out, lookup(table, "a"), lookup(table, "missing"), torch.is_grad_enabled()
+    check(fn, X, {"a": 3})
+
+
+def test_an_exception_escaping_the_function_runs_it_eagerly_to_raise_the_real_error():
+    namespace = {}
+    exec("def fn(x):\n    assert x.shape[0] == 99, 'wrong batch'\n    return x\n", namespace)
+    fn = namespace["fn"]  # defined outside this module: pytest rewrites asserts written here
+    with pytest.raises(AssertionError, match="wrong batch"):
+        graphwright.compile(fn, backend="eager")(X)
+    assert graphwright.counters["graph_break"]["Exception raised in traced code"] == 1
+    with pytest.raises(graphwright.Unsupported, match="AssertionError: wrong batch"):
+        graphwright.compile(fn, backend="eager", fullgraph=True)(X)

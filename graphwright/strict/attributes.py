@@ -45,9 +45,8 @@ _MISSING = object()
 def load_attr(tracer: "Tracer", value: Value, name: str) -> Value:
     found = lookup(tracer, value, name)
     if found is None:
-        raise tracer.graph_break(
-            gb.USER_EXCEPTION, f"getattr {name}",
-            error=f"AttributeError: '{value.python_type().__name__}' object has no attribute '{name}'")
+        raise tracer.user_error(
+            AttributeError(f"'{value.python_type().__name__}' object has no attribute '{name}'"))
     return found
 
 

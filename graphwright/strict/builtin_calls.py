@@ -75,7 +75,7 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     try:
         return operations.constant_result(target(*python_args, **python_kwargs))
     except Exception as error:
-        raise tracer.graph_break(gb.USER_EXCEPTION, f"{name}(...)", error=f"{type(error).__name__}: {error}")
+        raise tracer.user_error(error, f"{name}(...)")
 
 
 def _unsupported(tracer: "Tracer", name: str, args: list[Value]) -> Exception:
@@ -102,7 +102,7 @@ def _len(tracer, args, kwargs):
     value = args[0]
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
-            raise tracer.graph_break(gb.USER_EXCEPTION, "len of 0-d tensor", error="TypeError: len() of a 0-d tensor")
+            raise tracer.user_error(TypeError("len() of a 0-d tensor"))
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
@@ -215,7 +215,7 @@ def _next(tracer, args, kwargs):
         return item
     if len(args) > 1:
         return args[1]
-    raise tracer.graph_break(gb.USER_EXCEPTION, "next()", error="StopIteration")
+    raise tracer.user_error(StopIteration())
 
 
 @handles(map)
@@ -353,7 +353,7 @@ def _reduce(tracer, args, kwargs):
     if len(args) > 2:
         items = [args[2], *items]
     if not items:
-        raise tracer.graph_break(gb.USER_EXCEPTION, "reduce()", error="TypeError: reduce() of empty iterable")
+        raise tracer.user_error(TypeError("reduce() of empty iterable with no initial value"))
     total = items[0]
     for item in items[1:]:
         total = calls.call_value(tracer, args[0], [total, item], {})

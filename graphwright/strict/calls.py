@@ -128,6 +128,8 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
+    if issubclass(cls, BaseException):
+        return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
         return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
@@ -237,7 +239,7 @@ def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
     double_star = names[index] if code.co_flags & inspect.CO_VARKEYWORDS else None
 
     def fail(message: str) -> Exception:
-        return tracer.graph_break(gb.USER_EXCEPTION, message, error=f"TypeError: {function.name}() {message}")
+        return tracer.user_error(TypeError(f"{function.name}() {message}"))
 
     bound: dict[str, Value] = dict(zip(positional, args))
     extra = list(args[len(positional):])

@@ -98,10 +98,11 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
     for guard in ordered(entry.guards):
         try:
             actual = None if guard.kind == "grad_mode" else guard.source.read(fn, bound.arguments)
-            if guard.kind == "alias":
-                other = guard.expected.read(fn, bound.arguments)
-                reason = None if actual is other else f"'{guard.source.name()}' no longer aliases " \
-                                                       f"'{guard.expected.name()}'"
+            if guard.kind in ("alias", "distinct"):
+                same = actual is guard.expected.read(fn, bound.arguments)
+                reason = None if same == (guard.kind == "alias") else \
+                    f"'{guard.source.name()}' and '{guard.expected.name()}' " + \
+                    ("are no longer the same object" if guard.kind == "alias" else "are now the same object")
             else:
                 reason = guard.failure(actual)
         except Exception as error:

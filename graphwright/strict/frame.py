@@ -17,20 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 from . import graph_breaks as gb
 from .instructions_311 import Instructions311
-from .values import CellValue, Value
+from .values import CellValue, ConstantValue, Value
 
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int]]] = {}
+_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int], list]] = {}
 
 
-def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int]]:
-    """The instructions of `code` (caches skipped) and a map from offset to index."""
+def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list]:
+    """The instructions of `code` (caches skipped), offset -> index, and the exception table."""
     entry = _DECODED.get(code)
     if entry is None:
         instructions = list(dis.get_instructions(code))
-        entry = (instructions, {inst.offset: index for index, inst in enumerate(instructions)})
+        entry = (instructions, {inst.offset: index for index, inst in enumerate(instructions)},
+                 dis._parse_exception_table(code))
         _DECODED[code] = entry
     return entry
 
@@ -46,7 +47,8 @@ class Frame(Instructions311):
         self.closure = closure
         self.stack: list[Value] = []
         self.kw_names: tuple[str, ...] = ()
-        self.instructions, self.offset_index = decoded(code)
+        self.instructions, self.offset_index, self.exception_table = decoded(code)
+        self.handling: list[Value] = []
         self.index = 0
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
@@ -64,7 +66,10 @@ class Frame(Instructions311):
                 if handler is None:
                     raise self.tracer.graph_break(gb.UNSUPPORTED_OPCODE, f"{inst.opname} {inst.argrepr}",
                                                   opname=inst.opname)
-                handler(inst)
+                try:
+                    handler(inst)
+                except gb.UserException as raised:
+                    self.unwind_to_handler(inst.offset, raised)
             return self.result
         except Exception as error:
             if not hasattr(error, "graphwright_user_stack") and not isinstance(error, gb.GraphBreak):
@@ -72,6 +77,18 @@ class Frame(Instructions311):
             raise
         finally:
             self.tracer.frames.pop()
+
+    def unwind_to_handler(self, offset: int, raised: "gb.UserException") -> None:
+        """Continue at the handler the exception table names for `offset`, as CPython does."""
+        for entry in self.exception_table:
+            if entry.start <= offset < entry.end:
+                del self.stack[entry.depth:]
+                if entry.lasti:
+                    self.push(ConstantValue(offset))
+                self.push(raised.value)
+                self.jump_to(entry.target)
+                return
+        raise raised
 
     def jump_to(self, offset: int) -> None:
         self.index = self.offset_index[offset]

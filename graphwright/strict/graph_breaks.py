@@ -41,6 +41,26 @@ class GraphBreak(Exception):
                            user_stack=self.user_stack)
 
 
+class UserException(Exception):
+    """An exception the traced program raised (`value` is its symbolic value).
+
+    The program's own `try`/`except` handlers may catch it; escaping the
+    compiled function it becomes a USER_EXCEPTION graph break.
+    """
+
+    def __init__(self, value, debug_context: str, user_stack: list[traceback.FrameSummary]) -> None:
+        super().__init__(debug_context)
+        self.value = value
+        self.debug_context = debug_context
+        self.user_stack = user_stack
+
+    def to_graph_break(self) -> GraphBreak:
+        error = self.value.value
+        text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
+        return GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
+                          self.debug_context, self.user_stack)
+
+
 REGISTRY: dict[str, GraphBreakKind] = {}
 
 

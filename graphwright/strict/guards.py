@@ -17,7 +17,7 @@ from .sources import ExprWriter, Source
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3,
-         "tensor": 4, "alias": 5}
+         "tensor": 4, "alias": 5, "distinct": 5}
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Guard:
         return _COST[self.kind]
 
     def dedup_key(self) -> tuple:
+        if self.kind in ("alias", "distinct"):
+            return (self.source, self.kind, self.expected)
         expected = id(self.expected) if self.kind in ("id", "type") else self.expected
         return (self.source, self.kind, expected)
 
@@ -80,6 +82,8 @@ class Guard:
             return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
+        if kind == "distinct":
+            return f"{value} is not {writer.expr(expected)}"
         if kind == "tensor":
             return _tensor_condition(value, expected, ref)
         raise AssertionError(kind)

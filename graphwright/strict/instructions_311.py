@@ -11,6 +11,7 @@ import operator
 
 from . import attributes, calls, contexts, operations
 from . import graph_breaks as gb
+from .graph_breaks import UserException
 from .values import (
     NONE,
     NULL,
@@ -61,8 +62,8 @@ class Instructions311:
     def op_LOAD_FAST(self, inst):
         value = self.locals.get(inst.argval)
         if value is None:
-            raise self.tracer.graph_break(gb.USER_EXCEPTION, f"unbound local {inst.argval}",
-                                          error=f"UnboundLocalError: {inst.argval}")
+            raise self.tracer.user_error(UnboundLocalError(
+                f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
         self.push(value)
 
     def op_STORE_FAST(self, inst):
@@ -231,16 +232,14 @@ class Instructions311:
     def op_UNPACK_SEQUENCE(self, inst):
         items = operations.iterate(self.tracer, self.pop())
         if len(items) != inst.arg:
-            raise self.tracer.graph_break(gb.USER_EXCEPTION, "unpack length",
-                                          error=f"ValueError: expected {inst.arg} values to unpack")
+            raise self.tracer.user_error(ValueError(f"expected {inst.arg} values to unpack, got {len(items)}"))
         self.stack.extend(reversed(items))
 
     def op_UNPACK_EX(self, inst):
         before, after = inst.arg & 0xFF, inst.arg >> 8
         items = operations.iterate(self.tracer, self.pop())
         if len(items) < before + after:
-            raise self.tracer.graph_break(gb.USER_EXCEPTION, "unpack length",
-                                          error="ValueError: not enough values to unpack")
+            raise self.tracer.user_error(ValueError("not enough values to unpack"))
         middle = SequenceValue(items[before:len(items) - after], list)
         unpacked = items[:before] + [middle] + items[len(items) - after:]
         self.stack.extend(reversed(unpacked))
@@ -305,9 +304,44 @@ class Instructions311:
         self.push(ConstantValue(AssertionError))
 
     def op_RAISE_VARARGS(self, inst):
-        exception = self.popn(inst.arg)[0] if inst.arg else None
-        text = repr(exception.value) if isinstance(exception, ConstantValue) else repr(exception)
-        raise self.tracer.graph_break(gb.USER_EXCEPTION, f"raise {text}", error=text)
+        if inst.arg == 2:
+            self.pop()  # `from cause`: the cause does not change which handler runs
+        if inst.arg == 0:
+            if not self.handling:
+                raise self.tracer.user_error(RuntimeError("No active exception to reraise"))
+            raise UserException(self.handling[-1], "re-raise", self.tracer.user_stack())
+        exception = self.pop()
+        real = operations.python_value(self.tracer, exception, "raise") \
+            if isinstance(exception, ConstantValue) else None
+        if isinstance(real, type) and issubclass(real, BaseException):
+            real = real()
+        if not isinstance(real, BaseException):
+            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"raise {exception!r}",
+                                          op="raise", types=exception.python_type().__name__)
+        raise self.tracer.user_error(real, f"raise {type(real).__name__}")
+
+    # -- exception handlers (reached through the exception table) -------------------------
+    def op_PUSH_EXC_INFO(self, inst):
+        exception = self.pop()
+        self.push(self.handling[-1] if self.handling else NONE)
+        self.handling.append(exception)
+        self.push(exception)
+
+    def op_POP_EXCEPT(self, inst):
+        self.pop()
+        self.handling.pop()
+
+    def op_CHECK_EXC_MATCH(self, inst):
+        classes = operations.python_value(self.tracer, self.pop())
+        self.push(ConstantValue(isinstance(self.stack[-1].value, classes)))
+
+    def op_RERAISE(self, inst):
+        raise UserException(self.pop(), "re-raise", self.tracer.user_stack())
+
+    def op_WITH_EXCEPT_START(self, inst):
+        exception, exit_function = self.stack[-1], self.stack[-4]
+        arguments = [ConstantValue(type(exception.value)), exception, NONE]
+        self.push(calls.call_value(self.tracer, exit_function, arguments, {}))
 
     def op_RETURN_GENERATOR(self, inst):
         self.push(NONE)

@@ -127,7 +127,7 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
     for index, item in enumerate(items):
         if operations.contains(tracer, SequenceValue([item], list), wanted):
             return index
-    raise tracer.graph_break(gb.USER_EXCEPTION, "list.index", error="ValueError: value is not in list")
+    raise tracer.user_error(ValueError("value is not in list"))
 
 
 def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
@@ -158,7 +158,7 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
             return items.pop(key)
         if len(args) > 1:
             return args[1]
-        raise tracer.graph_break(gb.USER_EXCEPTION, "dict.pop", error=f"KeyError: {key!r}")
+        raise tracer.user_error(KeyError(key))
     if name == "setdefault":
         return items.setdefault(key, args[1] if len(args) > 1 else NONE)
     if name in ("__setitem__",):
@@ -185,7 +185,7 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
     try:
         result = getattr(receiver.value, name)(*python_args, **python_kwargs)
     except Exception as error:
-        raise tracer.graph_break(gb.USER_EXCEPTION, f"{name}", error=f"{type(error).__name__}: {error}")
+        raise tracer.user_error(error, f"{type(receiver.value).__name__}.{name}()")
     return operations.constant_result(result)
 
 

@@ -83,7 +83,7 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
 
 
 def _user_error(tracer: "Tracer", error: Exception, what: str) -> Exception:
-    return tracer.graph_break(gb.USER_EXCEPTION, what, error=f"{type(error).__name__}: {error}")
+    return tracer.user_error(error, what)
 
 
 def _unsupported(tracer: "Tracer", op: Callable, *values: Value) -> Exception:
@@ -220,8 +220,7 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
         return [constant(item) for item in value.value]
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
-            raise tracer.graph_break(gb.USER_EXCEPTION, "iterate 0-d tensor",
-                                     error="TypeError: iteration over a 0-d tensor")
+            raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
         unbound = tracer.graph.call("call_method", "unbind", [value], {})
         return list(unbound.items)
     if isinstance(value, ModuleValue):

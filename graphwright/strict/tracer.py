@@ -18,13 +18,16 @@ import torch
 from .._core import config
 from . import graph_breaks as gb
 from . import wrap as wrapping
-from .graph_breaks import GraphBreak, GraphBreakKind
+from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .frame import Frame
 from .graph_builder import GraphBuilder
 from .guards import Guard
 from .side_effects import SideEffects
-from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, Source
-from .values import CellValue, DictValue, SequenceValue, Value
+from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, ModuleDictSource, Source
+from .values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+
+
+_MAX_DISTINCT_CHECKED = 8
 
 
 @dataclass
@@ -52,6 +55,11 @@ class Tracer:
         explanation = kind.explanation.format(**details) if details else kind.explanation
         return GraphBreak(kind, explanation, debug_context, self.user_stack())
 
+    def user_error(self, error: BaseException, debug_context: str = "") -> UserException:
+        """The exception to raise when the traced program raises `error` (catchable by it)."""
+        return UserException(ConstantValue(error), debug_context or f"{type(error).__name__}: {error}",
+                             self.user_stack())
+
     def user_stack(self) -> list[traceback.FrameSummary]:
         return [frame.frame_summary() for frame in self.frames]
 
@@ -70,16 +78,14 @@ class Tracer:
             return self.wrap(f_globals[name], GlobalSource(id(f_globals), name, f_globals))
         if name in builtins:
             return self.wrap(builtins[name], None)
-        raise self.graph_break(gb.USER_EXCEPTION, f"global {name}",
-                               error=f"NameError: name '{name}' is not defined")
+        raise self.user_error(NameError(f"name '{name}' is not defined"))
 
     def cell_contents(self, cell: CellValue) -> Value:
         if cell.contents is None and cell.real is not None:
             source = wrapping.cell_contents_source(cell)
             cell.contents = self.wrap(cell.real.cell_contents, source)
         if cell.contents is None:
-            raise self.graph_break(gb.USER_EXCEPTION, "empty cell",
-                                   error="NameError: free variable referenced before assignment")
+            raise self.user_error(NameError("free variable referenced before assignment"))
         return cell.contents
 
 
@@ -114,9 +120,14 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
         closure = wrapping.closure_cells(fn, FunctionSource())
         frame = Frame(tracer, fn.__code__, fn.__globals__, local_values, closure)
         output = frame.run()
+        add_distinct_input_guards(tracer)
     except GraphBreak as brk:
         brk.guards = tracer.guards
         raise
+    except UserException as raised:
+        brk = raised.to_graph_break()
+        brk.guards = tracer.guards
+        raise brk from None
     except Exception as error:
         stack = getattr(error, "graphwright_user_stack", None) or tracer.user_stack()
         brk = GraphBreak(gb.INTERNAL_ERROR, gb.INTERNAL_ERROR.explanation.format(error=describe(error)),
@@ -128,6 +139,17 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
     return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()])
+
+
+def add_distinct_input_guards(tracer: Tracer) -> None:
+    """Tensors passed as distinct arguments must stay distinct: aliasing changes what in-place
+    operations mean. Parameters and buffers are left out (they cannot alias arguments cheaply)."""
+    sources = [source for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
+    if len(sources) > _MAX_DISTINCT_CHECKED:
+        return
+    for index, source in enumerate(sources):
+        for other in sources[index + 1:]:
+            tracer.add_guard(source, "distinct", other)
 
 
 def describe(error: BaseException) -> str:

@@ -67,7 +67,7 @@ def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     else:
         known = tracer.memo_by_id.get(id(real))
         if known is not None:
-            if isinstance(known[1], TensorValue) and source is not None and known[1].source is not None:
+            if source is not None and known[1].source is not None and source != known[1].source:
                 tracer.add_guard(source, "alias", known[1].source)
             value = known[1]
         else:
