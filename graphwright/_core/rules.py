@@ -49,6 +49,9 @@ class CallableIdRegistry:
     def __contains__(self, fn: Any) -> bool:
         return id(fn) in self.names
 
+    def __repr__(self) -> str:
+        return f"<{self.name} registry of {len(self.names)} callables>"
+
 
 allowed_callables = CallableIdRegistry(ALLOW)
 nonstrict_trace_callables = CallableIdRegistry(NONSTRICT)
@@ -65,7 +68,10 @@ def _register_while_alive(fn: Any, *registries: CallableIdRegistry) -> None:
         for registry in registries:
             registry.remove(fn_id)
 
-    weakref.finalize(fn, deregister)
+    try:
+        weakref.finalize(fn, deregister)
+    except TypeError:
+        pass  # not weakly referenceable (e.g. a slotted callable): it stays registered
 
 
 @dataclass
@@ -217,13 +223,8 @@ def _dynamo_marking_of(fn: Any) -> str | None:
     return None
 
 
-def is_decorator(fn: Any) -> bool:
-    """True for the marking decorators themselves (graphwright's, and torch's when imported)."""
-    return decorator_name(fn) is not None
-
-
 def decorator_name(fn: Any) -> str | None:
-    """`nonstrict_trace` for graphwright.nonstrict_trace or torch's spellings of it, etc."""
+    """Which marking decorator `fn` is (graphwright's, or torch's when imported), or None."""
     if fn is nonstrict_trace:
         return NONSTRICT
     if fn is allow_in_graph:
