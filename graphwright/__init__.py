@@ -17,7 +17,7 @@ from ._core.errors import (
     TraceError,
     Unsupported,
 )
-from .api import compile, disable, graph_break, reset
+from .api import compile, disable, explain, graph_break, reset
 from .backends import list_backends, register_backend
 from .nonstrict import check_nonstrict, make_fx
 
@@ -36,6 +36,7 @@ __all__ = [
     "nonstrict_trace",
     "compile",
     "disable",
+    "explain",
     "graph_break",
     "reset",
     "config",

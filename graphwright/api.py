@@ -16,9 +16,10 @@ from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
+from .strict.explain import ExplainOutput, explain_call
 from .strict.markers import disable, graph_break
 
-__all__ = ["compile", "reset", "graph_break", "disable", "OptimizedModule"]
+__all__ = ["compile", "explain", "reset", "graph_break", "disable", "OptimizedModule"]
 
 
 class OptimizedModule(torch.nn.Module):
@@ -85,6 +86,22 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
         f"Cannot compile an object of type {type(model).__name__}",
         explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",
         hints=["Wrap the call in a Python function and compile that."])
+
+
+def explain(fn: Callable) -> Callable[..., ExplainOutput]:
+    """What compiling `fn` captures on given inputs: `graphwright.explain(fn)(*args, **kwargs)`.
+
+    >>> out = graphwright.explain(f)(torch.randn(3))
+    >>> out.graph_count, out.graph_break_count, out.break_reasons
+    """
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        target = getattr(fn, "_orig_mod", fn)
+        if isinstance(target, torch.nn.Module):
+            return explain_call(type(target).forward, (target, *args), kwargs)
+        if isinstance(target, types.MethodType):
+            return explain_call(target.__func__, (target.__self__, *args), kwargs)
+        return explain_call(getattr(target, "_graphwright_original", target), args, kwargs)
+    return run
 
 
 def reset() -> None:

@@ -150,3 +150,27 @@ def test_reset_forgets_compiled_entries_and_counters():
     assert not graphwright.counters["stats"]
     compiled(x, x)
     assert counter.frame_count == 2
+
+
+def test_explain_reports_graphs_ops_and_break_reasons():
+    def captured(x):
+        return torch.relu(x) * 2
+
+    def breaks(x):
+        y = x + 1
+        graphwright.graph_break()
+        return y
+
+    out = graphwright.explain(captured)(torch.randn(3))
+    assert (out.graph_count, out.graph_break_count) == (1, 0)
+    assert torch.relu in out.ops_per_graph[0]
+    broken = graphwright.explain(breaks)(torch.randn(3))
+    assert broken.graph_break_count == 1
+    reason = broken.break_reasons[0]
+    assert "graph_break" in reason.reason and reason.user_stack[-1].name == "breaks"
+    assert "Graph Break Count: 1" in str(broken)
+
+
+def test_explain_accepts_modules():
+    out = graphwright.explain(nn.Linear(3, 2))(torch.randn(4, 3))
+    assert out.graph_count == 1 and out.graph_break_count == 0
