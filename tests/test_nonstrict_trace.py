@@ -270,3 +270,19 @@ def test_call_sites_are_listed_with_their_specialised_constants():
     sites = nonstrict_call_sites(counter.graphs[0])
     assert [site.specialised_constants() for site in sites] == [{"args[1]": 2}, {"args[1]": 3, "kwargs['mode']": "slow"}]
     assert "test_nonstrict_trace.py" in sites[0].describe() and "args[1]=2" in sites[0].describe()
+
+
+def test_no_action_at_a_distance_when_wrapped_outside_the_region():
+    def trace_me(x):
+        graphwright.graph_break()
+        return x + 42
+
+    graphwright.nonstrict_trace(trace_me)  # no effect on traceability of `trace_me`
+
+    @graphwright.compile(backend="eager")
+    def fn(x, y):
+        return trace_me(x) + y
+
+    x, y = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(fn(x, y), x + 42 + y)
+    assert graphwright.counters["graph_break"]["Call to `graphwright.graph_break()`"] == 1
