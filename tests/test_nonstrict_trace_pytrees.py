@@ -569,3 +569,25 @@ def test_torch_size_output_is_a_constant():
     compiled, _ = compile_one_graph(lambda x: shape_and_sum(x)[1] * shape_and_sum(x)[0][0])
     x = torch.randn(3, 2)
     torch.testing.assert_close(compiled(x), x.sum() * 3)
+
+
+class Cached:
+    """Registered with only `value` as a child: `cache` is not part of the pytree."""
+
+    def __init__(self, value, cache):
+        self.value = value
+        self.cache = cache
+
+
+pytree.register_pytree_node(Cached, lambda c: ((c.value,), None), lambda xs, _: Cached(xs[0], None))
+
+
+def test_attributes_a_registered_class_leaves_out_are_not_inputs():
+    @graphwright.nonstrict_trace
+    def trace_me(scale, c):
+        assert c.cache is None
+        return c.value * scale
+
+    compiled, _ = compile_one_graph(lambda x, y: trace_me(x, Cached(y, x * 100)))
+    x, y = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(compiled(x, y), y * x)

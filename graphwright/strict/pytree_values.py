@@ -64,9 +64,8 @@ class FlatArguments:
 
 
 class _Flattener:
-    def __init__(self, tracer: "Tracer", allow_modules: bool) -> None:
+    def __init__(self, tracer: "Tracer") -> None:
         self.tracer = tracer
-        self.allow_modules = allow_modules
         self.tensors: list[TensorValue] = []
         self.module_states: list[ModuleState] = []
         self.module_tensors: list[TensorValue] = []
@@ -84,7 +83,7 @@ class _Flattener:
             return items if value.kind is list else tuple(items)
         if isinstance(value, DictValue) and value.kind is dict:
             return {key: self.template(item, f"{path}[{key!r}]") for key, item in value.items.items()}
-        if isinstance(value, ModuleValue) and self.allow_modules:
+        if isinstance(value, ModuleValue):
             return self._module(value, path)
         if isinstance(value, ObjectValue):
             return self._object(value, path)
@@ -132,20 +131,18 @@ class _Flattener:
         return shadow
 
 
-def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value],
-                           allow_modules: bool = True) -> FlatArguments:
+def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> FlatArguments:
     """Raises `InvalidLeaf` for an argument that is not an accepted pytree."""
-    flattener = _Flattener(tracer, allow_modules)
-    template = ([flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)],
+    flattener = _Flattener(tracer)
+    template = (tuple(flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)),
                 {key: flattener.template(arg, f"kwargs[{key!r}]") for key, arg in kwargs.items()})
-    template = (tuple(template[0]), template[1])
     leaves, in_spec = pytree.tree_flatten(template)
-    positions = [0] * len(flattener.tensors)
-    for position, leaf in enumerate(leaves):
-        if isinstance(leaf, TensorSlot):
-            positions[leaf.index] = position
-            leaves[position] = None
-    return FlatArguments(in_spec, leaves, positions, flattener.tensors, flattener.module_states,
+    # Only the tensors a class's flatten function kept as children are inputs of the call.
+    positions = [position for position, leaf in enumerate(leaves) if isinstance(leaf, TensorSlot)]
+    tensors = [flattener.tensors[leaves[position].index] for position in positions]
+    for position in positions:
+        leaves[position] = None
+    return FlatArguments(in_spec, leaves, positions, tensors, flattener.module_states,
                          flattener.module_tensors)
 
 
