@@ -340,3 +340,33 @@ def test_an_exception_escaping_the_function_runs_it_eagerly_to_raise_the_real_er
     assert graphwright.counters["graph_break"]["Exception raised in traced code"] == 1
     with pytest.raises(graphwright.Unsupported, match="AssertionError: wrong batch"):
         graphwright.compile(fn, backend="eager", fullgraph=True)(X)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+def test_torch_transformer_encoder_layer(training):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, dropout=0.0).train(training)
+    check(layer, torch.randn(2, 5, 16))
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.lstm = nn.LSTM(4, 5, batch_first=True)
+        self.gru = nn.GRU(5, 3, batch_first=True)
+
+    def forward(self, idx):
+        out, (h, _) = self.lstm(self.emb(idx))
+        return self.gru(out)[0], h
+
+
+def test_lstm_and_gru_modules():
+    torch.manual_seed(0)
+    check(Recurrent(), torch.randint(0, 10, (2, 6)))
+
+
+def test_stateless_torch_modules_created_inside_the_region():
+    def fn(logits, target):
+        return nn.CrossEntropyLoss()(logits, target) + nn.ReLU()(logits).mean()
+    check(fn, torch.randn(4, 5), torch.tensor([0, 1, 2, 3]))

@@ -16,6 +16,8 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
+import torch
+
 from .._core import config
 from . import attributes, operations
 from . import graph_breaks as gb
@@ -358,6 +360,11 @@ def _reduce(tracer, args, kwargs):
     for item in items[1:]:
         total = calls.call_value(tracer, args[0], [total, item], {})
     return total
+
+
+@handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
+def _is_compiling(tracer, args, kwargs):
+    return ConstantValue(True)
 
 
 @handles(print)

@@ -13,6 +13,7 @@ import functools
 import inspect
 import sys
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -30,7 +31,7 @@ from .values import (
     SequenceValue,
     Value,
 )
-from .sources import ItemSource
+from .sources import ItemSource, WeakrefSource
 from .wrap import function_value, is_torch_function
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return methods.call_method(tracer, function.receiver, function.name, args, kwargs)
     if isinstance(function, ModuleValue):
         return call_module(tracer, function, args, kwargs)
+    if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
+        source = None if function.source is None else WeakrefSource(function.source)
+        return tracer.wrap(function.value(), source)
     if isinstance(function, ConstantValue):
         return call_constant(tracer, function.value, args, kwargs)
     if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
@@ -133,6 +137,8 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
         return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
+    if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
+        return _stateless_torch_module(tracer, cls, args, kwargs)
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
@@ -148,6 +154,15 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
                                  name=cls.__qualname__)
     return instance
+
+
+def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """A torch.nn module built inside the region (a loss, an activation): fine while it has no state."""
+    module = builtin_calls.evaluate(tracer, cls, args, kwargs).value
+    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__} with state",
+                                 name=f"{cls.__qualname__} (it has parameters or buffers)")
+    return ModuleValue(module)
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:

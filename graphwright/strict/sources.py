@@ -156,3 +156,19 @@ class CellContentsSource(Source):
 
     def name(self) -> str:
         return self.cell.name()
+
+
+@dataclass(frozen=True)
+class WeakrefSource(Source):
+    """The object a weak reference points to (None once it is gone)."""
+
+    ref: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.ref)}()"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.ref.read(fn, local_values)()
+
+    def name(self) -> str:
+        return f"{self.ref.name()}()"

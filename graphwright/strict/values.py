@@ -87,18 +87,22 @@ class SequenceValue(Value):
 
 
 class DictValue(Value):
-    """A dict (keys are Python constants) or, with `kind` set, a set (values unused)."""
+    """A dict (keys are Python constants) or, with `kind` set, a set (values unused).
 
-    __slots__ = ("items", "kind", "mutated")
+    `cls` is a dict subclass read from outside (OrderedDict), or None."""
 
-    def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None) -> None:
+    __slots__ = ("items", "kind", "mutated", "cls")
+
+    def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None,
+                 cls: type | None = None) -> None:
         super().__init__(source)
         self.items = dict(items)
         self.kind = kind
         self.mutated = False
+        self.cls = cls
 
     def python_type(self) -> type:
-        return self.kind
+        return self.cls or self.kind
 
 
 class CellValue(Value):

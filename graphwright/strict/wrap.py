@@ -9,6 +9,7 @@ by identity. A value reached twice is modelled once.
 """
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import types
@@ -98,13 +99,13 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
-    if cls is dict:
+    if cls is dict or cls is collections.OrderedDict:
         if not all(is_constant(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source)
+                         dict, source, cls=None if cls is dict else cls)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
