@@ -158,7 +158,8 @@ def test_leaf_function_taking_a_module_runs_it_eagerly_with_its_parameters():
     assert linear.weight.grad is not None and CALLS.count("ran") >= 2
 
 
-def test_mutates_args_declares_an_in_place_update_under_eager():
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_mutates_args_declares_an_in_place_update(backend):
     @graphwright.leaf_function(mutates_args={"buf"})
     def accumulate(buf, x):
         buf.add_(x)
@@ -168,13 +169,15 @@ def test_mutates_args_declares_an_in_place_update_under_eager():
     def _(buf, x):
         return (torch.empty_like(x),)
 
-    @graphwright.compile(fullgraph=True, backend="eager")
+    @graphwright.compile(fullgraph=True, backend=backend)
     def fn(buf, x):
         return accumulate(buf, x)[0]
 
     buf, x = torch.zeros(3), torch.ones(3)
     torch.testing.assert_close(fn(buf, x), x * 2)
     torch.testing.assert_close(buf, torch.ones(3))
+    fn(buf, x)
+    torch.testing.assert_close(buf, torch.full((3,), 2.0))
 
 
 @pytest.mark.slow

@@ -5,8 +5,9 @@ graph calls the custom operator `graphwright::leaf_call(handle, inputs)`,
 whose real kernel runs the original function and whose fake kernel runs the
 function registered with `register_fake`. Being an operator, it stays one
 node in the aten graphs of ahead-of-time autograd too, and the function's
-side effects happen on every call. `graphwright::leaf_call_mutating` is the
-same operator for functions declared with `mutates_args`.
+side effects happen on every call. The operator is functional: a function
+declared with `mutates_args` runs on copies of those inputs, whose new values
+are extra outputs that the graph copies back into the inputs.
 
 Gradients: `graphwright::leaf_call_backward`, also opaque, runs the original
 function again under autograd on the saved inputs and differentiates it, so
@@ -28,7 +29,8 @@ class LeafCall:
     """One call site of a leaf function: how to rebuild its arguments from the flat inputs."""
 
     def __init__(self, fn: Callable, fake: Callable, in_spec: pytree.TreeSpec, leaves: list,
-                 tensor_positions: Sequence[int], module_states: Sequence[ModuleState], mutates: bool) -> None:
+                 tensor_positions: Sequence[int], module_states: Sequence[ModuleState],
+                 mutated: Sequence[int]) -> None:
         self.fn = fn
         self.fake = fake
         self.in_spec = in_spec
@@ -36,19 +38,23 @@ class LeafCall:
         self.tensor_positions = tuple(tensor_positions)
         self.module_states = tuple(module_states)
         self.handle = next(_HANDLES)
-        self.op = leaf_call_mutating if mutates else leaf_call
+        self.mutated = tuple(mutated)
         self.__name__ = "leaf_" + getattr(fn, "__name__", "fn")
         self.__qualname__ = self.__name__
         self.__module__ = __name__
         _SITES[self.handle] = self
 
     def run(self, fn: Callable, flat_inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The output's tensor leaves, then the new values of the mutated inputs."""
+        inputs = list(flat_inputs)
+        for index in self.mutated:
+            inputs[index] = inputs[index].clone()
         output = apply_flat_call(fn, self.in_spec, self.leaves, self.tensor_positions, self.module_states,
-                                 flat_inputs)
-        return _fresh_tensor_leaves(output, flat_inputs)
+                                 inputs)
+        return _fresh_tensor_leaves(output, inputs) + [inputs[index] for index in self.mutated]
 
     def __call__(self, *flat_inputs: torch.Tensor) -> tuple:
-        return tuple(self.op(self.handle, list(flat_inputs)))
+        return tuple(leaf_call(self.handle, list(flat_inputs)))
 
 
 _HANDLES = itertools.count()
@@ -70,18 +76,6 @@ def leaf_call(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 @leaf_call.register_fake
 def _leaf_call_fake(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    site = _SITES[handle]
-    return site.run(site.fake, inputs)
-
-
-@torch.library.custom_op("graphwright::leaf_call_mutating", mutates_args=("inputs",))
-def leaf_call_mutating(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    site = _SITES[handle]
-    return site.run(site.fn, inputs)
-
-
-@leaf_call_mutating.register_fake
-def _leaf_call_mutating_fake(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     site = _SITES[handle]
     return site.run(site.fake, inputs)
 
@@ -141,4 +135,3 @@ leaf_call.register_autograd(_backward, setup_context=_setup_context)
 
 # The user's Python runs for its side effects too: dead-code elimination must keep every call.
 torch.fx.node.has_side_effect(torch.ops.graphwright.leaf_call.default)
-torch.fx.node.has_side_effect(torch.ops.graphwright.leaf_call_mutating.default)
