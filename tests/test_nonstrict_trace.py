@@ -286,3 +286,17 @@ def test_no_action_at_a_distance_when_wrapped_outside_the_region():
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(fn(x, y), x + 42 + y)
     assert graphwright.counters["graph_break"]["Call to `graphwright.graph_break()`"] == 1
+
+
+def test_explain_lists_each_call_site_with_its_specialised_constants():
+    @graphwright.nonstrict_trace
+    def scale(x, k):
+        return x * k
+
+    def fn(x):
+        return scale(x, 2) + scale(x, 3)
+
+    text = str(graphwright.explain(fn)(torch.randn(2)))
+    assert "Nonstrict Trace Calls:" in text
+    assert text.count("nonstrict_trace call of") == 2
+    assert "args[1]=2" in text and "args[1]=3" in text and "test_nonstrict_trace.py" in text

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import torch
 
+from .._core.flat_call import nonstrict_call_sites
 from .._core.user_stack import format_user_stack
 from .cache import CompiledFunction
 
@@ -48,6 +49,10 @@ class ExplainOutput:
         for index, ops in enumerate(self.ops_per_graph, 1):
             lines.append(f"  Ops {index}:")
             lines.extend(f"    {getattr(op, '__name__', op)}" for op in ops)
+        sites = [site for gm in self.graphs for site in nonstrict_call_sites(gm)]
+        if sites:
+            lines.append("Nonstrict Trace Calls:")
+            lines.extend(f"  {site.describe()}" for site in sites)
         return "\n".join(lines)
 
 
