@@ -224,3 +224,20 @@ def test_outputs_that_view_one_intermediate_share_its_storage():
         row, column = aot_eager(graph_of(fn), [x])(x)
         row.zero_()
         assert column[0].item() == 0
+
+
+def test_parameter_mutated_under_no_grad_is_written_back_without_autograd():
+    def fn(x, weight):
+        with torch.no_grad():
+            weight.clamp_(-0.2, 0.2)
+        return x @ weight
+
+    def run(compiled):
+        torch.manual_seed(0)
+        x, weight = torch.randn(2, 3), torch.nn.Parameter(torch.randn(3, 3))
+        out = aot_eager(graph_of(fn), [x, weight])(x, weight) if compiled else fn(x, weight)
+        out.sum().backward()
+        return out, weight, weight.grad
+
+    for actual, expected in zip(run(compiled=True), run(compiled=False)):
+        torch.testing.assert_close(actual, expected)

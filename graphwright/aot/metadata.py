@@ -69,9 +69,12 @@ class GraphMetadata:
     index), from which the runtime rebuilds those views so that they share
     storage as in eager. `forward_requires_grad` says which forward values
     are differentiable (each one gets a tangent in the joint graph).
+    An input mutated only under `no_grad` (a parameter clamped in place) is
+    written back under `no_grad` too, as eager did it.
     """
 
     mutated_inputs: list[int]
+    mutated_under_no_grad: list[bool]
     outputs: list[OutputInfo]
     out_spec: pytree.TreeSpec
     hidden_bases: list[int]
@@ -154,13 +157,19 @@ def analyze_graph(
         with torch.set_grad_enabled(grad_enabled):
             flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
         mutated = _mutated_inputs(functional_inputs)
+        under_no_grad = [
+            torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(functional_inputs[i])
+            for i in mutated
+        ]
         outputs = _describe_outputs(flat_outputs, functional_inputs)
         hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
-        meta = GraphMetadata(mutated, outputs, out_spec, hidden_bases, [], [])
+        meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
         forward_values = meta.forward_values(functional_inputs, flat_outputs)
         meta.forward_specs = [_tensor_spec(v) for v in forward_values]
+        hidden = under_no_grad + [False] * (len(forward_values) - len(mutated))
         meta.forward_requires_grad = [
-            isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled for v in forward_values
+            isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled and not h
+            for v, h in zip(forward_values, hidden)
         ]
     return meta
 

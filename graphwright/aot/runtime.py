@@ -31,7 +31,7 @@ class _Epilogue:
     """Writes back mutated inputs and assembles the user's outputs from the forward values."""
 
     def __init__(self, meta: GraphMetadata) -> None:
-        self.mutated = meta.mutated_inputs
+        self.mutated = list(zip(meta.mutated_inputs, meta.mutated_under_no_grad))
         self.num_mutated = len(meta.mutated_inputs)
         self.bases_start = self.num_mutated + len(meta.graph_output_indices)
         self.num_bases = len(meta.hidden_bases)
@@ -41,8 +41,12 @@ class _Epilogue:
         self.rebuild = _structure_builder(meta.out_spec)
 
     def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
-        for i, new in zip(self.mutated, values):
-            args[i].copy_(new)
+        for (i, under_no_grad), new in zip(self.mutated, values):
+            if under_no_grad:
+                with torch.no_grad():
+                    args[i].copy_(new)
+            else:
+                args[i].copy_(new)
         if self.all_graph:
             return self.rebuild(values[self.num_mutated :])
         bases = values[self.bases_start : self.bases_start + self.num_bases]
