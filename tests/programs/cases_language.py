@@ -424,8 +424,7 @@ def _(x):
     return y, steps
 
 
-@program("exception_raised_and_caught_inside", lambda: rand(3),
-         xfail="raising and catching an exception inside the region (GB022)")
+@program("exception_raised_and_caught_inside", lambda: rand(3))
 def _(x):
     try:
         raise ValueError("not a tensor problem")

@@ -224,9 +224,7 @@ def _pass_one_list_twice(world, compiled, args):
 
 @program("one_list_passed_as_two_arguments", lambda: Args(rand(2), [1], alias=True),
          call=_pass_one_list_twice, changed=lambda: Args(rand(2), [1], alias=False),
-         frames_changed=2,
-         xfail="no guard on aliasing between list arguments: the graph traced with one list "
-               "passed twice is reused for two lists (wrong result)")
+         frames_changed=2)
 def _(x, first, second):
     first.append(2)
     return x * len(second)

@@ -206,10 +206,19 @@ class ObjectState:
     attributes: dict
 
 
+@dataclasses.dataclass
+class TensorState:
+    """A tensor as recorded: a detached copy of its values, and what the copy loses."""
+
+    value: torch.Tensor
+    stride: tuple
+    requires_grad: bool
+
+
 def _snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
     if (hasattr(value, "__dict__") and not callable(value)
             and not isinstance(value, (torch.nn.Module, type))):
         return ObjectState(type(value).__name__, _snapshot(dict(vars(value))))
@@ -273,6 +282,7 @@ def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
         assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        assert actual.stride() == expected.stride(), f"{path}: strides {actual.stride()} != {expected.stride()}"
         assert actual.device == expected.device, f"{path}: device differs"
         assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")

@@ -98,3 +98,16 @@ def test_a_changed_module_buffer_is_caught(monkeypatch):
 def test_a_reference_override_must_say_why():
     with pytest.raises(ValueError, match="why"):
         Program(name="p", make=lambda: None, inputs=lambda: (), reference=dict(frames=2))
+
+
+def test_a_lost_requires_grad_is_caught(monkeypatch):
+    _use_compiler(monkeypatch, lambda fn: lambda *a: fn(*a).detach())
+    with pytest.raises(AssertionError, match="requires_grad"):
+        harness.check_program(PROGRAM)
+
+
+def test_different_strides_are_caught(monkeypatch):
+    _use_compiler(monkeypatch, lambda fn: lambda x: fn(x).contiguous())
+    program = function_program("transposed", lambda x: x.t(), lambda: torch.randn(2, 3))
+    with pytest.raises(AssertionError, match="stride"):
+        harness.check_program(program)
