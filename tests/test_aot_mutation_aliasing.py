@@ -232,10 +232,19 @@ def test_parameter_mutated_under_no_grad_is_written_back_without_autograd():
             weight.clamp_(-0.2, 0.2)
         return x @ weight
 
+    # symbolic_trace would drop the grad-mode switch; the strict tracer records it as calls.
+    graph = torch.fx.Graph()
+    x, weight = graph.placeholder("x"), graph.placeholder("weight")
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    graph.call_method("clamp_", (weight, -0.2, 0.2))
+    graph.call_function(torch._C._set_grad_enabled, (True,))
+    graph.output(graph.call_function(torch.matmul, (x, weight)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+
     def run(compiled):
         torch.manual_seed(0)
         x, weight = torch.randn(2, 3), torch.nn.Parameter(torch.randn(3, 3))
-        out = aot_eager(graph_of(fn), [x, weight])(x, weight) if compiled else fn(x, weight)
+        out = aot_eager(gm, [x, weight])(x, weight) if compiled else fn(x, weight)
         out.sum().backward()
         return out, weight, weight.grad
 
