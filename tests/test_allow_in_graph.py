@@ -139,3 +139,32 @@ def test_allow_in_graph_after_disallow_removes_the_disallow_marking():
 
     x = torch.randn(2)
     torch.testing.assert_close(fn(x), x + 1)
+
+
+def test_dict_output_is_a_clear_error_naming_nonstrict_trace():
+    @graphwright.allow_in_graph
+    def as_dict(x):
+        return {"double": x * 2}
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return as_dict(x)["double"]
+
+    with pytest.raises(graphwright.Unsupported) as info:
+        fn(torch.randn(2))
+    assert "Invalid output type for allow_in_graph-ed function" in str(info.value)
+    assert "nonstrict_trace" in str(info.value)
+
+
+def test_number_and_none_outputs_are_allowed():
+    @graphwright.allow_in_graph
+    def with_extras(x):
+        return x + 1, 3, None
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        out, n, nothing = with_extras(x)
+        return out * n if nothing is None else out
+
+    x = torch.randn(2)
+    torch.testing.assert_close(fn(x), (x + 1) * 3)

@@ -90,7 +90,17 @@ def _call_allowed(tracer: "Tracer", fn: Any, name: str, args: list[Value], kwarg
         if not _allowed_argument(value):
             raise tracer.graph_break(mb.ALLOW_IN_GRAPH_INVALID_INPUT, f"{path} of {name}", path=path,
                                      name=name, type=value.python_type().__qualname__)
-    return tracer.graph.call("call_function", fn, args, kwargs)
+    result = tracer.graph.call("call_function", fn, args, kwargs)
+    if not _allowed_argument(result):
+        raise tracer.graph_break(mb.ALLOW_IN_GRAPH_INVALID_OUTPUT, f"output of {name}", name=name,
+                                 type=_described_type(result))
+    return result
+
+
+def _described_type(value: Value) -> str:
+    if isinstance(value, ConstantValue):
+        return type(value.value).__qualname__
+    return value.python_type().__qualname__
 
 
 def _constant_result(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:

@@ -63,3 +63,10 @@ LEAF_INVALID_IO = _kind(
     "`{name}`: {what} is a `{type}`; leaf functions take and return tensors, numbers, strings, "
     "None, lists, tuples, dicts and registered pytree classes.",
     _REGISTER_HINT.replace("{type}", "the class"))
+ALLOW_IN_GRAPH_INVALID_OUTPUT = _kind(
+    "GB108", "Invalid output type for allow_in_graph-ed function",
+    "`{name}` returned a `{type}`; allow_in_graph functions return tensors, numbers, None and "
+    "lists/tuples of those.",
+    "Mark the function with `graphwright.nonstrict_trace`, which returns dicts and registered "
+    "classes too.",
+    "Or return a tuple of tensors instead.")
