@@ -370,3 +370,23 @@ def test_stateless_torch_modules_created_inside_the_region():
     def fn(logits, target):
         return nn.CrossEntropyLoss()(logits, target) + nn.ReLU()(logits).mean()
     check(fn, torch.randn(4, 5), torch.tensor([0, 1, 2, 3]))
+
+
+def test_structural_pattern_matching():
+    def fn(x, cfg, seq, batch):
+        match cfg:
+            case {"mode": "double", "k": k}:
+                x = x * 2 * k
+            case _:
+                x = x - 1
+        match seq:
+            case [first, *rest]:
+                x = x + first + len(rest)
+        match batch:
+            case Batch(features=features, scale=2.0):
+                x = x + features
+        match 5:
+            case int(v):
+                x = x + v
+        return x
+    check(fn, X, {"mode": "double", "k": 3}, [1, 2, 3], Batch(X))

@@ -6,6 +6,7 @@ operations. `BINARY_OPS` and `COMPARE_OPS` decode the 3.11 opargs.
 """
 from __future__ import annotations
 
+import collections.abc
 import dis
 import operator
 
@@ -383,6 +384,42 @@ class Instructions311:
         kwdefaults = operations.dict_items(self.tracer, self.pop()) if inst.arg & 0x02 else {}
         defaults = tuple(self.pop().items) if inst.arg & 0x01 else ()
         self.push(FunctionValue(code, self.globals, code.co_name, defaults, kwdefaults, closure))
+
+    # -- structural pattern matching -----------------------------------------------------
+    def op_GET_LEN(self, inst):
+        self.push(calls.call_value(self.tracer, ConstantValue(len), [self.stack[-1]], {}))
+
+    def op_MATCH_MAPPING(self, inst):
+        self.push(ConstantValue(issubclass(self.stack[-1].python_type(), collections.abc.Mapping)))
+
+    def op_MATCH_SEQUENCE(self, inst):
+        cls = self.stack[-1].python_type()
+        self.push(ConstantValue(issubclass(cls, collections.abc.Sequence)
+                                and not issubclass(cls, (str, bytes, bytearray))))
+
+    def op_MATCH_KEYS(self, inst):
+        keys, subject = self.stack[-1], self.stack[-2]
+        items = operations.dict_items(self.tracer, subject)
+        wanted = operations.python_value(self.tracer, keys)
+        if all(key in items for key in wanted):
+            self.push(SequenceValue([items[key] for key in wanted], tuple))
+        else:
+            self.push(NONE)
+
+    def op_MATCH_CLASS(self, inst):
+        names, cls, subject = self.pop(), self.pop(), self.pop()
+        cls = operations.python_value(self.tracer, cls)
+        if not issubclass(subject.python_type(), cls):
+            self.push(NONE)
+            return
+        positional = list(getattr(cls, "__match_args__", ()))[:inst.arg]
+        if inst.arg and not positional:  # int(x), str(x)...: the subject itself
+            values = [subject]
+        else:
+            values = [attributes.load_attr(self.tracer, subject, name) for name in positional]
+        values += [attributes.load_attr(self.tracer, subject, name)
+                   for name in operations.python_value(self.tracer, names)]
+        self.push(SequenceValue(values, tuple))
 
     # -- context managers ----------------------------------------------------------------
     def op_BEFORE_WITH(self, inst):
