@@ -591,3 +591,40 @@ def test_attributes_a_registered_class_leaves_out_are_not_inputs():
     compiled, _ = compile_one_graph(lambda x, y: trace_me(x, Cached(y, x * 100)))
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(compiled(x, y), y * x)
+
+
+class Mode:
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return isinstance(other, Mode) and other.n == self.n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __fx_repr__(self):
+        return f"Mode({self.n})", {"Mode": Mode}
+
+
+torch._library.opaque_object.register_opaque_type(Mode, typ="value")
+
+
+def test_opaque_value_type_is_a_constant_guarded_by_equality():
+    @graphwright.nonstrict_trace
+    def trace_me(x, mode):
+        graphwright.graph_break()
+        return x * mode.n
+
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def fn(x, mode):
+        return trace_me(x, mode)
+
+    x = torch.randn(3)
+    torch.testing.assert_close(fn(x, Mode(2)), x * 2)
+    torch.testing.assert_close(fn(x, Mode(2)), x * 2)
+    assert counter.frame_count == 1
+    torch.testing.assert_close(fn(x, Mode(3)), x * 3)
+    assert counter.frame_count == 2

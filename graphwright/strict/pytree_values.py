@@ -6,7 +6,8 @@ tensor replaced by a slot, the tensor values the graph passes, and the
 `nn.Module` inputs whose parameters and buffers follow them. Non-tensor
 leaves are Python values of this call site (specialised: they are guarded
 where they were read). User classes must be registered with
-torch.utils._pytree; `register_constant` instances are guarded by equality.
+torch.utils._pytree; `register_constant` instances (and opaque value types
+registered with `torch._library.opaque_object`) are guarded by equality.
 
 `output_value` does the reverse for a call's result: the output tree seen
 on fake tensors, with its tensor leaves replaced by graph values.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
+from torch._library.opaque_object import is_opaque_value_type
 
 from .._core.flat_call import ModuleState, module_state_names
 from . import attributes
@@ -93,7 +95,7 @@ class _Flattener:
         real = value.value
         if isinstance(real, PRIMITIVE_LEAF_TYPES) or isinstance(real, enum.Enum):
             return real
-        if pytree.is_constant_class(type(real)):
+        if _is_equality_constant(type(real)):
             return real
         raise InvalidLeaf(path, type(real).__qualname__)
 
@@ -114,7 +116,7 @@ class _Flattener:
 
     def _object(self, value: ObjectValue, path: str) -> Any:
         cls = value.cls
-        if pytree.is_constant_class(cls) and value.obj is not None and not value.overlay:
+        if _is_equality_constant(cls) and value.obj is not None and not value.overlay:
             # Assumed unmutated in the region, and equal instances behave alike: guard by equality.
             self.tracer.add_guard(value.source, "const", value.obj)
             return value.obj
@@ -129,6 +131,12 @@ class _Flattener:
             if attr is not None:
                 shadow.__dict__[name] = self.template(attr, f"{path}.{name}")
         return shadow
+
+
+def _is_equality_constant(cls: type) -> bool:
+    """Classes whose instances a call takes as constants, equal instances alike:
+    `register_constant` pytrees and opaque value types."""
+    return pytree.is_constant_class(cls) or is_opaque_value_type(cls)
 
 
 def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> FlatArguments:
