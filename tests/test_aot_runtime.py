@@ -143,3 +143,19 @@ def test_symbolic_example_inputs_give_one_graph_for_every_size():
         (grad,) = torch.autograd.grad(out.sum(), w)
         torch.testing.assert_close(grad, torch.autograd.grad(fn(x, w).sum(), w)[0])
     assert len(compiled.signatures) == 1
+
+
+def test_inference_mode_call_updates_batchnorm_stats_as_eager():
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+
+    eager_model, compiled_model = make(), make()
+    x = torch.randn(3, 4)
+    compiled = aot_eager(torch.fx.symbolic_trace(compiled_model), [x])
+    with torch.inference_mode():
+        out = compiled(x)
+        expected = eager_model(x)
+    assert out.is_inference()
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(compiled_model[1].running_var, eager_model[1].running_var)

@@ -195,6 +195,13 @@ class AOTCompiledGraph:
         return run_deduplicated
 
     def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
+        # Functionalization does not run in inference mode: trace outside it, with the grad
+        # mode of the call; the graphs then run fine on inference tensors.
+        grad_mode = torch.is_grad_enabled()
+        with torch.inference_mode(False), torch.set_grad_enabled(grad_mode):
+            return self._build_signature(fn, fakes, grad_enabled)
+
+    def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
         meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
         mutates = bool(meta.mutated_inputs)
         if not any(meta.forward_requires_grad):
