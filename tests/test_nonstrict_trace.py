@@ -300,3 +300,8 @@ def test_explain_lists_each_call_site_with_its_specialised_constants():
     assert "Nonstrict Trace Calls:" in text
     assert text.count("nonstrict_trace call of") == 2
     assert "args[1]=2" in text and "args[1]=3" in text and "test_nonstrict_trace.py" in text
+
+
+def test_marking_something_that_is_not_callable_is_a_clear_error():
+    with pytest.raises(graphwright.GraphwrightError, match="`nonstrict_trace` expects a callable"):
+        graphwright.nonstrict_trace(42)

@@ -154,3 +154,31 @@ def test_is_compiling_reads_true_inside_a_nonstrict_body_traced_by_aot():
     x = torch.randn(3)
     torch.testing.assert_close(func(x), x + 1)
     assert not torch.compiler.is_compiling()
+
+
+def test_torch_dynamo_disallow_in_graph_is_a_graph_break():
+    torch._dynamo.disallow_in_graph(torch.special.expit)
+    try:
+        @graphwright.compile(fullgraph=True, backend="eager")
+        def func(x):
+            return torch.special.expit(x)
+
+        with pytest.raises(graphwright.Unsupported, match="disallow_in_graph"):
+            func(torch.randn(2))
+    finally:
+        torch._dynamo.trace_rules._disallowed_callable_ids.remove(id(torch.special.expit))
+
+
+def test_torch_compiler_allow_in_graph_is_honoured():
+    def quadruple(x):
+        torch._dynamo.graph_break()
+        return x * 4
+
+    torch.compiler.allow_in_graph(quadruple)
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def func(x):
+        return quadruple(x)
+
+    x = torch.randn(2)
+    torch.testing.assert_close(func(x), x * 4)
