@@ -305,3 +305,21 @@ def test_explain_lists_each_call_site_with_its_specialised_constants():
 def test_marking_something_that_is_not_callable_is_a_clear_error():
     with pytest.raises(graphwright.GraphwrightError, match="`nonstrict_trace` expects a callable"):
         graphwright.nonstrict_trace(42)
+
+
+def test_output_structure_changing_at_run_time_is_a_clear_error_at_the_users_line():
+    switched = []
+
+    @graphwright.nonstrict_trace
+    def varying(x):
+        return (x, x) if switched else (x,)  # reads outside state: specialised while traced
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return varying(x)[0]
+
+    fn(torch.randn(2))
+    switched.append(True)
+    with pytest.raises(graphwright.GraphwrightError, match="returned 2 tensors at run time, 1 while it was traced") as info:
+        fn(torch.randn(2))
+    assert info.value.user_stack[-1].line.startswith("fn(torch.randn(2))")

@@ -24,6 +24,7 @@ import torch.utils._pytree as pytree
 from torch._guards import detect_fake_mode
 
 from .errors import GraphwrightError
+from .user_stack import user_frames_of_stack
 
 
 @dataclass(frozen=True)
@@ -139,14 +140,16 @@ class FlatCall:
                 f"at run time, {self.num_tensor_outputs} while it was traced",
                 explanation="Its output structure is specialised when the call site is traced "
                             "and must not change between calls.",
-                hints=["Make the output structure independent of tensor values."])
+                hints=["Make the output structure independent of tensor values."],
+                user_stack=user_frames_of_stack())
         return tensors
 
     def specialised_constants(self) -> dict[str, Any]:
         """The call site's non-tensor inputs, baked into the graph, by argument path
         (`args[1]`, `kwargs['k'][0]`); modules are inputs through their tensors, not constants."""
-        named = dict(zip(self._leaf_paths(), self.leaves))
-        tensor_paths = set(self._leaf_paths()[position] for position in self.tensor_positions)
+        paths = self._leaf_paths()
+        named = dict(zip(paths, self.leaves))
+        tensor_paths = {paths[position] for position in self.tensor_positions}
         return {path: leaf for path, leaf in named.items()
                 if path not in tensor_paths and not isinstance(leaf, torch.nn.Module)}
 
@@ -154,7 +157,7 @@ class FlatCall:
         markers = list(range(len(self.leaves)))
         try:
             with_paths, _ = pytree.tree_flatten_with_path(pytree.tree_unflatten(markers, self.in_spec))
-        except ValueError:  # a class registered without key paths: number the leaves
+        except Exception:  # no key paths, or a class whose unflatten rejects the markers: number them
             return [f"leaf {index}" for index in markers]
         return [_argument_path(key_path) for key_path, _ in with_paths]
 
