@@ -44,8 +44,7 @@ def _(first, second):
     return merged, sorted(keys), (*combined,), dict(first, **second), torch.cat(combined) * 2
 
 
-@program("match_sequence_mapping_and_class_patterns", lambda: (rand(2, 3), {"mode": "scale", "k": 2}),
-         xfail="structural pattern-matching opcodes (MATCH_SEQUENCE, GB006)")
+@program("match_sequence_mapping_and_class_patterns", lambda: (rand(2, 3), {"mode": "scale", "k": 2}))
 def _(x, options):
     match x.shape:
         case (rows, cols):

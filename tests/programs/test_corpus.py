@@ -17,6 +17,7 @@ if os.environ.get("GW_CORPUS_REFERENCE") != "1" and not hasattr(graphwright, "co
 from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
     cases_bytecode,
     cases_guards,
+    cases_idioms,
     cases_language,
     cases_models,
     cases_modules,
@@ -25,8 +26,11 @@ from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
 )
 from .harness import REFERENCE, check_program  # noqa: E402
 
-ALL_PROGRAMS = [*cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS,
-                *cases_models.PROGRAMS, *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS]
+ALL_PROGRAMS = [
+    *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
+    *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
+    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS,
+]
 
 
 def _param(program):

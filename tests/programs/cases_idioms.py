@@ -1,0 +1,217 @@
+"""Corpus programs built from idioms found in real model code: late-binding
+closures, mutable defaults, returned closures, modules looked up by name,
+`torch.jit.is_scripting()` checks, unpacking a tensor, sizes taken from
+another tensor's shape, masked means, one-hot targets, nn.LSTM."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .harness import Args, Program, function_program, module_program
+
+PROGRAMS = []
+
+
+def program(name, inputs, **fields):
+    """Decorator: register the decorated function as a corpus program."""
+    def register(fn):
+        PROGRAMS.append(function_program(name, fn, inputs, **fields))
+        return fn
+    return register
+
+
+def rand(*shape, requires_grad=False):
+    return torch.randn(*shape, requires_grad=requires_grad)
+
+
+@program("lambdas_in_a_loop_bind_late", lambda: rand(3))
+def _(x):
+    scalers = [lambda: x * i for i in range(3)]
+    return [f() for f in scalers]
+
+
+def _remember(value, memory=[]):  # noqa: B006  (the shared default is the point)
+    memory.append(value)
+    return len(memory)
+
+
+@program("mutable_default_argument_grows_across_calls", lambda: rand(2), repeats=3,
+         frames=[1, 2, 3], reset=lambda: _remember.__defaults__[0].clear(),
+         observe=lambda world: len(_remember.__defaults__[0]),
+         xfail="an append to a function's mutable default argument is not replayed (lost "
+               "side effect)")
+def _(x):
+    return x * _remember("call")
+
+
+def _call_returned_closure(world, compiled, args):
+    scale = compiled(*args.args)
+    return scale(torch.ones(3))
+
+
+@program("returned_closure_captures_a_computed_tensor", lambda: rand(3),
+         call=_call_returned_closure,
+         xfail="a closure created inside the region cannot be returned (GB017)")
+def _(x):
+    factor = x.exp()
+
+    def scale(y):
+        return y * factor
+
+    return scale
+
+
+@program("two_level_nonlocal_chain", lambda: rand(2))
+def _(x):
+    total = 0
+
+    def outer():
+        def inner():
+            nonlocal total
+            total += 2
+        inner()
+        inner()
+
+    outer()
+    return x * total
+
+
+@program("unpacking_a_tensor_along_its_first_dimension", lambda: rand(3, 2, 4, requires_grad=True),
+         grad=True)
+def _(qkv):
+    q, k, v = qkv
+    first, *rest = qkv.unbind(1)
+    return (q @ k.T) @ v, first, len(rest)
+
+
+@program("jit_scripting_and_tracing_checks", lambda: rand(3))
+def _(x):
+    if not torch.jit.is_scripting() and not torch.jit.is_tracing():
+        x = x * 2
+    return x
+
+
+@program("loops_over_a_torch_size_and_shape_driven_while", lambda: rand(8, 4))
+def _(x):
+    product = 1
+    for size in x.shape:
+        product *= size
+    n = x.shape[0]
+    halvings = 0
+    while n > 1:
+        n //= 2
+        halvings += 1
+    return x.reshape(product) * halvings
+
+
+@program("fstring_debug_specifier_and_zip_star_transpose", lambda: rand(2))
+def _(x):
+    n = 3
+    rows = [[1, 2, 3], [4, 5, 6]]
+    columns = list(zip(*rows))
+    return x * len(f"{n=}"), f"{n=}", columns
+
+
+@program("masked_mean_and_one_hot_targets", lambda: (rand(2, 5, 3), torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 0]]),
+                                                     torch.tensor([0, 2])))
+def _(x, mask, labels):
+    m = mask.unsqueeze(-1).to(x.dtype)
+    mean = (x * m).sum(1) / m.sum(1).clamp(min=1)
+    return mean, F.one_hot(labels, num_classes=3).float() - mean.softmax(-1)
+
+
+class Named(nn.Module):
+    def __init__(self, depth=3):
+        super().__init__()
+        self.depth = depth
+        for i in range(depth):
+            setattr(self, f"layer{i}", nn.Linear(4, 4))
+
+    def _forward_impl(self, x):
+        for i in range(self.depth):
+            x = getattr(self, f"layer{i}")(x).relu()
+        return x
+
+    def forward(self, x):
+        return self._forward_impl(x), type(self).__name__, self.__class__ is Named
+
+
+PROGRAMS.append(module_program(
+    "submodules_looked_up_by_a_formatted_name", Named, lambda: rand(2, 4, requires_grad=True),
+    grad=True,
+    xfail="`self.__class__ is Named` is False once `type(self).__name__` was read (wrong result)"))
+
+
+class Children(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoders = nn.ModuleList([nn.Linear(3, 3), nn.Sequential(nn.Linear(3, 3), nn.Tanh())])
+        self.gates = nn.ModuleList([nn.Linear(3, 1), nn.Linear(3, 1)])
+
+    def forward(self, x):
+        outputs = []
+        for encoder, gate in zip(self.encoders, self.gates):
+            y = encoder(x)
+            if isinstance(encoder, nn.Sequential):
+                y = y * 2
+            outputs.append(y * torch.sigmoid(gate(y)))
+        kinds = [type(child).__name__ for child in self.children()]
+        return sum(outputs), kinds
+
+
+PROGRAMS.append(module_program(
+    "zip_over_module_lists_and_isinstance_on_children", Children,
+    lambda: rand(2, 3, requires_grad=True), grad=True))
+
+
+class Segmentation(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.classifier = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        size = x.shape[-2:]
+        y = self.classifier(F.relu(self.down(x)))
+        return F.interpolate(y, size=size, mode="bilinear", align_corners=False)
+
+
+PROGRAMS.append(module_program(
+    "upsampling_to_the_input_size_taken_from_its_shape", Segmentation,
+    lambda: rand(1, 3, 8, 8, requires_grad=True), grad=True,
+    changed=lambda: rand(1, 3, 6, 10, requires_grad=True), frames_changed=2))
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, num_layers=1, batch_first=True)
+        self.head = nn.Linear(6, 2)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return self.head(out[:, -1]), h, c
+
+
+PROGRAMS.append(module_program(
+    "lstm_module", Recurrent, lambda: rand(2, 5, 4, requires_grad=True), grad=True,
+    reference=dict(fullgraph=False, frames=0,
+                   why="PyTorch 2.13 does not trace nn.LSTM (allow_rnn=False); the issue has "
+                       "every nn.Module call land in the graph")))
+
+
+def _warn_from_helper(x):
+    import warnings
+
+    from .harness import CorpusWarning
+
+    warnings.warn("from the helper", CorpusWarning, stacklevel=2)
+    return x + 1
+
+
+PROGRAMS.append(Program(
+    name="warning_with_stacklevel_from_an_inlined_helper", make=lambda: _warn_from_helper,
+    inputs=lambda: Args(rand(2)),
+    reference=dict(fullgraph=False, frames=1,
+                   why="PyTorch breaks the graph at warnings.warn; graphwright replays it")))
