@@ -212,3 +212,22 @@ def test_leaf_function_after_a_nonstrict_trace_call_under_inductor():
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(grad, linear.weight.grad)
     assert CALLS == ["ran", "ran"]  # the forward call, and its recompute in backward
+
+
+def test_fake_that_raises_is_a_clear_error_at_the_users_line_in_the_fake():
+    @graphwright.leaf_function
+    def f(x):
+        return x + 1
+
+    @f.register_fake
+    def _(x):
+        return x.new_empty(int(x.sum()))  # needs data: a fake cannot do this
+
+    @graphwright.compile(fullgraph=True, backend="eager")
+    def fn(x):
+        return f(x)
+
+    with pytest.raises(graphwright.Unsupported) as info:
+        fn(torch.randn(2))
+    assert "Error in the fake implementation of a leaf_function" in str(info.value)
+    assert info.value.user_stack[-1].line.startswith("return x.new_empty(int(x.sum()))")

@@ -42,7 +42,7 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
         return apply_flat_call(info.fake, flat.in_spec, flat.leaves, flat.tensor_positions,
                                flat.module_states, flat_inputs)
 
-    output, _ = trace_on_fakes(tracer, fake_call, [value.fake for value in inputs], name)
+    output, _ = trace_on_fakes(tracer, fake_call, [value.fake for value in inputs], name, mb.LEAF_FAKE_FAILED)
     try:
         leaves, out_spec = check_output_leaves(output)
     except InvalidLeaf as leaf:

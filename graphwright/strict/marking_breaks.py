@@ -70,3 +70,8 @@ ALLOW_IN_GRAPH_INVALID_OUTPUT = _kind(
     "Mark the function with `graphwright.nonstrict_trace`, which returns dicts and registered "
     "classes too.",
     "Or return a tuple of tensors instead.")
+LEAF_FAKE_FAILED = _kind(
+    "GB109", "Error in the fake implementation of a leaf_function",
+    "Running the fake implementation of `{name}` on fake tensors raised {error}",
+    "The fake must only use its arguments' metadata (shapes, dtypes) and build outputs with "
+    "e.g. `x.new_empty(...)`.")

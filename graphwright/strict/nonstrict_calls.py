@@ -27,7 +27,7 @@ from .._core.flat_call import FlatCall
 from .._core.user_stack import user_frames_of_traceback
 from ..nonstrict import TRACE_RECORD_KEY, make_fx
 from . import marking_breaks as mb
-from .graph_breaks import GraphBreak
+from .graph_breaks import GraphBreak, GraphBreakKind
 from .pytree_values import InvalidLeaf, check_output_leaves, flatten_call_arguments, output_value
 from .values import Value
 
@@ -65,9 +65,10 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     return output_value(leaves, out_spec, lambda index: result.items[index])
 
 
-def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor],
-                   name: str) -> tuple[Any, torch.fx.GraphModule]:
-    """Run `call(*fakes)` under the non-strict tracer; its output (on fakes) and the graph."""
+def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], name: str,
+                   failure: GraphBreakKind = mb.NONSTRICT_TRACE_FAILED) -> tuple[Any, torch.fx.GraphModule]:
+    """Run `call(*fakes)` under the non-strict tracer; its output (on fakes) and the graph.
+    An exception is the graph break `failure`, its stack ending at the user's line that raised."""
     outputs: list[Any] = []
 
     def traced(anchor: torch.Tensor, *flat: Any) -> tuple:
@@ -83,11 +84,11 @@ def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor],
     except GraphBreak:
         raise
     except Exception as error:
-        raise _trace_failure(tracer, error, name) from error
+        raise _trace_failure(tracer, error, name, failure) from error
     return outputs[0], gm
 
 
-def _trace_failure(tracer: "Tracer", error: Exception, name: str) -> GraphBreak:
+def _trace_failure(tracer: "Tracer", error: Exception, name: str, failure: GraphBreakKind) -> GraphBreak:
     body_frames = user_frames_of_traceback(error.__traceback__)
     cause = error.__cause__
     if cause is not None:
@@ -96,8 +97,8 @@ def _trace_failure(tracer: "Tracer", error: Exception, name: str) -> GraphBreak:
         described = f"`{error.title}`: {error.explanation}" if error.explanation else f"`{error.title}`"
     else:
         described = f"`{type(error).__name__}: {error}`"
-    explanation = mb.NONSTRICT_TRACE_FAILED.explanation.format(name=name, error=described)
-    return GraphBreak(mb.NONSTRICT_TRACE_FAILED, explanation, f"{type(error).__name__} in {name}",
+    explanation = failure.explanation.format(name=name, error=described)
+    return GraphBreak(failure, explanation, f"{type(error).__name__} in {name}",
                       tracer.user_stack() + body_frames)
 
 
