@@ -511,3 +511,65 @@ class Clamped(nn.Module):
 PROGRAMS.append(module_program(
     "parameter_clamped_in_place_and_buffer_reassigned", Clamped, lambda: rand(2, 3),
     repeats=3, grad=True))
+
+
+@program("parameter_versus_plain_tensor_input", lambda: rand(3),
+         changed=lambda: nn.Parameter(rand(3)), frames_changed=2, grad=True)
+def _(x):
+    if isinstance(x, nn.Parameter):
+        return x * 2
+    return x - 2
+
+
+def _maybe_under_autocast(world, compiled, args):
+    if args.kwargs["autocast"]:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return compiled(*args.args)
+    return compiled(*args.args)
+
+
+@program("autocast_state_of_the_caller_is_guarded", lambda: Args(rand(3, 3), rand(3, 3), autocast=False),
+         call=_maybe_under_autocast,
+         changed=lambda: Args(rand(3, 3), rand(3, 3), autocast=True), frames_changed=2,
+         xfail="the caller's autocast state is not guarded")
+def _(a, b):
+    return a @ b
+
+
+def _with_default_dtype(dtype):
+    def make():
+        torch.set_default_dtype(dtype)
+        return rand(3).to(torch.float32)
+    return make
+
+
+@program("default_dtype_is_guarded", _with_default_dtype(torch.float32),
+         changed=_with_default_dtype(torch.float64), frames_changed=2,
+         reset=lambda: torch.set_default_dtype(torch.float32),
+         xfail="torch.get_default_dtype() is not guarded (wrong dtype after it changes)")
+def _(x):
+    return torch.ones(3) + x, torch.arange(3.0).dtype
+
+
+PROGRAMS.append(module_program(
+    "channels_last_input_is_guarded", lambda: nn.Conv2d(3, 4, 3),
+    lambda: rand(2, 3, 6, 6), grad=True,
+    changed=lambda: rand(2, 3, 6, 6).to(memory_format=torch.channels_last), frames_changed=2))
+
+
+@program("bool_versus_int_argument", lambda: (rand(2), True),
+         changed=lambda: (rand(2), 1), frames_changed=2)
+def _(x, n):
+    return x * n, type(n).__name__
+
+
+@program("dict_value_changing_from_tensor_to_int", lambda: {"a": rand(2)},
+         changed=lambda: {"a": 3}, frames_changed=2)
+def _(d):
+    return d["a"] * 2 + torch.ones(2)
+
+
+@program("tuple_versus_list_argument", lambda: (rand(2), (1, 2)),
+         changed=lambda: (rand(2), [1, 2]), frames_changed=2)
+def _(x, sizes):
+    return x * len(sizes), type(sizes).__name__
