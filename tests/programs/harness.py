@@ -311,12 +311,14 @@ def check_program(program: Program) -> None:
     if REFERENCE:
         program = program.for_reference()
     reset_compiler()
-    eager = run_world(program, compiled=False)
-    reset_compiler()
     try:
+        eager = run_world(program, compiled=False)
+        reset_compiler()
         compiled = run_world(program, compiled=True)
     finally:
         reset_compiler()
+        if program.reset is not None:
+            program.reset()  # leave no changed global behind for the next program
     for index, (e, c) in enumerate(zip(eager, compiled)):
         where = f"call {index}"
         assert_same(e.output, c.output, f"{where} output")
