@@ -24,7 +24,7 @@ from .harness import REFERENCE, assert_same, compile_counted, reset_compiler
 if not REFERENCE and not hasattr(graphwright, "compile"):
     pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
 
-from .markers import graph_break  # noqa: E402  (after the skip: it needs graphwright's API)
+from .markers import disable, graph_break  # noqa: E402  (after the skip: it needs graphwright's API)
 
 PYTORCH_TRACES_IT = "PyTorch 2.13 traces this; graphwright breaks the graph here by design"
 
@@ -115,6 +115,15 @@ def generator_use(x):
     return total
 
 
+@disable
+def _never_compiled(x):
+    return x * 2
+
+
+def disabled_call(x):
+    return _never_compiled(x) + 1  # gb:disabled
+
+
 BREAKS = [
     pytest.param(explicit_break, ["outer-graph-break", "inner-graph-break"], id="graph_break"),
     pytest.param(two_levels_deep, ["outermost-call", "middle-call", "inner-graph-break"],
@@ -126,6 +135,7 @@ BREAKS = [
     pytest.param(print_call, ["print"], id="print"),
     pytest.param(generator_use, ["generator"], id="generator",
                  marks=pytest.mark.skipif(REFERENCE, reason=PYTORCH_TRACES_IT)),
+    pytest.param(disabled_call, ["disabled"], id="call_to_a_disabled_function"),
 ]
 
 
@@ -185,7 +195,9 @@ def test_explicit_graph_break_has_the_title_api_md_fixes():
 
 
 def test_different_reasons_have_different_titles():
-    reasons = [explicit_break, unknown_c_function, data_dependent_branch, print_call]
+    reasons = [explicit_break, unknown_c_function, data_dependent_branch, print_call, disabled_call]
+    if not REFERENCE:
+        reasons += [item_call, generator_use]
     titles = {str(_raise_under_fullgraph(fn)).splitlines()[0] for fn in reasons}
     assert len(titles) == len(reasons), titles
 
