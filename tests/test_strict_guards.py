@@ -152,3 +152,26 @@ def test_aliased_inputs_are_guarded():
     y, z = torch.zeros(2), torch.zeros(2)
     torch.testing.assert_close(compiled(y, z), torch.full((2,), 1.0))
     assert counter.frame_count == 2
+
+
+class Settings:
+    scale = 2.0
+
+
+def test_class_attributes_read_through_a_global_class_are_guarded():
+    compiled, counter = compiled_with_counter(lambda x: x * Settings.scale)
+    x = torch.ones(2)
+    assert compiled(x).tolist() == [2.0, 2.0]
+    Settings.scale = 3.0
+    try:
+        assert compiled(x).tolist() == [3.0, 3.0]
+    finally:
+        Settings.scale = 2.0
+    assert counter.frame_count == 2
+
+
+def test_a_new_backend_object_never_reuses_another_backends_entries():
+    for _ in range(3):
+        compiled, counter = compiled_with_counter(scaled)
+        compiled(torch.ones(2), 2)
+        assert counter.frame_count == 1

@@ -390,3 +390,18 @@ def test_structural_pattern_matching():
                 x = x + v
         return x
     check(fn, X, {"mode": "double", "k": 3}, [1, 2, 3], Batch(X))
+
+
+class Named(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer_0 = nn.Linear(4, 4)
+
+    def forward(self, x):
+        name = type(self).__name__.lower()
+        return self.__class__ is Named, getattr(self, f"layer_{len(name) - 5}")(x), name
+
+
+def test_class_identity_and_names_of_modules():
+    torch.manual_seed(0)
+    check(Named(), X)

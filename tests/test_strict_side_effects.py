@@ -206,3 +206,30 @@ def test_forward_hooks_and_pre_hooks_of_submodules_run_inside_the_graph():
     torch.testing.assert_close(compiled(x), eager(x))
     handle.remove()
     assert counter.frame_count == 2
+
+
+def _remember(item, memory=[]):  # noqa: B006 - the mutable default is the point
+    memory.append(item)
+    return len(memory)
+
+
+def test_appending_to_a_mutable_default_argument_is_replayed():
+    _remember.__defaults__[0].clear()
+    compiled = graphwright.compile(lambda x: x * _remember("call"), backend="eager", fullgraph=True)
+    for expected in (1, 2, 3):
+        assert compiled(torch.ones(1)).item() == expected
+    assert _remember.__defaults__[0] == ["call"] * 3
+
+
+def test_a_closure_created_inside_is_returned_with_its_captured_tensor():
+    def fn(x):
+        factor = x.exp()
+
+        def scale(y, offset=1):
+            return y * factor + offset
+
+        return scale
+
+    x = torch.randn(3)
+    scale = graphwright.compile(fn, backend="eager", fullgraph=True)(x)
+    torch.testing.assert_close(scale(torch.ones(3)), fn(x)(torch.ones(3)))

@@ -39,6 +39,7 @@ _TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "builtins", "functools"
                             "collections", "typing", "warnings", "logging", "dataclasses", "enum",
                             "numbers", "types", "contextlib", "copy")
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
 _MISSING = object()
 
 
@@ -111,7 +112,7 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
         source = None if trusted or value.source is None else AttrSource(value.source, name)
         return tracer.wrap(real, source)
     if isinstance(value.value, type):
-        return _class_attr(tracer, value.value, name, ConstantValue(value.value), None)
+        return _class_attr(tracer, value.value, name, value, _attr(value.source, name))
     if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
         return MethodValue(value, name)
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
@@ -154,6 +155,8 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
     from . import calls
 
     is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
+    if is_class and source is not None and type(raw) is types.FunctionType:
+        tracer.add_guard(source, "id", raw)
     if isinstance(raw, staticmethod):
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
@@ -167,13 +170,18 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
             return ConstantValue(getattr(receiver, "value", raw))
         function = function_value(raw, None)
         return function if is_class else function.bind(receiver)
-    return tracer.wrap(getattr(receiver.value, name) if is_class else getattr(cls, name), source)
+    if is_class:
+        return tracer.wrap(getattr(receiver.value, name), source)
+    instance = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
+    return tracer.wrap(getattr(cls, name) if instance is None else getattr(instance, name), source)
 
 
 def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
     if name in value.overlay:
         return value.overlay[name]
     module, source = value.module, value.source
+    if name == "__class__":
+        return ConstantValue(type(module))
     if isinstance(getattr(type(module), name, None), property):
         return _class_attr(tracer, type(module), name, value, None)
     if name in module.__dict__:
@@ -194,7 +202,7 @@ def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | Non
     if name in value.overlay:
         return value.overlay[name]
     obj, source = value.obj, value.source
-    if isinstance(obj, logging.Logger) and name in LOGGER_METHODS:
+    if isinstance(obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)

@@ -51,7 +51,7 @@ class CompiledFunction:
         self._graphwright_original = fn
         self._backend = backend
         self._fullgraph = fullgraph
-        key = (fn.__code__, id(backend), fullgraph)
+        key = (fn.__code__, backend, fullgraph)  # the backend itself: an id could be reused
         self._cache = _CACHES.setdefault(key, CodeCache())
         self._entries = self._cache.entries
         self.__name__ = fn.__name__

@@ -31,7 +31,7 @@ from .values import (
     SequenceValue,
     Value,
 )
-from .sources import ItemSource, WeakrefSource
+from .sources import AttrSource, ItemSource, WeakrefSource
 from .wrap import function_value, is_torch_function
 
 if TYPE_CHECKING:
@@ -272,10 +272,11 @@ def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
             bound[key] = value
     defaults = function.defaults
     for offset, name in enumerate(positional[len(positional) - len(defaults):]):
-        bound.setdefault(name, _as_value(tracer, defaults[offset]))
+        if name not in bound:
+            bound[name] = _as_value(tracer, defaults[offset], function.source, "__defaults__", offset)
     for name in keyword_only:
         if name not in bound and name in function.kwdefaults:
-            bound[name] = _as_value(tracer, function.kwdefaults[name])
+            bound[name] = _as_value(tracer, function.kwdefaults[name], function.source, "__kwdefaults__", name)
     missing = [name for name in positional + keyword_only if name not in bound]
     if missing:
         raise fail(f"missing required argument '{missing[0]}'")
@@ -286,8 +287,12 @@ def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
     return bound
 
 
-def _as_value(tracer: "Tracer", default: Any) -> Value:
-    return default if isinstance(default, Value) else tracer.wrap(default, None)
+def _as_value(tracer: "Tracer", default: Any, function_source: Any, table: str, key: Any) -> Value:
+    """A default: symbolic already (made while tracing), or read by source (it may be mutated)."""
+    if isinstance(default, Value):
+        return default
+    source = None if function_source is None else ItemSource(AttrSource(function_source, table), key)
+    return tracer.wrap(default, source)
 
 
 def _bind(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:

@@ -29,6 +29,7 @@ from .guards import Guard, ordered
 from .side_effects import SideEffects
 from .sources import LocalSource, Source
 from .values import (
+    CellValue,
     ConstantValue,
     DictValue,
     FunctionValue,
@@ -58,6 +59,13 @@ def _make_object(cls: type, state: dict) -> Any:
     return instance
 
 
+def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
+                   closure: tuple) -> types.FunctionType:
+    function = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
+    function.__kwdefaults__ = kwdefaults
+    return function
+
+
 def _replace_contents(container: Any, new: Any) -> None:
     container.clear()
     container.update(new)
@@ -67,7 +75,8 @@ class EntryWriter:
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         self.code = code
         self.namespace: dict[str, Any] = {"___MISS": MISS, "___make_object": _make_object,
-                                          "___replace_contents": _replace_contents}
+                                          "___replace_contents": _replace_contents,
+                                          "___make_function": _make_function}
         self.lines: list[str] = []
         self.outputs: list[TensorValue] = []
         self.rebuilt_tensor = False
@@ -146,16 +155,25 @@ class EntryWriter:
 
     def _rebuild_function(self, value: FunctionValue) -> str:
         if value.fn is None:
-            if value.closure:
-                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"closure {value.name}", type="closure")
             defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
-            plain = (f"{self.ref(types.FunctionType)}({self.ref(value.code)}, {self.ref(value.globals)}, "
-                     f"{value.name!r}, {defaults})")
+            kwdefaults = self.rebuild(DictValue(value.kwdefaults)) if value.kwdefaults else "None"
+            closure = "(" + "".join(self._rebuild_cell(cell) + ", " for cell in value.closure) + ")"
+            plain = (f"___make_function({self.ref(value.code)}, {self.ref(value.globals)}, "
+                     f"{defaults}, {kwdefaults}, {closure})")
         else:
             plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
         if value.bound_self is None:
             return plain
         return f"{self.ref(types.MethodType)}({plain}, {self.rebuild(value.bound_self)})"
+
+    def _rebuild_cell(self, cell: CellValue) -> str:
+        if cell.real is not None and cell.source is not None:
+            return self.expr(cell.source)
+        if cell.real is not None:
+            return self.ref(cell.real)
+        if cell.contents is None:
+            return f"{self.ref(types.CellType)}()"
+        return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core import config
+from .attributes import LOGGER_QUERIES
 from . import graph_breaks as gb
 from . import operations
 from .values import (
@@ -50,6 +51,9 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         from . import contexts
 
         return contexts.exit_context(tracer, receiver)
+    if isinstance(receiver, ObjectValue) and name in LOGGER_QUERIES:
+        python_args = [operations.python_value(tracer, arg) for arg in args]
+        return ConstantValue(getattr(receiver.obj, name)(*python_args))
     if isinstance(receiver, ObjectValue) and receiver.obj is not None:
         if config.reorderable_logging:
             tracer.side_effects.replay_call(getattr(receiver.obj, name), args, kwargs)
