@@ -10,6 +10,7 @@ message has the same layout.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import zlib
@@ -186,6 +187,19 @@ def test_break_text_names_a_stable_graph_break_id(fn, markers):
     assert isinstance(error, graphwright.GraphwrightError)
     assert re.fullmatch(r"GB\d{3}", error.gb_id), error.gb_id
     assert error.gb_id in str(error)
+
+
+def library_call(x):
+    text = json.dumps({"n": 1})  # gb:library
+    return x + len(text)
+
+
+@pytest.mark.skipif(REFERENCE, reason="PyTorch lists the library's frames under `from user code:`")
+@pytest.mark.xfail(strict=True, reason="strict tracer: the user stack lists the standard library's "
+                   "(or torch's) frames below the user's call; user_stack.py skips them")
+def test_break_inside_a_library_names_the_users_call_as_the_innermost_frame():
+    error = _raise_under_fullgraph(library_call)
+    _assert_user_stack(str(error), ["library"])
 
 
 def test_explicit_graph_break_has_the_title_api_md_fixes():
