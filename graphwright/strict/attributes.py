@@ -167,7 +167,13 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
         return calls.call_value(tracer, tracer.wrap(raw.fget, None), [receiver], {})
     if type(raw) is types.FunctionType:
         if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
-            return ConstantValue(getattr(receiver, "value", raw))
+            if is_class:
+                return ConstantValue(raw)
+            if isinstance(receiver, ConstantValue):
+                return ConstantValue(getattr(receiver.value, name))
+            # a method of a torch object with state (an optimizer, a scaler): not modelled
+            qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
+            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
         function = function_value(raw, None)
         return function if is_class else function.bind(receiver)
     if is_class:
