@@ -298,3 +298,74 @@ PROGRAMS.append(function_program(
     lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False,
     xfail="*args/**kwargs of its no-grad wrapper are unbound (UnboundLocalError: args), so "
           "the whole call runs eagerly"))
+
+
+class ParameterContainers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = nn.ParameterList([nn.Parameter(torch.randn(3)) for _ in range(3)])
+        self.biases = nn.ParameterDict({"pre": nn.Parameter(torch.zeros(3)),
+                                        "post": nn.Parameter(torch.ones(3))})
+        self.register_buffer("offset", None)
+
+    def forward(self, x):
+        x = x + self.biases["pre"]
+        for scale in self.scales:
+            x = x * scale
+        if self.offset is not None:
+            x = x + self.offset
+        return x + self.biases["post"], len(self.scales), sorted(self.biases.keys())
+
+
+PROGRAMS.append(module_program(
+    "parameter_list_parameter_dict_and_none_buffer", ParameterContainers,
+    lambda: rand(2, 3, requires_grad=True), grad=True))
+
+
+def _teacher_and_student():
+    return nn.Linear(3, 3), nn.Linear(3, 3)
+
+
+@torch.no_grad()
+def ema_update(teacher, student, decay):
+    for p_t, p_s in zip(teacher.parameters(), student.parameters()):
+        p_t.mul_(decay).add_(p_s, alpha=1 - decay)
+
+
+def _ema_step(world, compiled, args):
+    teacher, student = world
+    compiled(teacher, student, *args.args)
+    return teacher(torch.ones(1, 3))
+
+
+PROGRAMS.append(Program(
+    name="ema_update_of_teacher_parameters_under_no_grad", make=_teacher_and_student,
+    target=lambda world: ema_update, inputs=lambda: (0.9,), call=_ema_step, repeats=3,
+    observe=lambda world: world[0].state_dict(),
+    xfail="*args/**kwargs of torch.no_grad()'s decorator wrapper are unbound when it is the "
+          "compiled function (UnboundLocalError: args, GB011)"))
+
+
+def _whole_training_step_world():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def _compiled_whole_step(world, compiled, args):
+    return compiled(*world, *args.args)
+
+
+def training_step(model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+PROGRAMS.append(Program(
+    name="whole_training_step_compiled_breaks_at_backward", make=_whole_training_step_world,
+    target=lambda world: training_step, inputs=lambda: (rand(6, 4), rand(6, 1)),
+    call=_compiled_whole_step, repeats=3, fullgraph=False, frames=3,
+    observe=lambda world: world[0].state_dict(),
+    xfail="graph breaks under fullgraph=False run the whole function eagerly"))
