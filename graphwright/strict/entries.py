@@ -91,7 +91,7 @@ def _no_break(kind: gb.GraphBreakKind, debug_context: str, **details: Any) -> Ex
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
         return f"arguments do not match: {error}"
     bound.apply_defaults()

@@ -91,7 +91,7 @@ class Tracer:
 
 def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict) -> dict[str, Value]:
     """Symbolic values for the compiled function's parameters, each sourced by its name."""
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn, follow_wrapped=False)
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
     values: dict[str, Value] = {}
