@@ -58,6 +58,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             options: dict | None = None, disable: bool = False) -> Any:
     """Compile a function or module: capture its tensor work as graphs, guarded and cached.
 
+    Sizes are always specialised for now: `dynamic` is accepted but a new size compiles a new
+    entry (up to `config.cache_size_limit`); `mode` and `options` are accepted and unused.
+
     >>> @graphwright.compile(fullgraph=True, backend="eager")
     ... def f(x):
     ...     return torch.sin(x) + 1
