@@ -265,9 +265,7 @@ def _set_class_factor(value):
 
 
 @program("class_attribute_changed_between_calls", _set_class_factor(2.0),
-         changed=_set_class_factor(3.0), frames_changed=2, reset=_set_class_factor(2.0),
-         xfail="a class attribute read through the class is not guarded (wrong result after "
-               "it changes)")
+         changed=_set_class_factor(3.0), frames_changed=2, reset=_set_class_factor(2.0))
 def _(x):
     return x * Units.factor
 

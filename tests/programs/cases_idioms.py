@@ -38,9 +38,7 @@ def _remember(value, memory=[]):  # noqa: B006  (the shared default is the point
 
 @program("mutable_default_argument_grows_across_calls", lambda: rand(2), repeats=3,
          frames=[1, 2, 3], reset=lambda: _remember.__defaults__[0].clear(),
-         observe=lambda world: len(_remember.__defaults__[0]),
-         xfail="an append to a function's mutable default argument is not replayed (lost "
-               "side effect)")
+         observe=lambda world: len(_remember.__defaults__[0]))
 def _(x):
     return x * _remember("call")
 
@@ -51,8 +49,7 @@ def _call_returned_closure(world, compiled, args):
 
 
 @program("returned_closure_captures_a_computed_tensor", lambda: rand(3),
-         call=_call_returned_closure,
-         xfail="a closure created inside the region cannot be returned (GB017)")
+         call=_call_returned_closure)
 def _(x):
     factor = x.exp()
 
@@ -139,8 +136,7 @@ class Named(nn.Module):
 
 PROGRAMS.append(module_program(
     "submodules_looked_up_by_a_formatted_name", Named, lambda: rand(2, 4, requires_grad=True),
-    grad=True,
-    xfail="`self.__class__ is Named` is False once `type(self).__name__` was read (wrong result)"))
+    grad=True))
 
 
 class Children(nn.Module):
