@@ -159,3 +159,15 @@ def test_inference_mode_call_updates_batchnorm_stats_as_eager():
     assert out.is_inference()
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(compiled_model[1].running_var, eager_model[1].running_var)
+
+
+@pytest.mark.slow
+def test_inductor_inference_graph_returns_the_output_structure():
+    def fn(x):
+        return [x * 2 + k for k in (3, 1)], {"sum": x.sum()}
+
+    x = torch.randn(4)
+    with torch.no_grad():
+        actual = lookup_backend("inductor")(graph_of(fn), [x])(x)
+    expected = fn(x)
+    torch.testing.assert_close(actual, expected)

@@ -108,6 +108,9 @@ def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositio
     # constants of the graph, as when the strict tracer typed the call.
     gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True)(*fake_args)
     _check_functional(gm)
+    # Flat calling convention, as graph compilers expect: placeholders in, a tuple out.
+    gm.graph.set_codegen(torch.fx.graph.CodeGen())
+    gm.recompile()
     return gm
 
 
