@@ -531,6 +531,4 @@ def _decorated_scale(x, scale=1.0):
 
 PROGRAMS.append(function_program(
     "compiled_function_is_a_decorator_wrapper_with_star_args", _decorated_scale,
-    lambda: Args(rand(3), scale=3.0),
-    xfail="*args/**kwargs of a compiled function that has free variables are unbound "
-          "(UnboundLocalError: args, GB011)"))
+    lambda: Args(rand(3), scale=3.0)))

@@ -295,9 +295,7 @@ PROGRAMS.append(Program(
 
 PROGRAMS.append(function_program(
     "torch_clip_grad_norm_utility", torch.nn.utils.clip_grad_norm_,
-    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False,
-    xfail="*args/**kwargs of its no-grad wrapper are unbound (UnboundLocalError: args), so "
-          "the whole call runs eagerly"))
+    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False))
 
 
 class ParameterContainers(nn.Module):
@@ -341,9 +339,7 @@ def _ema_step(world, compiled, args):
 PROGRAMS.append(Program(
     name="ema_update_of_teacher_parameters_under_no_grad", make=_teacher_and_student,
     target=lambda world: ema_update, inputs=lambda: (0.9,), call=_ema_step, repeats=3,
-    observe=lambda world: world[0].state_dict(),
-    xfail="*args/**kwargs of torch.no_grad()'s decorator wrapper are unbound when it is the "
-          "compiled function (UnboundLocalError: args, GB011)"))
+    observe=lambda world: world[0].state_dict()))
 
 
 def _whole_training_step_world():
