@@ -119,6 +119,89 @@ def test_recompile_reasons_are_counted_in_the_users_terms():
     assert any("'x'" in r and "dtype" in r for r in reasons), reasons
 
 
+SCALE_GLOBAL = 2
+
+
+def scaled(x, scale_factor):
+    return x * scale_factor * SCALE_GLOBAL
+
+
+class Settings:
+    def __init__(self, depth):
+        self.depth = depth
+
+
+def repeated(x, settings):
+    for _ in range(settings.depth):
+        x = x + 1
+    return x
+
+
+def _set_scale_global(value):
+    global SCALE_GLOBAL
+    SCALE_GLOBAL = value
+
+
+def _with_grad_mode(enabled):
+    def call(compiled, x):
+        with torch.set_grad_enabled(enabled):
+            return compiled(x)
+    return call
+
+
+RECOMPILES = [
+    pytest.param(scaled, [lambda c: c(torch.ones(2), 2), lambda c: c(torch.ones(2), 3)],
+                 ["scale_factor"], id="int_argument"),
+    pytest.param(scaled, [lambda c: c(torch.ones(2), 2),
+                          lambda c: (_set_scale_global(5), c(torch.ones(2), 2))],
+                 ["SCALE_GLOBAL"], id="global"),
+    pytest.param(repeated, [lambda c: c(torch.ones(2), Settings(2)),
+                            lambda c: c(torch.ones(2), Settings(3))],
+                 ["depth"], id="object_attribute"),
+    pytest.param(doubled, [lambda c: c(torch.ones(2)), lambda c: c(torch.ones(3))],
+                 ["'x'", "size mismatch"], id="tensor_size"),
+    pytest.param(doubled, [lambda c: c(torch.ones(2)), lambda c: c(torch.ones(2).double())],
+                 ["'x'", "dtype"], id="tensor_dtype"),
+    pytest.param(doubled, [lambda c: c(torch.ones(2)), lambda c: c(torch.ones(2, requires_grad=True))],
+                 ["'x'", "requires_grad"], id="tensor_requires_grad"),
+    pytest.param(doubled, [lambda c: _with_grad_mode(True)(c, torch.ones(2)),
+                           lambda c: _with_grad_mode(False)(c, torch.ones(2))],
+                 ["grad"], id="grad_mode"),
+]
+
+
+@contextlib.contextmanager
+def recompile_reasons(caplog):
+    """The reasons given for recompiling: graphwright's counters, PyTorch's recompile log."""
+    reasons: list[str] = []
+    if REFERENCE:
+        torch._logging.set_logs(recompiles=True)
+        try:
+            with caplog.at_level(logging.DEBUG):
+                yield reasons
+        finally:
+            torch._logging.set_logs()
+        reasons.extend(r.getMessage() for r in caplog.records if "triggered by" in r.getMessage())
+        return
+    graphwright.counters.clear()
+    yield reasons
+    reasons.extend(graphwright.counters["recompiles"])
+
+
+@pytest.mark.parametrize("fn, calls, words", RECOMPILES)
+def test_recompile_reason_names_what_changed_in_the_users_terms(fn, calls, words, caplog):
+    compiled, counter = compile_counted(fn, fullgraph=True, dynamic=False)
+    try:
+        with recompile_reasons(caplog) as reasons:
+            for call in calls:
+                call(compiled)
+    finally:
+        _set_scale_global(2)
+    assert counter.frame_count == 2
+    assert len(reasons) == 1, reasons
+    assert all(word in reasons[0] for word in words), reasons
+
+
 def test_unique_graphs_are_counted_in_stats():
     if REFERENCE:
         from torch._dynamo.utils import counters
