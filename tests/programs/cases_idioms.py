@@ -110,8 +110,11 @@ def _(x):
     return x * len(f"{n=}"), f"{n=}", columns
 
 
-@program("masked_mean_and_one_hot_targets", lambda: (rand(2, 5, 3), torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 0]]),
-                                                     torch.tensor([0, 2])))
+def _masked_batch():
+    return rand(2, 5, 3), torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 0]]), torch.tensor([0, 2])
+
+
+@program("masked_mean_and_one_hot_targets", _masked_batch)
 def _(x, mask, labels):
     m = mask.unsqueeze(-1).to(x.dtype)
     mean = (x * m).sum(1) / m.sum(1).clamp(min=1)

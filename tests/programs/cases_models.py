@@ -58,7 +58,8 @@ class GPTBlock(nn.Module):
         self.ln_1 = nn.LayerNorm(cfg.dim)
         self.attn = CausalSelfAttention(cfg)
         self.ln_2 = nn.LayerNorm(cfg.dim)
-        self.mlp = nn.ModuleDict(dict(fc=nn.Linear(cfg.dim, 4 * cfg.dim), proj=nn.Linear(4 * cfg.dim, cfg.dim)))
+        self.mlp = nn.ModuleDict(dict(fc=nn.Linear(cfg.dim, 4 * cfg.dim),
+                                      proj=nn.Linear(4 * cfg.dim, cfg.dim)))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))

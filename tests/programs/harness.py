@@ -282,7 +282,8 @@ def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
         assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
-        assert actual.stride() == expected.stride(), f"{path}: strides {actual.stride()} != {expected.stride()}"
+        assert actual.stride() == expected.stride(), (
+            f"{path}: strides {actual.stride()} != {expected.stride()}")
         assert actual.device == expected.device, f"{path}: device differs"
         assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
