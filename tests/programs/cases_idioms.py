@@ -1,8 +1,11 @@
 """Corpus programs built from idioms found in real model code: late-binding
 closures, mutable defaults, returned closures, modules looked up by name,
 `torch.jit.is_scripting()` checks, unpacking a tensor, sizes taken from
-another tensor's shape, masked means, one-hot targets, nn.LSTM."""
+another tensor's shape, masked means, one-hot targets, nn.LSTM, gradient-aware
+branches, name mangling, lru_cache helpers and a KV cache."""
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -214,3 +217,70 @@ PROGRAMS.append(Program(
     inputs=lambda: Args(rand(2)),
     reference=dict(fullgraph=False, frames=1,
                    why="PyTorch breaks the graph at warnings.warn; graphwright replays it")))
+
+
+class GradAware(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if self.lin.weight.grad is None:
+            return y
+        return y + self.lin.weight.grad.sum()
+
+
+PROGRAMS.append(module_program(
+    "branch_on_whether_a_parameter_has_a_gradient", GradAware, lambda: rand(2, 3), grad=True,
+    frames=[1, 2]))
+
+
+class Mangled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.__scale = 3.0
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x) * self.__scale
+
+
+class OldStyleSuper(Mangled):
+    def forward(self, x):
+        return super(OldStyleSuper, self).forward(x) + 1
+
+
+PROGRAMS.append(module_program(
+    "name_mangled_attribute_and_two_argument_super", OldStyleSuper,
+    lambda: rand(3, 2, requires_grad=True), grad=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _position_table(length):
+    positions = torch.arange(length, dtype=torch.float32)
+    return torch.stack([positions.sin(), positions.cos()], dim=-1)
+
+
+@program("lru_cached_helper_builds_a_constant_table", lambda: rand(4, 2),
+         xfail="functools.lru_cache-wrapped user functions are not traced through (GB005)")
+def _(x):
+    return x + _position_table(x.shape[0])
+
+
+class KVCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.register_buffer("keys", torch.zeros(1, 6, 4))
+        self.position = 0
+
+    def forward(self, x):
+        self.keys[:, self.position] = self.proj(x).detach()
+        self.position += 1
+        return self.keys[:, : self.position].mean(1)
+
+
+PROGRAMS.append(module_program(
+    "kv_cache_written_at_a_growing_position", KVCache, lambda: rand(1, 4), repeats=3,
+    frames=[1, 2, 3], observe=lambda world: world.position))
