@@ -5,7 +5,7 @@ methods of torch.nn modules) are inlined into a new `Frame`; torch functions,
 Tensor methods and operators become graph nodes; builtins and methods of
 modelled values go to `builtin_calls` and `methods`. Before anything else,
 `marked_behaviour` asks whether the callable carries a user marking
-(graph_break, disable; later nonstrict_trace and friends via a rules registry).
+(graph_break, disable, and the rules registry of nonstrict_trace and friends).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import torch
 
 from . import builtin_calls, contexts, marked_calls, markers, methods, operations
 from . import graph_breaks as gb
+from .sources import AttrSource, ItemSource, WeakrefSource
 from .values import (
     ConstantValue,
     DictValue,
@@ -31,7 +32,6 @@ from .values import (
     SequenceValue,
     Value,
 )
-from .sources import AttrSource, ItemSource, WeakrefSource
 from .wrap import function_value, is_torch_function
 
 if TYPE_CHECKING:

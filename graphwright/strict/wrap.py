@@ -28,7 +28,6 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
-    TensorValue,
     Value,
 )
 
