@@ -12,7 +12,8 @@ gradients.
 
 With `GW_CORPUS_REFERENCE=1` the same corpus runs through `torch.compile`
 with PyTorch's counting backend; that is how every expectation here was
-validated. Where graphwright deliberately differs from PyTorch (the issue
+validated. `GW_CORPUS_BACKEND=aot_eager` (or any backend name) puts a real
+backend behind the counter, in either mode. Where graphwright deliberately differs from PyTorch (the issue
 says so), a program states PyTorch's numbers in `reference`.
 """
 from __future__ import annotations
@@ -31,6 +32,9 @@ import graphwright
 
 REFERENCE = os.environ.get("GW_CORPUS_REFERENCE") == "1"
 """Run the corpus through PyTorch's torch.compile instead of graphwright."""
+
+BACKEND = os.environ.get("GW_CORPUS_BACKEND", "")
+"""A real backend behind the counter (e.g. "aot_eager"); empty: run the graph as captured."""
 
 corpus_logger = logging.getLogger("graphwright_corpus")
 corpus_logger.setLevel(logging.DEBUG)
@@ -132,11 +136,12 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
     if REFERENCE:
         import torch._dynamo.testing
 
-        counter = torch._dynamo.testing.CompileCounter()
+        testing = torch._dynamo.testing
         compile_fn = torch.compile
     else:
-        counter = graphwright.testing.CompileCounter()
+        testing = graphwright.testing
         compile_fn = graphwright.compile
+    counter = testing.CompileCounterWithBackend(BACKEND) if BACKEND else testing.CompileCounter()
     if isinstance(target, list):
         return [compile_fn(t, backend=counter, fullgraph=fullgraph, **options) for t in target], counter
     return compile_fn(target, backend=counter, fullgraph=fullgraph, **options), counter
