@@ -174,3 +174,17 @@ def test_explain_reports_graphs_ops_and_break_reasons():
 def test_explain_accepts_modules():
     out = graphwright.explain(nn.Linear(3, 2))(torch.randn(4, 3))
     assert out.graph_count == 1 and out.graph_break_count == 0
+
+
+@pytest.mark.slow
+def test_the_default_backend_is_inductor_and_matches_eager_with_gradients():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    x = torch.randn(4, 8, requires_grad=True)
+    out = graphwright.compile(net)(x)
+    torch.testing.assert_close(out, net(x))
+    out.sum().backward()
+    compiled_grad = x.grad.clone()
+    x.grad = None
+    net(x).sum().backward()
+    torch.testing.assert_close(compiled_grad, x.grad)

@@ -175,3 +175,19 @@ def test_a_new_backend_object_never_reuses_another_backends_entries():
         compiled, counter = compiled_with_counter(scaled)
         compiled(torch.ones(2), 2)
         assert counter.frame_count == 1
+
+
+def test_an_attribute_found_missing_is_guarded_to_stay_missing():
+    class Options:
+        pass
+
+    def fn(x, options):
+        return x * getattr(options, "scale", 1.0) + (1.0 if hasattr(options, "shift") else 0.0)
+
+    compiled, counter = compiled_with_counter(fn)
+    options = Options()
+    x = torch.ones(2)
+    torch.testing.assert_close(compiled(x, options), fn(x, options))
+    options.scale, options.shift = 3.0, True
+    torch.testing.assert_close(compiled(x, options), fn(x, options))
+    assert counter.frame_count == 2

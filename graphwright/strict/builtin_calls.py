@@ -152,13 +152,18 @@ def _getattr(tracer, args, kwargs):
     if found is not None:
         return found
     if len(args) > 2:
+        tracer.add_guard(args[0].source, "lacks", name)
         return args[2]
     return attributes.load_attr(tracer, args[0], name)
 
 
 @handles(hasattr)
 def _hasattr(tracer, args, kwargs):
-    return ConstantValue(attributes.lookup(tracer, args[0], operations.python_value(tracer, args[1])) is not None)
+    name = operations.python_value(tracer, args[1])
+    found = attributes.lookup(tracer, args[0], name) is not None
+    if not found:
+        tracer.add_guard(args[0].source, "lacks", name)
+    return ConstantValue(found)
 
 
 @handles(setattr)

@@ -16,7 +16,7 @@ import torch
 from .sources import ExprWriter, Source
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3,
+_COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5}
 
 
@@ -80,6 +80,8 @@ class Guard:
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
         if kind == "grad_mode":
             return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
+        if kind == "lacks":
+            return f"not hasattr({value}, {expected!r})"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
         if kind == "distinct":
@@ -104,6 +106,8 @@ class Guard:
         if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
                                    or actual._backward_hooks or actual._backward_pre_hooks):
             return f"module '{name}' has hooks now"
+        if kind == "lacks" and hasattr(actual, expected):
+            return f"'{name}' has an attribute '{expected}' now"
         if kind == "grad_mode" and torch.is_grad_enabled() is not expected:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":
