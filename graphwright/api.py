@@ -69,7 +69,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if model is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
-    if disable:
+    if disable or getattr(model, "_graphwright_disabled", False) or getattr(model, "_torchdynamo_disable", False):
         return model
     compiler = lookup_backend(backend)
     if isinstance(model, torch.nn.Module):

@@ -188,3 +188,11 @@ def test_the_default_backend_is_inductor_and_matches_eager_with_gradients():
     x.grad = None
     net(x).sum().backward()
     torch.testing.assert_close(compiled_grad, x.grad)
+
+
+def test_compiling_a_disabled_function_leaves_it_eager():
+    @graphwright.disable
+    def helper(x):
+        return x + 1
+
+    assert graphwright.compile(helper, backend="eager") is helper
