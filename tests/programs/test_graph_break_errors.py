@@ -116,6 +116,20 @@ def generator_use(x):
     return total
 
 
+class _Breaking(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        graph_break()  # gb:module-forward
+        return y
+
+
+_BREAKING = _Breaking()
+
+
+def module_call(x):
+    return _BREAKING(x) + 1  # gb:module-call
+
+
 @disable
 def _never_compiled(x):
     return x * 2
@@ -137,6 +151,7 @@ BREAKS = [
     pytest.param(generator_use, ["generator"], id="generator",
                  marks=pytest.mark.skipif(REFERENCE, reason=PYTORCH_TRACES_IT)),
     pytest.param(disabled_call, ["disabled"], id="call_to_a_disabled_function"),
+    pytest.param(module_call, ["module-call", "module-forward"], id="graph_break_in_a_module_forward"),
 ]
 
 
