@@ -1,7 +1,8 @@
 """Corpus programs shaped like real models: a small GPT, a ResNet stage,
 a LoRA adapter, a VAE, a mixture of experts, activation checkpointing, a
-custom autograd.Function, weight norm, losses, an evaluation loop and
-gradient clipping."""
+custom autograd.Function, weight norm, losses, an evaluation loop,
+gradient clipping, parameter containers, an EMA teacher update, a whole
+training step, fifty small layers and a dataclass model output."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .harness import Program, function_program, module_program
+from .harness import Args, Program, function_program, module_program
 
 PROGRAMS = []
 
@@ -366,3 +367,47 @@ PROGRAMS.append(Program(
     call=_compiled_whole_step, repeats=3, fullgraph=False, frames=3,
     observe=lambda world: world[0].state_dict(),
     xfail="graph breaks under fullgraph=False run the whole function eagerly"))
+
+
+class FiftyLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(50))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x) if i % 2 else torch.tanh(layer(x))
+        return x
+
+
+PROGRAMS.append(module_program(
+    "python_heavy_loop_over_fifty_small_layers", FiftyLayers,
+    lambda: rand(2, 4, requires_grad=True), grad=True))
+
+
+@dataclasses.dataclass
+class ClassifierOutput:
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    hidden: tuple = ()
+
+
+class HFStyle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(5, 6)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x, labels=None, return_dict=True):
+        hidden = torch.relu(self.body(x))
+        logits = self.head(hidden)
+        loss = F.cross_entropy(logits, labels) if labels is not None else None
+        if not return_dict:
+            return (logits, loss)
+        return ClassifierOutput(logits=logits, loss=loss, hidden=(hidden,))
+
+
+PROGRAMS.append(module_program(
+    "dataclass_output_built_inside_forward", HFStyle,
+    lambda: Args(rand(4, 5, requires_grad=True), labels=torch.randint(0, 3, (4,))), grad=True,
+    changed=lambda: Args(rand(4, 5), return_dict=False), frames_changed=2))
