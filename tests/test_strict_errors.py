@@ -95,6 +95,10 @@ def breaks_on_nonzero(x):
     return x.nonzero()
 
 
+def breaks_on_formatting_a_tensor(x):
+    return "%s" % x
+
+
 def breaks_on_class_statement(x):
     class Local:
         pass
@@ -105,6 +109,7 @@ def breaks_on_class_statement(x):
     (breaks_on_item, "GB003"), (breaks_on_branch, "GB002"), (breaks_on_c_function, "GB005"),
     (breaks_on_print, "GB008"), (breaks_on_generator, "GB007"), (breaks_on_backward, "GB013"),
     (breaks_on_nonzero, "GB004"), (breaks_on_class_statement, "GB006"),
+    (breaks_on_formatting_a_tensor, "GB003"),
 ], ids=lambda value: getattr(value, "__name__", value))
 def test_each_break_reason_names_its_id_title_and_the_users_line(fn, gb_id):
     kind = graph_breaks.REGISTRY[gb_id]

@@ -109,6 +109,17 @@ def test_comprehensions_and_generator_expressions():
     check(fn, X)
 
 
+def test_sets_chained_comparisons_walrus_and_slice_assignment():
+    def fn(x):
+        merged, common = {1, 2} | {3}, {1, 2} & {2, 3}
+        ok = "b" in "abc" and 1 < len(merged) <= 3
+        n = (m := len(common)) + m
+        items = [0, 1, 2, 3]
+        items[1:3] = [9]
+        return (x if ok else -x) * n, sorted(merged), items
+    check(fn, X)
+
+
 def test_container_building_unpacking_and_slicing():
     def fn(x):
         a, *middle, b = [1, 2, 3, 4]

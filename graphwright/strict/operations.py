@@ -126,6 +126,8 @@ def constant_result(real: Any) -> Value:
         return SequenceValue([constant_result(item) for item in real], type(real))
     if type(real) is dict:
         return DictValue({key: constant_result(item) for key, item in real.items()})
+    if type(real) is set:
+        return DictValue({item: ConstantValue(item) for item in real}, set)
     return ConstantValue(real)
 
 
