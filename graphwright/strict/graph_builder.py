@@ -101,7 +101,8 @@ class GraphBuilder:
             raise self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
-            if kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator"):
+            if isinstance(result, (str, bytes)) or (
+                    kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")):
                 # e.g. `"%s" % tensor`: Python formatted the fake tensor; eager would use its data
                 raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name} on a tensor", what=f"operator.{name} on a tensor")
             return self._constant_result(result)
