@@ -104,7 +104,7 @@ class GraphBuilder:
             if isinstance(result, (str, bytes)) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")):
                 # e.g. `"%s" % tensor`: Python formatted the fake tensor; eager would use its data
-                raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name} on a tensor", what=f"operator.{name} on a tensor")
+                raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name} on a tensor", what=f"{name} applied to a tensor")
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
