@@ -1,6 +1,7 @@
 """Partitioning the joint graph: what the backward receives, recomputes, and never re-samples."""
 import operator
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -123,3 +124,16 @@ def test_python_callable_node_is_traced_through_into_the_aten_graphs():
     (signature,) = compiled.signatures.values()
     forward_ops = aten_targets(signature.partition.forward)
     assert {"aten.sin.default", "aten.cos.default", "aten.relu.default"} <= forward_ops
+
+
+@pytest.mark.slow
+def test_inductor_dropout_backward_reuses_the_forward_mask():
+    def fn(x):
+        return F.dropout(x, p=0.5, training=True) * 3
+
+    x = torch.randn(64, 64, requires_grad=True)
+    out = lookup_backend("inductor")(graph_of(fn), [x])(x)
+    out.sum().backward()
+    kept = out != 0
+    assert abs(kept.float().mean().item() - 0.5) < 0.05
+    torch.testing.assert_close(x.grad, kept * 6.0)

@@ -21,16 +21,29 @@ from .partition import Partition, partition_joint
 from .runtime import BoxedFn, LazyBackward, make_inference_function, make_training_function
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
-"""Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`."""
+"""Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
+
+The output node of a forward or inference graph lists, in
+`meta[USER_OUTPUTS_KEY]`, the indices of the outputs whose layout the user
+sees: a compiler must give those the strides they were traced with.
+"""
+
+USER_OUTPUTS_KEY = "graphwright_user_outputs"
 
 
 @dataclasses.dataclass(frozen=True)
 class GraphCompilers:
-    """The backend's compilers for the three kinds of aten graph."""
+    """The backend's compilers for the three kinds of aten graph.
+
+    `graph_passes`, when given, rewrites the joint graph before it is
+    partitioned and the inference graph before it is compiled (a code
+    generator's own pattern rewrites, e.g. Inductor's random-op seeding).
+    """
 
     forward: GraphCompiler
     backward: GraphCompiler
     inference: GraphCompiler
+    graph_passes: Callable[[torch.fx.GraphModule], torch.fx.GraphModule] | None = None
 
 
 @dataclasses.dataclass
@@ -204,15 +217,19 @@ class AOTCompiledGraph:
     def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
         meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
         mutates = bool(meta.mutated_inputs)
+        user_outputs = _user_output_indices(meta)
         if not any(meta.forward_requires_grad):
-            graph = joint.trace(joint.forward_function(fn, meta), fakes, self._decompositions)
+            graph = self._rewrite(joint.trace(joint.forward_function(fn, meta), fakes, self._decompositions))
+            _mark_user_outputs(graph, user_outputs)
             forward = self._compilers.inference(graph, example_values(graph))
             run = make_inference_function(forward, meta)
             return CompiledSignature(run, mutates, inference_graph=graph)
 
         tangents = joint.make_tangents(meta.tangent_specs, self._fake_mode)
-        joint_graph = joint.trace(
-            joint.joint_function(fn, meta, len(fakes)), [*fakes, *tangents], self._decompositions
+        joint_graph = self._rewrite(
+            joint.trace(
+                joint.joint_function(fn, meta, len(fakes)), [*fakes, *tangents], self._decompositions
+            )
         )
         part = partition_joint(
             joint_graph,
@@ -221,6 +238,7 @@ class AOTCompiledGraph:
             mutated_inputs=meta.mutated_inputs,
             recompute=self._recompute,
         )
+        _mark_user_outputs(part.forward, user_outputs)
         forward = self._compilers.forward(part.forward, example_values(part.forward))
         backward = LazyBackward(
             lambda: self._compilers.backward(
@@ -229,6 +247,21 @@ class AOTCompiledGraph:
         )
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
+
+
+    def _rewrite(self, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        passes = self._compilers.graph_passes
+        return gm if passes is None else passes(gm)
+
+
+def _user_output_indices(meta) -> list[int]:
+    """Forward values whose layout the user sees: graph outputs and the bases views are rebuilt from."""
+    return list(range(len(meta.mutated_inputs), meta.num_forward_outputs))
+
+
+def _mark_user_outputs(gm: torch.fx.GraphModule, indices: list[int]) -> None:
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    output.meta[USER_OUTPUTS_KEY] = indices
 
 
 class _DuplicateInputs:
