@@ -240,3 +240,38 @@ def _(x):
 def _(x):
     rows = [r.sum() for r in x]
     return len(x), torch.stack(rows), max(x.shape)
+
+
+class TaggedTensor(torch.Tensor):
+    """A plain tensor subclass, as libraries use to tag tensors."""
+
+
+@program("tensor_subclass_input_keeps_its_type", lambda: rand(3).as_subclass(TaggedTensor),
+         changed=lambda: rand(3), frames_changed=2)
+def _(x):
+    return x * 2 + 1
+
+
+def _inference_tensor():
+    with torch.inference_mode():
+        return rand(3)
+
+
+@program("inference_mode_tensor_input_is_guarded", _inference_tensor,
+         changed=lambda: rand(3), frames_changed=2,
+         xfail="tensor dispatch keys are not guarded (an inference tensor reuses the graph "
+               "of a normal one)")
+def _(x):
+    return x.sin() * 2
+
+
+def _call_in_inference_mode(world, compiled, args):
+    with torch.inference_mode(args.kwargs["inference"]):
+        return compiled(*args.args)
+
+
+@program("caller_in_inference_mode", lambda: Args(rand(3), inference=False),
+         call=_call_in_inference_mode, changed=lambda: Args(rand(3), inference=True),
+         frames_changed=2)
+def _(x):
+    return x.cos() + 1

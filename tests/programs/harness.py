@@ -284,7 +284,7 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
 def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
     """Equal values, recursively; tensors equal in metadata and close in value."""
     if isinstance(expected, torch.Tensor):
-        assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
+        assert type(actual) is type(expected), f"{path}: type {type(actual)} != {type(expected)}"
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
         assert actual.stride() == expected.stride(), (
