@@ -1,8 +1,11 @@
 """Corpus programs aimed at particular CPython 3.11 opcodes and builtins:
 EXTENDED_ARG, DICT_UPDATE/DICT_MERGE/SET_UPDATE, MATCH_SEQUENCE/MAPPING/CLASS,
 IMPORT_NAME inside the function, every in-place binary operator, iter/next,
-slice objects, and attribute lookups by name."""
+slice objects, attribute lookups by name, itertools and container methods."""
 from __future__ import annotations
+
+import itertools
+import math
 
 import torch
 
@@ -141,3 +144,24 @@ def _(x):
     ordered = sorted(table.items(), key=lambda item: -item[1])
     weights = {k: v / sum(table.values()) for k, v in table.items()}
     return x * weights["b"], ordered, list(enumerate(reversed(range(3)))), isinstance(2.5, (int, float))
+
+
+@program("itertools_over_constants_and_tensors", lambda: [rand(2), rand(2), rand(2)],
+         xfail="itertools.product/chain/accumulate/combinations cannot be created (GB022)")
+def _(xs):
+    pairs = list(itertools.product(range(2), "ab"))
+    chained = list(itertools.chain(xs[:1], xs[2:]))
+    running = list(itertools.accumulate([1, 2, 3]))
+    combos = [a * b for a, b in itertools.combinations(xs, 2)]
+    return pairs, torch.stack(chained), running, torch.stack(combos).sum(0)
+
+
+@program("container_methods_on_constants", lambda: rand(2),
+         xfail="dict.keys() is modelled as a list, so `keys & set` raises TypeError (GB011)")
+def _(x):
+    items = [3, 1, 3, 2]
+    d = {"a": 1, "b": 2, "c": 3}
+    common = sorted(d.keys() & {"a", "c", "z"})
+    head, sep, tail = "conv.weight".partition(".")
+    return (x * items.index(2) + items.count(3), common, (head, sep, tail), "ab" * 2,
+            (37).bit_length(), math.prod([2, 3, 4]), "-".join(str(i) for i in range(3)))
