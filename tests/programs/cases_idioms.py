@@ -5,6 +5,7 @@ another tensor's shape, masked means, one-hot targets, nn.LSTM, gradient-aware
 branches, name mangling, lru_cache helpers and a KV cache."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -284,3 +285,28 @@ class KVCache(nn.Module):
 PROGRAMS.append(module_program(
     "kv_cache_written_at_a_growing_position", KVCache, lambda: rand(1, 4), repeats=3,
     frames=[1, 2, 3], observe=lambda world: world.position))
+
+
+@program("torch_assert_on_metadata", lambda: rand(2, 3, 4))
+def _(x):
+    torch._assert(x.shape[1] == 3, "expected three channels")
+    return x.mean(1)
+
+
+@program("conditional_context_manager_with_nullcontext", lambda: (rand(3, requires_grad=True), True),
+         changed=lambda: (rand(3, requires_grad=True), False), frames_changed=2, grad=True,
+         xfail="contextlib.nullcontext() cannot be created inside the region (GB022)")
+def _(x, frozen):
+    context = torch.no_grad() if frozen else contextlib.nullcontext()
+    with context:
+        y = x * 2
+    return y, y.requires_grad
+
+
+@program("autocast_disabled_inside_an_autocast_region", lambda: (rand(4, 4), rand(4, 4)))
+def _(a, b):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = a @ b
+        with torch.autocast("cpu", enabled=False):
+            full = a @ b
+    return low.dtype, full.dtype, full
