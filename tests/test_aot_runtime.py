@@ -171,3 +171,18 @@ def test_inductor_inference_graph_returns_the_output_structure():
         actual = lookup_backend("inductor")(graph_of(fn), [x])(x)
     expected = fn(x)
     torch.testing.assert_close(actual, expected)
+
+
+def test_graph_computing_under_no_grad_returns_outputs_without_grad_when_called_with_grad():
+    # What the strict tracer records for `with torch.no_grad(): return x @ w`.
+    graph = torch.fx.Graph()
+    x, w = graph.placeholder("x"), graph.placeholder("w")
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    product = graph.call_function(torch.matmul, (x, w))
+    graph.call_function(torch._C._set_grad_enabled, (True,))
+    graph.output(product)
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    x, w = torch.randn(2, 3), torch.randn(3, 4, requires_grad=True)
+    out = aot_eager(gm, [x, w])(x, w)
+    assert not out.requires_grad
+    torch.testing.assert_close(out, (x @ w).detach())

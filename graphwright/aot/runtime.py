@@ -92,7 +92,10 @@ def make_inference_function(forward: BoxedFn, meta: GraphMetadata) -> Callable[.
     epilogue = _Epilogue(meta)
 
     def run(*args):
-        return epilogue(args, forward(list(args)))
+        # The aten graph has no grad-mode switches left: autograd must not record it.
+        with torch.no_grad():
+            values = forward(list(args))
+        return epilogue(args, values)
 
     return run
 
