@@ -571,3 +571,105 @@ def _(d):
          changed=lambda: (rand(2), [1, 2]), frames_changed=2)
 def _(x, sizes):
     return x * len(sizes), type(sizes).__name__
+
+
+TABLE = torch.arange(3.0)
+
+
+def _change_table(kind):
+    def make():
+        global TABLE
+        if kind == "replace":
+            TABLE = torch.arange(3.0) * 10
+        elif kind == "in_place":
+            TABLE.mul_(-1)
+        return rand(3)
+    return make
+
+
+def _reset_table():
+    global TABLE
+    TABLE = torch.arange(3.0)
+
+
+def _reads_table(x):
+    return x + TABLE
+
+
+for _kind in ("replace", "in_place"):
+    PROGRAMS.append(function_program(
+        f"global_tensor_{_kind}d_between_calls_is_read_anew", _reads_table,
+        _change_table("none"), changed=_change_table(_kind), frames_changed=1,
+        reset=_reset_table))
+
+
+def _closure_over_a_tensor():
+    weights = torch.ones(3)
+
+    def weighted(x):
+        return x * weights
+
+    weighted.weights = weights
+    return weighted
+
+
+def _bump_captured(world, compiled, args):
+    world.weights.add_(args.kwargs["bump"])
+    return compiled(*args.args)
+
+
+PROGRAMS.append(Program(
+    name="captured_tensor_mutated_between_calls_is_read_anew", make=_closure_over_a_tensor,
+    inputs=lambda: Args(rand(3), bump=1.0), call=_bump_captured, repeats=3))
+
+
+class TensorAttributes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.temperature = torch.tensor(2.0)
+        self.register_buffer("offset", torch.zeros(3))
+
+    def forward(self, x):
+        return self.lin(x) / self.temperature + self.offset.sum()
+
+
+def _change_module_state(world, compiled, args):
+    change = args.kwargs["change"]
+    if change == "plain_tensor_attribute":
+        compiled.temperature = torch.tensor(4.0)
+    elif change == "parameter_data":
+        compiled.lin.weight.data = torch.full((3, 3), 0.5)
+    elif change == "buffer_shape":
+        compiled.offset = torch.ones(5)
+    return compiled(*args.args)
+
+
+for _change, _frames in [("plain_tensor_attribute", 1), ("parameter_data", 1), ("buffer_shape", 2)]:
+    PROGRAMS.append(module_program(
+        f"module_{_change}_changed_between_calls", TensorAttributes,
+        lambda: Args(rand(2, 3), change=None), call=_change_module_state,
+        changed=lambda change=_change: Args(rand(2, 3), change=change), frames_changed=_frames))
+
+
+class Selective(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(3, 3) for _ in range(3))
+        self.active = [0, 2]
+
+    def forward(self, x):
+        for index in self.active:
+            x = self.layers[index](x)
+        return x
+
+
+def _set_active(world, compiled, args):
+    compiled.active = args.kwargs["active"]
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "module_list_attribute_of_indices_changed_between_calls", Selective,
+    lambda: Args(rand(2, 3), active=[0, 2]), call=_set_active,
+    changed=lambda: Args(rand(2, 3), active=[1]), frames_changed=2))
