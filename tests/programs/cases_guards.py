@@ -673,3 +673,17 @@ PROGRAMS.append(module_program(
     "module_list_attribute_of_indices_changed_between_calls", Selective,
     lambda: Args(rand(2, 3), active=[0, 2]), call=_set_active,
     changed=lambda: Args(rand(2, 3), active=[1]), frames_changed=2))
+
+
+@program("switching_back_to_earlier_inputs_reuses_their_entry", lambda: Args(rand(3)),
+         call=_call_each, changed=lambda: Args(rand(3).double(), rand(3), rand(3).double()),
+         frames_changed=2)
+def _(x):
+    return x * 2
+
+
+@program("alternating_sizes_under_dynamic_false_reuse_their_entries", lambda: Args(rand(2)),
+         call=_call_each, changed=lambda: Args(rand(3), rand(2), rand(3), rand(2)),
+         frames_changed=2, options=dict(dynamic=False))
+def _(x):
+    return x.cumsum(0)
