@@ -58,8 +58,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             options: dict | None = None, disable: bool = False) -> Any:
     """Compile a function or module: capture its tensor work as graphs, guarded and cached.
 
-    Sizes are always specialised for now: `dynamic` is accepted but a new size compiles a new
-    entry (up to `config.cache_size_limit`); `mode` and `options` are accepted and unused.
+    `dynamic=False` specialises every size; `True` traces input sizes as symbols from the start;
+    `None` specialises first and, when a size changes, recompiles with that dimension symbolic.
+    `mode` and `options` are accepted and unused.
 
     >>> @graphwright.compile(fullgraph=True, backend="eager")
     ... def f(x):
@@ -80,11 +81,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
                 f"Cannot compile module {type(model).__name__}",
                 explanation="Its `forward` is not a Python method defined on its class.",
                 hints=["Define `forward` as a method of the module's class."])
-        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph))
+        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph, dynamic))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
-        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph), model.__self__)
+        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph, dynamic), model.__self__)
     if isinstance(model, types.FunctionType):
-        return CompiledFunction(model, compiler, fullgraph)
+        return CompiledFunction(model, compiler, fullgraph, dynamic)
     raise GraphwrightError(
         f"Cannot compile an object of type {type(model).__name__}",
         explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",

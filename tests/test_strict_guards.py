@@ -78,7 +78,7 @@ def test_globals_read_are_guarded():
 
 def test_cache_size_limit_then_eager_with_one_warning():
     counter = CompileCounter()
-    compiled = graphwright.compile(scaled, backend=counter)
+    compiled = graphwright.compile(scaled, backend=counter, dynamic=False)
     old = graphwright.config.cache_size_limit
     graphwright.config.cache_size_limit = 2
     try:
@@ -191,3 +191,32 @@ def test_an_attribute_found_missing_is_guarded_to_stay_missing():
     options.scale, options.shift = 3.0, True
     torch.testing.assert_close(compiled(x, options), fn(x, options))
     assert counter.frame_count == 2
+
+
+def sized(x, y):
+    batch = x.shape[0]
+    z = x.view(batch, -1) * 2 + y.sum()
+    if batch > 1:
+        z = z + 1
+    return z.reshape(batch * 2, -1)[: batch // 2], batch, x.shape
+
+
+@pytest.mark.parametrize("dynamic, frames", [(False, 4), (None, 2), (True, 1)])
+def test_dynamic_decides_how_many_graphs_serve_changing_sizes(dynamic, frames):
+    counter = CompileCounter()
+    compiled = graphwright.compile(sized, backend=counter, fullgraph=True, dynamic=dynamic)
+    for batch in (4, 6, 8, 10):
+        x, y = torch.randn(batch, 4), torch.randn(3)
+        out, expected = compiled(x, y), sized(x, y)
+        torch.testing.assert_close(out[0], expected[0])
+        assert out[1:] == expected[1:] and type(out[1]) is int
+    assert counter.frame_count == frames
+
+
+def test_symbolic_sizes_keep_guards_on_what_the_code_branched_on():
+    counter = CompileCounter()
+    compiled = graphwright.compile(sized, backend=counter, fullgraph=True, dynamic=True)
+    for batch in (4, 6, 1):
+        x, y = torch.randn(batch, 4), torch.randn(3)
+        torch.testing.assert_close(compiled(x, y)[0], sized(x, y)[0])
+    assert counter.frame_count == 2  # batch 1 is specialised, and `batch > 1` flips

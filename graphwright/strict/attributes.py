@@ -83,6 +83,8 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     from .values import MethodValue
 
     if name in TENSOR_METADATA:
+        if name == "shape":
+            tracer.graph.register_sizes(value)
         return ConstantValue(getattr(value.fake, name))
     if name in TENSOR_VIEWS:
         return tracer.graph.call("call_function", getattr, [value, ConstantValue(name)], {})

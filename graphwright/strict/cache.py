@@ -19,16 +19,17 @@ from .._core.counters import counters
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
 from .codegen import MISS
-from .entries import build_entry, cache_limit_warning, failure_reason
+from .entries import build_entry, cache_limit_warning, changed_sizes, failure_reason
 from .graph_builder import prepare_fake_tensors
 
 
 class CodeCache:
-    __slots__ = ("entries", "exhausted")
+    __slots__ = ("entries", "exhausted", "dynamic_dims")
 
     def __init__(self) -> None:
         self.entries: list[Callable] = []
         self.exhausted = False
+        self.dynamic_dims: dict[Any, frozenset[int]] = {}  # learnt under dynamic=None
 
 
 _CACHES: dict[tuple, CodeCache] = {}
@@ -38,6 +39,7 @@ def reset_caches() -> None:
     for cache in _CACHES.values():
         cache.entries.clear()
         cache.exhausted = False
+        cache.dynamic_dims.clear()
 
 
 class CompiledFunction:
@@ -45,13 +47,15 @@ class CompiledFunction:
 
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
-    def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool) -> None:
+    def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
+                 dynamic: bool | None = False) -> None:
         prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
         self._backend = backend
         self._fullgraph = fullgraph
-        key = (fn.__code__, backend, fullgraph)  # the backend itself: an id could be reused
+        self._dynamic = dynamic
+        key = (fn.__code__, backend, fullgraph, dynamic)  # the backend itself: an id could be reused
         self._cache = _CACHES.setdefault(key, CodeCache())
         self._entries = self._cache.entries
         self.__name__ = fn.__name__
@@ -89,7 +93,11 @@ class CompiledFunction:
                 warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
                 return fn(*args, **kwargs)
             counters["recompiles"][reason] += 1
-        entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph)
+            if self._dynamic is None:
+                for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
+                    cache.dynamic_dims[source] = cache.dynamic_dims.get(source, frozenset()) | dims
+        entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph,
+                            self._dynamic is True, cache.dynamic_dims)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result

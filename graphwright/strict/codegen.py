@@ -24,10 +24,13 @@ import inspect
 import types
 from typing import Any, Callable
 
+import torch
+
 from . import graph_breaks as gb
 from .guards import Guard, ordered
 from .side_effects import SideEffects
 from .sources import LocalSource, Source
+from .symbolic_sizes import holds_symbol
 from .values import (
     CellValue,
     ConstantValue,
@@ -78,7 +81,7 @@ class EntryWriter:
                                           "___replace_contents": _replace_contents,
                                           "___make_function": _make_function}
         self.lines: list[str] = []
-        self.outputs: list[TensorValue] = []
+        self.outputs: list[Value] = []
         self.rebuilt_tensor = False
         self._on_break = on_break
         self._refs: dict[int, str] = {}
@@ -108,7 +111,7 @@ class EntryWriter:
     def guard_lines(self, guards: list[Guard]) -> list[str]:
         self.lines = []
         for guard in ordered(guards):
-            value = "" if guard.kind == "grad_mode" else self.expr(guard.source)
+            value = "" if guard.kind in ("grad_mode", "sizes") else self.expr(guard.source)
             self.lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
         return self.lines
 
@@ -123,6 +126,8 @@ class EntryWriter:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
             return f"___out[{index}]"
+        if isinstance(value, ConstantValue) and holds_symbol(value.value):
+            return self._rebuild_symbolic(value)
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
@@ -152,6 +157,17 @@ class EntryWriter:
             return "iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _rebuild_symbolic(self, value: ConstantValue) -> str:
+        """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
+        if isinstance(value.value, (tuple, list)):
+            items = "".join(self.rebuild(ConstantValue(item)) + ", " for item in value.value)
+            if isinstance(value.value, torch.Size):
+                return f"{self.ref(torch.Size)}(({items}))"
+            return f"[{items}]" if isinstance(value.value, list) else f"({items})"
+        self.rebuilt_tensor = True
+        self.outputs.append(value)
+        return f"___out[{len(self.outputs) - 1}]"
 
     def _rebuild_function(self, value: FunctionValue) -> str:
         if value.fn is None:

@@ -11,6 +11,9 @@ import inspect
 import warnings
 from typing import Any, Callable
 
+import torch
+from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+
 from .._core import config
 from .._core.counters import counters
 from .._core.errors import BackendError
@@ -21,9 +24,10 @@ from .guards import Guard, ordered
 from .tracer import trace_function
 
 
-def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, fullgraph: bool) -> Callable:
+def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, fullgraph: bool,
+                dynamic_all: bool = False, dynamic_dims: dict | None = None) -> Callable:
     try:
-        result = trace_function(fn, args, kwargs)
+        result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims)
         return _graph_entry(fn, result, backend)
     except GraphBreak as brk:
         if fullgraph:
@@ -97,8 +101,13 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
     bound.apply_defaults()
     for guard in ordered(entry.guards):
         try:
-            actual = None if guard.kind == "grad_mode" else guard.source.read(fn, bound.arguments)
-            if guard.kind in ("alias", "distinct"):
+            actual = None if guard.kind in ("grad_mode", "sizes") else guard.source.read(fn, bound.arguments)
+            if guard.kind == "sizes":
+                code, sources = guard.expected
+                inputs = {f"t{i}": source.read(fn, bound.arguments) for i, source in enumerate(sources)}
+                reason = None if eval(code, dict(SYMPY_INTERP), {"L": inputs}) else \
+                    f"sizes no longer satisfy: {code}"
+            elif guard.kind in ("alias", "distinct"):
                 same = actual is guard.expected.read(fn, bound.arguments)
                 reason = None if same == (guard.kind == "alias") else \
                     f"'{guard.source.name()}' and '{guard.expected.name()}' " + \
@@ -110,6 +119,32 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
         if reason is not None:
             return reason
     return "a guard failed"
+
+
+def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> dict[Any, frozenset[int]]:
+    """Input dimensions whose size alone differs from what `entry` was traced for: the
+    candidates for symbolic sizes under `dynamic=None`."""
+    try:
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+    except TypeError:
+        return {}
+    bound.apply_defaults()
+    changed = {}
+    for guard in entry.guards:
+        if guard.kind != "tensor":
+            continue
+        meta = guard.expected
+        try:
+            actual = guard.source.read(fn, bound.arguments)
+        except Exception:
+            continue
+        if not isinstance(actual, torch.Tensor) or actual.dim() != len(meta.shape) \
+                or actual.dtype != meta.dtype or actual.device != meta.device:
+            continue
+        dims = frozenset(i for i, size in enumerate(actual.shape) if size != meta.shape[i])
+        if dims:
+            changed[guard.source] = dims
+    return changed
 
 
 def cache_limit_warning(fn: Callable, reason: str) -> str:

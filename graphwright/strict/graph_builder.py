@@ -7,12 +7,14 @@ operators) and then becomes a node. It knows nothing about bytecode.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import re
 from typing import Any, Callable
 
 import torch
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -21,6 +23,7 @@ from torch._subclasses.fake_tensor import (
 
 from . import graph_breaks as gb
 from .sources import Source
+from .symbolic_sizes import SymbolicSizes, holds_symbol
 from .values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
 
 BreakFn = Callable[..., Exception]
@@ -46,11 +49,23 @@ def prepare_fake_tensors() -> None:
     torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
 
 
+def _fake_of(tensor: TensorValue) -> torch.Tensor:
+    return tensor.fake
+
+
 class GraphBuilder:
-    def __init__(self, on_break: BreakFn) -> None:
-        self.fake_mode = FakeTensorMode()
+    """`dynamic_dims` maps an input's source to its symbolic dimensions (None: all of them);
+    `dynamic_all` makes every input dimension symbolic (`dynamic=True`)."""
+
+    def __init__(self, on_break: BreakFn, dynamic_all: bool = False,
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None) -> None:
+        self.dynamic_all = dynamic_all
+        self.dynamic_dims = dynamic_dims or {}
+        self.symbolic = SymbolicSizes() if dynamic_all or self.dynamic_dims else None
+        self.fake_mode = FakeTensorMode(shape_env=self.symbolic.shape_env if self.symbolic else None)
         self.graph = torch.fx.Graph()
         self.input_sources: list[Source] = []
+        self.input_fakes: list[torch.Tensor] = []
         self.example_inputs: list[torch.Tensor] = []
         self._on_break = on_break
         self._names: set[str] = set()
@@ -64,13 +79,31 @@ class GraphBuilder:
         else:
             with self.graph.inserting_before(self._first_op):
                 node = self.graph.placeholder(name)
-        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        fake = self._fake_input(real, source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)
+        self.input_fakes.append(fake)
         self.example_inputs.append(real)
         value = TensorValue(node, fake, source)
         self._by_fake[id(fake)] = value
         return value
+
+    def _fake_input(self, real: torch.Tensor, source: Source) -> torch.Tensor:
+        if self.symbolic is None or real.dim() == 0 or not (self.dynamic_all or source in self.dynamic_dims):
+            return self.fake_mode.from_tensor(real, static_shapes=True)
+        dims = None if self.dynamic_all else self.dynamic_dims[source]
+        return self.symbolic.fake_input(self.fake_mode, real, dims)
+
+    def symbolic_dims(self, fake: torch.Tensor) -> frozenset[int]:
+        return frozenset(i for i, size in enumerate(fake.shape) if isinstance(size, torch.SymInt))
+
+    def register_sizes(self, value: TensorValue) -> None:
+        """Reading `value.shape`: make each symbolic size computable in the graph."""
+        if self.symbolic is None:
+            return
+        for index, size in enumerate(value.fake.shape):
+            if isinstance(size, torch.SymInt) and not self.symbolic.knows(size):
+                self.symbolic.register(self._create_node("call_method", "size", [value.node, index], {}), size)
 
     def _unique_name(self, raw: str) -> str:
         base = re.sub(r"\W+", "_", raw).strip("_") or "input"
@@ -88,7 +121,8 @@ class GraphBuilder:
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
         try:
-            with self.fake_mode:
+            # symbolic sizes need the Python dispatcher (SymInt-aware composite kernels)
+            with self.fake_mode, enable_python_dispatcher() if self.symbolic else contextlib.nullcontext():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -102,9 +136,14 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
             if isinstance(result, (str, bytes)) or (
-                    kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")):
+                    kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
+                    and not holds_symbol(result)):
                 # e.g. `"%s" % tensor`: Python formatted the fake tensor; eager would use its data
                 raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name} on a tensor", what=f"{name} applied to a tensor")
+            if self.symbolic is not None and holds_symbol(result):
+                node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
+                                         {key: self._node_arg(arg) for key, arg in kwargs.items()})
+                self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
@@ -142,6 +181,15 @@ class GraphBuilder:
             return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
         return self._constant_result(result)
 
+    def _register_symbolic(self, node: torch.fx.Node, result: Any) -> None:
+        if isinstance(result, (tuple, list)):
+            for index, item in enumerate(result):
+                if holds_symbol(item):
+                    self._register_symbolic(self._create_node("call_function", operator.getitem,
+                                                              [node, index], {}), item)
+        else:
+            self.symbolic.register(node, result)
+
     def _constant_result(self, result: Any) -> Value:
         if isinstance(result, (tuple, list)) and not isinstance(result, torch.Size):
             items = [self._constant_result(item) for item in result]
@@ -165,7 +213,7 @@ class GraphBuilder:
         return name.endswith("_") and not name.endswith("__")
 
     def _fake(self, value: Value, target: Any, kind: str) -> Any:
-        return self._convert(value, lambda tensor: tensor.fake, target, kind)
+        return self._convert(value, _fake_of, target, kind)
 
     def _node_arg(self, value: Value) -> Any:
         return self._convert(value, lambda tensor: tensor.node, None, "")
@@ -174,6 +222,13 @@ class GraphBuilder:
         if isinstance(value, TensorValue):
             return leaf(value)
         if isinstance(value, ConstantValue):
+            if self.symbolic is not None and leaf is not _fake_of and holds_symbol(value.value):
+                try:
+                    return self.symbolic.node_arg(value.value)
+                except KeyError:
+                    raise self._on_break(gb.UNSUPPORTED_OPERATION, f"symbolic size {value.value}",
+                                         op="a symbolic size the graph cannot compute",
+                                         types="SymInt") from None
             return value.value
         if isinstance(value, SequenceValue):
             items = [self._convert(item, leaf, target, kind) for item in value.items]
@@ -184,8 +239,9 @@ class GraphBuilder:
         raise self._on_break(gb.UNSUPPORTED_OPERATION, f"argument {value!r} of {name}",
                              op=name, types=value.python_type().__name__)
 
-    def finish(self, outputs: list[TensorValue]) -> torch.fx.GraphModule:
-        self.graph.output(tuple(value.node for value in outputs))
+    def finish(self, outputs: list[Value]) -> torch.fx.GraphModule:
+        """The graph module returning `outputs` (tensors, or symbolic sizes)."""
+        self.graph.output(tuple(self._node_arg(value) for value in outputs))
         self.graph.lint()
         return torch.fx.GraphModule(torch.nn.Module(), self.graph)
 

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .sources import ExprWriter, Source
+from .symbolic_sizes import substitute_inputs
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
-         "tensor": 4, "alias": 5, "distinct": 5}
+         "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,12 @@ class TensorMeta:
     requires_grad: bool
     shape: tuple[int, ...]
     stride: tuple[int, ...]
+    dynamic: frozenset[int] = frozenset()  # symbolic dimensions: checked by the "sizes" guard
 
     @staticmethod
-    def of(tensor: torch.Tensor) -> "TensorMeta":
+    def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset()) -> "TensorMeta":
         return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
-                          tuple(tensor.shape), tuple(tensor.stride()))
+                          tuple(tensor.shape), tuple(tensor.stride()), dynamic)
 
     def is_contiguous_layout(self) -> bool:
         expected, step = [], 1
@@ -88,6 +91,10 @@ class Guard:
             return f"{value} is not {writer.expr(expected)}"
         if kind == "tensor":
             return _tensor_condition(value, expected, ref)
+        if kind == "sizes":
+            code, sources = expected
+            writer.namespace.update(SYMPY_INTERP)
+            return substitute_inputs(code, [writer.expr(source) for source in sources])
         raise AssertionError(kind)
 
     def failure(self, actual: Any) -> str | None:
@@ -127,6 +134,13 @@ def _literal(value: Any, ref: Callable[[Any], str]) -> str:
 def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -> str:
     device = (f"{value}.is_cpu" if meta.device.type == "cpu"
               else f"{value}.device == {ref(meta.device)}")
+    if meta.dynamic:
+        sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
+                        if i not in meta.dynamic)
+        layout = f" and {value}.is_contiguous()" if meta.is_contiguous_layout() else ""
+        return (f"type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
+                f" and {device} and {value}.requires_grad is {meta.requires_grad!r}"
+                f" and {value}.dim() == {len(meta.shape)}{sizes}{layout}")
     layout = (f"{value}.is_contiguous()" if meta.is_contiguous_layout()
               else f"{value}.stride() == {meta.stride!r}")
     return (f"type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
@@ -145,10 +159,10 @@ def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
         if expected != got:
             return f"tensor '{name}' {what} mismatch: expected {expected}, actual {got}"
     for index, (expected, got) in enumerate(zip(meta.shape, actual.shape)):
-        if expected != got:
+        if expected != got and index not in meta.dynamic:
             return f"tensor '{name}' size mismatch at index {index}: expected {expected}, actual {got}"
     contiguous_ok = meta.is_contiguous_layout() and actual.is_contiguous()
-    if not contiguous_ok and tuple(actual.stride()) != meta.stride:
+    if not contiguous_ok and not meta.dynamic and tuple(actual.stride()) != meta.stride:
         for index, (expected, got) in enumerate(zip(meta.stride, actual.stride())):
             if expected != got:
                 return (f"tensor '{name}' stride mismatch at index {index}: "

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from . import graph_breaks as gb
+from .symbolic_sizes import SYMBOLIC_TYPES
 from .values import (
     ConstantValue,
     DictValue,
@@ -92,8 +93,12 @@ def _unsupported(tracer: "Tracer", op: Callable, *values: Value) -> Exception:
     return tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{name}{values!r}", op=name, types=types)
 
 
+def is_symbolic(value: Value) -> bool:
+    return isinstance(value, ConstantValue) and isinstance(value.value, SYMBOLIC_TYPES)
+
+
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
-    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
+    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue) or is_symbolic(lhs) or is_symbolic(rhs):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if isinstance(lhs, SequenceValue) and op in (operator.add, operator.iadd) \
             and isinstance(rhs, SequenceValue) and (lhs.kind is rhs.kind or op is operator.iadd):
@@ -141,7 +146,7 @@ def _call_dunder(tracer: "Tracer", receiver: Value, name: str, args: list[Value]
 
 
 def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
-    if isinstance(value, TensorValue):
+    if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
     if isinstance(value, ConstantValue):
         try:

@@ -40,8 +40,9 @@ class TraceResult:
 
 
 class Tracer:
-    def __init__(self) -> None:
-        self.graph = GraphBuilder(self.graph_break)
+    def __init__(self, dynamic_all: bool = False,
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None) -> None:
+        self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims)
         self.guards: list[Guard] = []
         self.side_effects = SideEffects()
         self.frames: list = []
@@ -110,9 +111,12 @@ def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict)
     return values
 
 
-def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
-    """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops."""
-    tracer = Tracer()
+def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = False,
+                   dynamic_dims: dict[Source, frozenset[int]] | None = None) -> TraceResult:
+    """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops.
+
+    `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes."""
+    tracer = Tracer(dynamic_all, dynamic_dims)
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     try:
@@ -121,6 +125,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
         frame = Frame(tracer, fn.__code__, fn.__globals__, local_values, closure)
         output = frame.run()
         add_distinct_input_guards(tracer)
+        add_size_guards(tracer)
     except GraphBreak as brk:
         brk.guards = tracer.guards
         raise
@@ -139,6 +144,15 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict) -> TraceResult:
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
     return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()])
+
+
+def add_size_guards(tracer: Tracer) -> None:
+    """What the traced code assumed about symbolic sizes, as one guard over the inputs."""
+    graph = tracer.graph
+    if graph.symbolic is not None:
+        code = graph.symbolic.guard_expression(graph.input_fakes)
+        if code:
+            tracer.add_guard(FunctionSource(), "sizes", (code, tuple(graph.input_sources)))
 
 
 def add_distinct_input_guards(tracer: Tracer) -> None:

@@ -129,8 +129,8 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
-    tracer.add_guard(source, "tensor", TensorMeta.of(real))
     value = tracer.graph.add_input(real, source)
+    tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake)))
     value.cls = type(real)
     tracer.real_tensors[id(value)] = real
     return value

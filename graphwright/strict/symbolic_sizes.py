@@ -1,0 +1,80 @@
+"""Symbolic sizes: dimensions traced as `torch.SymInt`, and the fx nodes that compute them.
+
+When a compilation is dynamic (`dynamic=True`, or `dynamic=None` after a size
+changed), chosen input dimensions become symbols of one `ShapeEnv`, shared by
+the fake tensors. Python code that reads such a size gets a SymInt; every
+SymInt the graph needs is computed inside the graph (`x.size(i)` and the
+arithmetic on it), so the graph takes only tensors as inputs. Branching on a
+symbolic size adds a guard to the ShapeEnv; `guard_expression` turns those
+guards into Python over the inputs' sources.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+from torch.fx.experimental.symbolic_shapes import (
+    DimDynamic,
+    ShapeEnv,
+    StatelessSymbolicContext,
+)
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def holds_symbol(value: Any) -> bool:
+    if isinstance(value, SYMBOLIC_TYPES):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(holds_symbol(item) for item in value)
+    if isinstance(value, slice):
+        return holds_symbol((value.start, value.stop, value.step))
+    return False
+
+
+class SymbolicSizes:
+    def __init__(self) -> None:
+        self.shape_env = ShapeEnv()
+        self._nodes: dict[Any, torch.fx.Node] = {}
+
+    def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int] | None) -> torch.Tensor:
+        """A fake of `real` whose `dims` (all, when None) are symbolic."""
+        sizes = [DimDynamic.DYNAMIC if dims is None or index in dims else DimDynamic.STATIC
+                 for index in range(real.dim())]
+        return fake_mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
+
+    def register(self, node: torch.fx.Node, value: Any) -> None:
+        """`node` computes `value` (a SymInt/SymFloat/SymBool) at run time."""
+        if isinstance(value, SYMBOLIC_TYPES):
+            self._nodes.setdefault(value.node.expr, node)
+
+    def knows(self, value: Any) -> bool:
+        return value.node.expr in self._nodes
+
+    def node_arg(self, value: Any) -> Any:
+        """The fx argument for a Python value that may hold symbols."""
+        if isinstance(value, SYMBOLIC_TYPES):
+            replaced = self.shape_env.replace(value.node.expr)
+            if replaced.is_number:
+                return value.node.pytype(replaced)
+            node = self._nodes.get(value.node.expr) or self._nodes.get(replaced)
+            if node is None:
+                raise KeyError(f"no graph node computes {value}")
+            return node
+        if isinstance(value, torch.Size):
+            return tuple(self.node_arg(item) for item in value)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self.node_arg(item) for item in value)
+        if isinstance(value, slice):
+            return slice(self.node_arg(value.start), self.node_arg(value.stop), self.node_arg(value.step))
+        return value
+
+    def guard_expression(self, fakes: list[torch.Tensor]) -> str | None:
+        """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit."""
+        return self.shape_env.produce_guards_expression(fakes)
+
+
+def substitute_inputs(code: str, names: list[str]) -> str:
+    """Replace `L['t<i>']` in a ShapeEnv guard with the i-th input's expression."""
+    return re.sub(r"L\['t(\d+)'\]", lambda match: names[int(match.group(1))], code)
