@@ -13,6 +13,7 @@ never recomputed, so the backward sees the same dropout mask as the forward.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import operator
 from collections.abc import Iterable, Sequence
 
@@ -117,19 +118,27 @@ class _Split:
         return sorted(needed, key=self.order.__getitem__)
 
     def recompute_cheap_ops(self) -> None:
-        """Move saved pointwise ops and views into the backward while that lowers saved bytes."""
-        changed = True
-        while changed:
-            changed = False
-            saved = set(self.saved())
-            for node in sorted(saved, key=self.order.__getitem__, reverse=True):
-                if not _is_recomputable(node):
-                    continue
-                extra = sum(_saved_cost(a) for a in node.all_input_nodes if a not in saved)
-                if extra < _saved_cost(node):
-                    self.backward_nodes.add(node)
-                    changed = True
-                    break
+        """Move saved pointwise ops and views into the backward while that lowers saved bytes.
+
+        Latest saved node first; a moved node's inputs become saved and are
+        candidates in turn, so a chain of cheap ops folds back to where it
+        starts. One pass over a heap keeps this linear in the graph's size.
+        """
+        saved = set(self.saved())
+        candidates = [(-self.order[n], n) for n in saved]
+        heapq.heapify(candidates)
+        while candidates:
+            _, node = heapq.heappop(candidates)
+            if node not in saved or not _is_recomputable(node):
+                continue
+            new_inputs = [a for a in node.all_input_nodes if a not in saved]
+            if sum(_saved_cost(a) for a in new_inputs) >= _saved_cost(node):
+                continue
+            self.backward_nodes.add(node)
+            saved.discard(node)
+            for a in new_inputs:
+                saved.add(a)
+                heapq.heappush(candidates, (-self.order[a], a))
 
 
 def partition_joint(
