@@ -10,11 +10,19 @@ arguments (mutated lists, dicts, tensors), module state, the program's own
 observed state (globals, attributes), logging records and warnings, and
 gradients.
 
-With `GW_CORPUS_REFERENCE=1` the same corpus runs through `torch.compile`
-with PyTorch's counting backend; that is how every expectation here was
-validated. `GW_CORPUS_BACKEND=aot_eager` (or any backend name) puts a real
-backend behind the counter, in either mode. Where graphwright deliberately differs from PyTorch (the issue
-says so), a program states PyTorch's numbers in `reference`.
+Adding a program takes a few lines in one of the `cases_*.py` files:
+
+    @program("name_that_reads_as_a_specification", lambda: torch.randn(3),
+             changed=lambda: torch.randn(4), frames_changed=2)
+    def _(x):
+        return x * 2
+
+With `GW_CORPUS_REFERENCE=1` (`make test-corpus-reference`) the same corpus
+runs through `torch.compile` with PyTorch's counting backend; that is how
+every expectation here was validated. Where graphwright deliberately differs
+from PyTorch (the issue says so), a program states PyTorch's numbers in
+`reference`. `GW_CORPUS_BACKEND=aot_eager` (or any backend name) puts a real
+backend behind the counter, in either mode.
 """
 from __future__ import annotations
 
@@ -76,8 +84,15 @@ class Program:
     `frames` is the compile counter's frame_count after each of the first
     `repeats` calls (the same inputs, fresh tensors; a list when it grows
     from call to call), `frames_changed` after one more call with `changed()`
-    inputs (None: no such call). `reference` overrides
-    fields for the PyTorch run and must say `why` graphwright differs.
+    inputs (None: no such call).
+
+    `target(world)` is what gets compiled; `call(world, compiled, args)` makes
+    one call (the default calls `compiled(*args)`); `observe(world)` returns
+    extra state to compare after each call; `reset()` puts globals back
+    before each run; `options` go to the compile call; `grad` backpropagates
+    through the outputs and compares gradients; `reference` overrides fields
+    for the PyTorch run and must say `why`; `xfail` names what the strict
+    tracer still lacks (a strict xfail, so a fix is noticed).
     """
 
     name: str
