@@ -21,7 +21,6 @@ from .._core.user_stack import user_frames_of_stack
 from ..nonstrict import make_fx
 from .metadata import (
     GraphMetadata,
-    OutputKind,
     TensorSpec,
     from_functional,
     functionalization,
