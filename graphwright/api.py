@@ -14,7 +14,7 @@ import torch
 
 from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
-from .backends import lookup_backend
+from .backends import list_backends, lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.explain import ExplainOutput, explain_call
 from .strict.markers import disable, graph_break
@@ -53,6 +53,18 @@ class OptimizedModule(torch.nn.Module):
         delattr(self._orig_mod, name)
 
 
+def _specialises_sizes(compiler: Callable) -> bool:
+    """Whether what the backend returns serves only the sizes of its example inputs: every
+    registered backend but `eager`, unless it says otherwise; a user's callable is trusted to
+    run the graph it is given (as `CompileCounter` does)."""
+    if getattr(compiler, "graphwright_dynamic_shapes", False) or compiler is lookup_backend("eager"):
+        return False
+    inner = getattr(compiler, "backend", None)  # CompileCounterWithBackend
+    if inner is not None:
+        return _specialises_sizes(inner)
+    return any(compiler is lookup_backend(name) for name in list_backends(()))
+
+
 def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,
             backend: str | Callable = "inductor", mode: str | None = None,
             options: dict | None = None, disable: bool = False) -> Any:
@@ -73,6 +85,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if disable or getattr(model, "_graphwright_disabled", False) or getattr(model, "_torchdynamo_disable", False):
         return model
     compiler = lookup_backend(backend)
+    specialises = _specialises_sizes(compiler)
     if isinstance(model, torch.nn.Module):
         forward = model.forward
         if not (isinstance(forward, types.MethodType) and forward.__self__ is model
@@ -81,11 +94,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
                 f"Cannot compile module {type(model).__name__}",
                 explanation="Its `forward` is not a Python method defined on its class.",
                 hints=["Define `forward` as a method of the module's class."])
-        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph, dynamic))
+        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph, dynamic, specialises))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
-        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph, dynamic), model.__self__)
+        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph, dynamic, specialises), model.__self__)
     if isinstance(model, types.FunctionType):
-        return CompiledFunction(model, compiler, fullgraph, dynamic)
+        return CompiledFunction(model, compiler, fullgraph, dynamic, specialises)
     raise GraphwrightError(
         f"Cannot compile an object of type {type(model).__name__}",
         explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",

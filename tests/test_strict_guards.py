@@ -220,3 +220,16 @@ def test_symbolic_sizes_keep_guards_on_what_the_code_branched_on():
         x, y = torch.randn(batch, 4), torch.randn(3)
         torch.testing.assert_close(compiled(x, y)[0], sized(x, y)[0])
     assert counter.frame_count == 2  # batch 1 is specialised, and `batch > 1` flips
+
+
+def test_a_symbolic_graph_stays_correct_with_a_backend_that_specialises_sizes():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    def fn(x):
+        return net(x).reshape(x.shape[0] * 2)
+
+    compiled = graphwright.compile(fn, backend="aot_eager", dynamic=True)
+    for batch in (3, 5, 3):
+        x = torch.randn(batch, 4)
+        torch.testing.assert_close(compiled(x), fn(x))

@@ -48,13 +48,14 @@ class CompiledFunction:
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
     def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
-                 dynamic: bool | None = False) -> None:
+                 dynamic: bool | None = False, backend_specialises: bool = False) -> None:
         prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
         self._backend = backend
         self._fullgraph = fullgraph
         self._dynamic = dynamic
+        self._backend_specialises = backend_specialises
         key = (fn.__code__, backend, fullgraph, dynamic)  # the backend itself: an id could be reused
         self._cache = _CACHES.setdefault(key, CodeCache())
         self._entries = self._cache.entries
@@ -97,7 +98,7 @@ class CompiledFunction:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, frozenset()) | dims
         entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph,
-                            self._dynamic is True, cache.dynamic_dims)
+                            self._dynamic is True, cache.dynamic_dims, self._backend_specialises)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result

@@ -24,11 +24,34 @@ from .guards import Guard, ordered
 from .tracer import trace_function
 
 
+class PerShapeCompiled:
+    """A graph with symbolic sizes, for a backend that bakes the example sizes into what it
+    compiles: the backend compiles once per distinct input layout; capture happens once."""
+
+    def __init__(self, backend: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> None:
+        self.backend = backend
+        self.gm = gm
+        self.by_layout = {self._layout(example_inputs): backend(gm, example_inputs)}
+
+    @staticmethod
+    def _layout(inputs: Any) -> tuple:
+        return tuple((tuple(t.shape), t.stride()) for t in inputs)
+
+    def __call__(self, *inputs: Any) -> Any:
+        layout = self._layout(inputs)
+        compiled = self.by_layout.get(layout)
+        if compiled is None:
+            compiled = self.by_layout[layout] = self.backend(self.gm, list(inputs))
+        return compiled(*inputs)
+
+
 def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, fullgraph: bool,
-                dynamic_all: bool = False, dynamic_dims: dict | None = None) -> Callable:
+                dynamic_all: bool = False, dynamic_dims: dict | None = None,
+                backend_specialises: bool = False) -> Callable:
+    """`backend_specialises`: the backend's output only serves the sizes it was compiled for."""
     try:
         result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims)
-        return _graph_entry(fn, result, backend)
+        return _graph_entry(fn, result, backend, backend_specialises)
     except GraphBreak as brk:
         if fullgraph:
             raise brk.to_unsupported() from None
@@ -42,7 +65,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, full
         return entry
 
 
-def _graph_entry(fn: Callable, result: Any, backend: Callable) -> Callable:
+def _graph_entry(fn: Callable, result: Any, backend: Callable, backend_specialises: bool) -> Callable:
     writer = EntryWriter(fn.__code__, _late_break(result))
     guard_lines = writer.guard_lines(result.guards)
     writer.lines = pre = []
@@ -55,7 +78,10 @@ def _graph_entry(fn: Callable, result: Any, backend: Callable) -> Callable:
         body = list(pre)
         gm = graph.finish(writer.outputs)
         try:
-            compiled = backend(gm, list(graph.example_inputs))
+            if graph.symbolic is not None and backend_specialises:
+                compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
+            else:
+                compiled = backend(gm, list(graph.example_inputs))
         except Exception as error:
             raise BackendError(
                 f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
