@@ -250,3 +250,13 @@ def test_parameter_mutated_under_no_grad_is_written_back_without_autograd():
 
     for actual, expected in zip(run(compiled=True), run(compiled=False)):
         torch.testing.assert_close(actual, expected)
+
+
+def test_view_of_an_input_follows_where_a_later_input_starts_in_its_storage():
+    def fn(x):
+        return x[1:], x * 2
+
+    storage = torch.arange(10.0)
+    compiled = aot_eager(graph_of(fn), [storage[:4]])
+    tail, _ = compiled(storage[5:9])
+    torch.testing.assert_close(tail, storage[6:9])

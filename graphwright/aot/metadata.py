@@ -39,8 +39,8 @@ class OutputInfo:
 
     `index` names the input (INPUT, INPUT_VIEW), earlier output (SAME_OUTPUT,
     OUTPUT_VIEW) or hidden base (INTERMEDIATE_VIEW) it refers to; `view` is
-    (size, stride, storage_offset) for the view kinds; `value` is the
-    constant for CONSTANT.
+    (size, stride, storage offset relative to that base's) for the view
+    kinds; `value` is the constant for CONSTANT.
     """
 
     kind: OutputKind
@@ -200,8 +200,12 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
     return mutated
 
 
-def _static_view(t: torch.Tensor):
-    view = (tuple(t.size()), tuple(t.stride()), t.storage_offset())
+def _static_view(t: torch.Tensor, base: torch.Tensor):
+    """(size, stride, storage offset from `base`'s) of a view, or None when any is symbolic.
+
+    The offset is relative because a later call's input may start elsewhere in its storage.
+    """
+    view = (tuple(t.size()), tuple(t.stride()), t.storage_offset() - base.storage_offset())
     flat = [*view[0], *view[1], view[2]]
     return view if all(type(v) is int for v in flat) else None
 
@@ -228,7 +232,7 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
         if info.kind is not OutputKind.GRAPH or not isinstance(out, torch.Tensor):
             continue
         base = out._base
-        if base is not None and base._base is None and _static_view(out) is not None:
+        if base is not None and base._base is None and _static_view(out, base) is not None:
             groups.setdefault(id(base), []).append(i)
     hidden_bases = []
     for members in groups.values():
@@ -240,7 +244,7 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
                 OutputKind.INTERMEDIATE_VIEW,
                 info.requires_grad,
                 index=len(hidden_bases),
-                view=_static_view(flat_outputs[i]),
+                view=_static_view(flat_outputs[i], flat_outputs[i]._base),
             )
         hidden_bases.append(members[0])
     return hidden_bases
@@ -260,13 +264,15 @@ def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storag
             return OutputInfo(OutputKind.SAME_OUTPUT, requires_grad, index=j)
     # Sizes that are symbolic cannot be replayed by `as_strided`; such an
     # output is computed by the graph instead (same values, its own storage).
-    view = _static_view(out)
     base_input = input_storages.get(StorageWeakRef(out.untyped_storage()))
-    if base_input is not None and view is not None:
-        return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
+    if base_input is not None:
+        view = _static_view(out, functional_inputs[base_input])
+        if view is not None:
+            return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
     base = out._base
-    if base is not None and view is not None:
+    if base is not None and base._base is None:
         for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-            if prev is base and info.kind is OutputKind.GRAPH and base._base is None:
+            view = _static_view(out, base)
+            if prev is base and info.kind is OutputKind.GRAPH and view is not None:
                 return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
     return OutputInfo(OutputKind.GRAPH, requires_grad)

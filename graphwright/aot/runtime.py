@@ -84,7 +84,8 @@ def _produce(info, args, earlier, bases, next_graph_value):
         base = bases[info.index]
     if base.requires_grad and not info.requires_grad:
         base = base.detach()
-    return base.as_strided(*info.view)
+    size, stride, offset = info.view
+    return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
 def make_inference_function(forward: BoxedFn, meta: GraphMetadata) -> Callable[..., Any]:
