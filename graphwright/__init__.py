@@ -17,7 +17,7 @@ from ._core.errors import (
     TraceError,
     Unsupported,
 )
-from .api import compile, disable, explain, graph_break, reset
+from .api import compile, disable, explain, graph_break, mark_dynamic, mark_static, reset
 from .backends import list_backends, register_backend
 from .nonstrict import check_nonstrict, make_fx
 
@@ -38,6 +38,8 @@ __all__ = [
     "disable",
     "explain",
     "graph_break",
+    "mark_dynamic",
+    "mark_static",
     "reset",
     "config",
     "counters",

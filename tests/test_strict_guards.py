@@ -233,3 +233,23 @@ def test_a_symbolic_graph_stays_correct_with_a_backend_that_specialises_sizes():
     for batch in (3, 5, 3):
         x = torch.randn(batch, 4)
         torch.testing.assert_close(compiled(x), fn(x))
+
+
+def test_mark_dynamic_makes_a_dimension_symbolic_from_the_first_compile():
+    counter = CompileCounter()
+    compiled = graphwright.compile(lambda x: x * x.shape[0], backend=counter, fullgraph=True, dynamic=False)
+    for batch in (3, 5, 7):
+        x = torch.randn(batch, 2)
+        graphwright.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), x * batch)
+    assert counter.frame_count == 1
+
+
+def test_mark_static_keeps_a_dimension_specialised_under_dynamic_true():
+    counter = CompileCounter()
+    compiled = graphwright.compile(lambda x: x.sum(0), backend=counter, fullgraph=True, dynamic=True)
+    for batch in (3, 5):
+        x = torch.randn(batch, 2)
+        graphwright.mark_static(x, 0)
+        torch.testing.assert_close(compiled(x), x.sum(0))
+    assert counter.frame_count == 2

@@ -58,10 +58,10 @@ class GraphBuilder:
     `dynamic_all` makes every input dimension symbolic (`dynamic=True`)."""
 
     def __init__(self, on_break: BreakFn, dynamic_all: bool = False,
-                 dynamic_dims: dict[Source, frozenset[int]] | None = None) -> None:
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False) -> None:
         self.dynamic_all = dynamic_all
         self.dynamic_dims = dynamic_dims or {}
-        self.symbolic = SymbolicSizes() if dynamic_all or self.dynamic_dims else None
+        self.symbolic = SymbolicSizes() if dynamic_all or self.dynamic_dims or marked else None
         self.fake_mode = FakeTensorMode(shape_env=self.symbolic.shape_env if self.symbolic else None)
         self.graph = torch.fx.Graph()
         self.input_sources: list[Source] = []
@@ -89,10 +89,12 @@ class GraphBuilder:
         return value
 
     def _fake_input(self, real: torch.Tensor, source: Source) -> torch.Tensor:
-        if self.symbolic is None or real.dim() == 0 or not (self.dynamic_all or source in self.dynamic_dims):
+        dims = set(range(real.dim())) if self.dynamic_all else set(self.dynamic_dims.get(source, ()))
+        dims |= getattr(real, "_dynamo_dynamic_indices", set())  # mark_dynamic
+        dims -= getattr(real, "_dynamo_static_indices", set())  # mark_static
+        if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
-        dims = None if self.dynamic_all else self.dynamic_dims[source]
-        return self.symbolic.fake_input(self.fake_mode, real, dims)
+        return self.symbolic.fake_input(self.fake_mode, real, frozenset(dims))
 
     def symbolic_dims(self, fake: torch.Tensor) -> frozenset[int]:
         return frozenset(i for i, size in enumerate(fake.shape) if isinstance(size, torch.SymInt))

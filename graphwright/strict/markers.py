@@ -1,4 +1,5 @@
-"""Functions users call or apply to steer the strict tracer: `graph_break`, `disable`.
+"""Functions users call or apply to steer the strict tracer: `graph_break`, `disable`,
+`mark_dynamic`, `mark_static`.
 
 They do nothing at run time (or run the function unchanged); their meaning
 lives in the tracer, which recognises them by identity or by attribute.
@@ -34,3 +35,29 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
 
     disabled._graphwright_disabled = True
     return disabled
+
+
+def _indices(index: int | list | tuple) -> list[int]:
+    return [index] if isinstance(index, int) else list(index)
+
+
+def mark_dynamic(t: Any, index: int | list | tuple) -> None:
+    """Trace dimension(s) `index` of tensor `t` as symbolic sizes from the first compile.
+
+    Uses the tensor attribute PyTorch uses, so marks made by `torch._dynamo.mark_dynamic` count too.
+
+    >>> graphwright.mark_dynamic(x, 0)
+    """
+    if not hasattr(t, "_dynamo_dynamic_indices"):
+        t._dynamo_dynamic_indices = set()
+    t._dynamo_dynamic_indices.update(_indices(index))
+
+
+def mark_static(t: Any, index: int | list | tuple | None = None) -> None:
+    """Never trace dimension(s) `index` of `t` (all of them when None) as symbolic sizes.
+
+    >>> graphwright.mark_static(x)
+    """
+    if not hasattr(t, "_dynamo_static_indices"):
+        t._dynamo_static_indices = set()
+    t._dynamo_static_indices.update(range(t.dim()) if index is None else _indices(index))

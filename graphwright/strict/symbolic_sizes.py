@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     ShapeEnv,
@@ -21,6 +22,12 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def has_marked_tensor(values: Any) -> bool:
+    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`."""
+    return any(isinstance(leaf, torch.Tensor) and getattr(leaf, "_dynamo_dynamic_indices", None)
+               for leaf in pytree.tree_leaves(values))
 
 
 def holds_symbol(value: Any) -> bool:
@@ -38,10 +45,9 @@ class SymbolicSizes:
         self.shape_env = ShapeEnv()
         self._nodes: dict[Any, torch.fx.Node] = {}
 
-    def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int] | None) -> torch.Tensor:
-        """A fake of `real` whose `dims` (all, when None) are symbolic."""
-        sizes = [DimDynamic.DYNAMIC if dims is None or index in dims else DimDynamic.STATIC
-                 for index in range(real.dim())]
+    def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int]) -> torch.Tensor:
+        """A fake of `real` whose `dims` are symbolic."""
+        sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
         return fake_mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
 
     def register(self, node: torch.fx.Node, value: Any) -> None:

@@ -23,6 +23,7 @@ from .frame import Frame
 from .graph_builder import GraphBuilder
 from .guards import Guard
 from .side_effects import SideEffects
+from .symbolic_sizes import has_marked_tensor
 from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, ModuleDictSource, Source
 from .values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 
@@ -41,8 +42,8 @@ class TraceResult:
 
 class Tracer:
     def __init__(self, dynamic_all: bool = False,
-                 dynamic_dims: dict[Source, frozenset[int]] | None = None) -> None:
-        self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims)
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False) -> None:
+        self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims, marked)
         self.guards: list[Guard] = []
         self.side_effects = SideEffects()
         self.frames: list = []
@@ -116,7 +117,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops.
 
     `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes."""
-    tracer = Tracer(dynamic_all, dynamic_dims)
+    tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)))
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     try:
