@@ -417,17 +417,14 @@ def _call_each(world, compiled, args):
 
 
 @program("automatic_dynamic_sizes_serve_later_sizes", lambda: Args(rand(4, 3)),
-         call=_call_each, changed=lambda: Args(rand(6, 3), rand(8, 3)), frames_changed=2,
-         xfail="symbolic sizes: dynamic=None does not recompile with symbolic sizes after a "
-               "size changes, so every new size recompiles")
+         call=_call_each, changed=lambda: Args(rand(6, 3), rand(8, 3)), frames_changed=2)
 def _(x):
     return (x * x.shape[0]).sum(0)
 
 
 @program("dynamic_true_compiles_one_graph_for_all_sizes", lambda: Args(rand(4, 3)),
          call=_call_each, changed=lambda: Args(rand(6, 3), rand(9, 3)), frames_changed=1,
-         options=dict(dynamic=True),
-         xfail="symbolic sizes: dynamic=True still specialises every size")
+         options=dict(dynamic=True))
 def _(x):
     return torch.cat([x, x[: x.shape[0] // 2]]).mean(0) + x.shape[0]
 
