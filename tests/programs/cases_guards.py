@@ -684,3 +684,41 @@ def _(x):
          frames_changed=2, options=dict(dynamic=False))
 def _(x):
     return x.cumsum(0)
+
+
+DYNAMIC = dict(dynamic=True)
+
+
+@program("symbolic_size_branch_is_guarded", lambda: Args(rand(3, 2)), call=_call_each,
+         changed=lambda: Args(rand(6, 2), rand(7, 2)), frames_changed=2, options=DYNAMIC)
+def _(x):
+    if x.shape[0] > 4:
+        return x * 2
+    return x - 2
+
+
+@program("symbolic_sizes_leave_as_python_ints_and_strings", lambda: Args(rand(3, 4)),
+         call=_call_each, changed=lambda: Args(rand(5, 4), rand(6, 4)), frames_changed=3,
+         options=DYNAMIC,
+         xfail="symbolic sizes: `[0] * rows` with a symbolic size is taken for a tensor "
+               "operation (GB003) instead of specialising the size")
+def _(x):
+    rows = x.shape[0]
+    return x.view(rows * 4), rows, f"rows={rows}", [0] * rows
+
+
+@program("symbolic_size_arithmetic_in_reshapes_and_factories", lambda: Args(rand(4, 6)),
+         call=_call_each, changed=lambda: Args(rand(6, 6), rand(8, 6)), frames_changed=1,
+         options=DYNAMIC)
+def _(x):
+    half = x.shape[0] // 2
+    y = x.reshape(half, 2 * x.shape[1])
+    scale = x.shape[1] ** 0.5
+    return y / scale + torch.arange(y.shape[1]), torch.zeros(half, 1), x.numel() > 10
+
+
+@program("size_one_is_specialised_apart_from_larger_sizes", lambda: Args(rand(4, 3)),
+         call=_call_each, changed=lambda: Args(rand(1, 3), rand(5, 3)), frames_changed=2,
+         options=DYNAMIC)
+def _(x):
+    return x.sum(0, keepdim=True).expand(x.shape[0], 3) + x
