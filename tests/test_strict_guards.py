@@ -253,3 +253,15 @@ def test_mark_static_keeps_a_dimension_specialised_under_dynamic_true():
         graphwright.mark_static(x, 0)
         torch.testing.assert_close(compiled(x), x.sum(0))
     assert counter.frame_count == 2
+
+
+def test_a_loop_over_a_symbolic_size_specialises_and_guards_it():
+    def unrolled(seq):
+        return torch.stack([seq[t] * t for t in range(seq.shape[0])])
+
+    counter = CompileCounter()
+    compiled = graphwright.compile(unrolled, backend=counter, dynamic=True)
+    for length in (3, 4, 3):
+        seq = torch.randn(length, 2)
+        torch.testing.assert_close(compiled(seq), unrolled(seq))
+    assert counter.frame_count == 2

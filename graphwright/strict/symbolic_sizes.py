@@ -78,7 +78,7 @@ class SymbolicSizes:
 
     def guard_expression(self, fakes: list[torch.Tensor]) -> str | None:
         """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit."""
-        return self.shape_env.produce_guards_expression(fakes)
+        return self.shape_env.produce_guards_expression(fakes, ignore_static=False)
 
 
 def substitute_inputs(code: str, names: list[str]) -> str:
