@@ -265,3 +265,24 @@ def test_a_loop_over_a_symbolic_size_specialises_and_guards_it():
         seq = torch.randn(length, 2)
         torch.testing.assert_close(compiled(seq), unrolled(seq))
     assert counter.frame_count == 2
+
+
+def test_default_dtype_autocast_state_and_inference_tensors_are_guarded():
+    def fn(x):
+        return x @ x.T, torch.ones(2)
+
+    compiled, counter = compiled_with_counter(fn)
+    x = torch.randn(2, 2)
+    assert [t.dtype for t in compiled(x)] == [torch.float32, torch.float32]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert [t.dtype for t in compiled(x)] == [t.dtype for t in fn(x)] == [torch.bfloat16, torch.float32]
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert compiled(x)[1].dtype == torch.float64
+    finally:
+        torch.set_default_dtype(old)
+    with torch.inference_mode():
+        frozen = torch.randn(2, 2)
+    torch.testing.assert_close(compiled(frozen)[0], fn(frozen)[0])
+    assert counter.frame_count == 4

@@ -111,7 +111,7 @@ class EntryWriter:
     def guard_lines(self, guards: list[Guard]) -> list[str]:
         self.lines = []
         for guard in ordered(guards):
-            value = "" if guard.kind in ("grad_mode", "sizes") else self.expr(guard.source)
+            value = "" if guard.kind in ("grad_mode", "global_state", "sizes") else self.expr(guard.source)
             self.lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
         return self.lines
 

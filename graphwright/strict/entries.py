@@ -127,7 +127,8 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
     bound.apply_defaults()
     for guard in ordered(entry.guards):
         try:
-            actual = None if guard.kind in ("grad_mode", "sizes") else guard.source.read(fn, bound.arguments)
+            actual = None if guard.kind in ("grad_mode", "global_state", "sizes") \
+                else guard.source.read(fn, bound.arguments)
             if guard.kind == "sizes":
                 code, sources = guard.expected
                 inputs = {f"t{i}": source.read(fn, bound.arguments) for i, source in enumerate(sources)}

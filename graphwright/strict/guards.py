@@ -18,8 +18,21 @@ from .sources import ExprWriter, Source
 from .symbolic_sizes import substitute_inputs
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
+_COST = {"grad_mode": 0, "global_state": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
+
+
+def autocast_state() -> tuple | None:
+    """Which autocast regions are active, with their dtypes; None when none is (the common case)."""
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+                 for device in ("cpu", "cuda"))
+
+
+def global_state() -> tuple:
+    """Global torch state that changes what operators return: the default dtype and autocast."""
+    return (torch.get_default_dtype(), autocast_state())
 
 
 @dataclass(frozen=True)
@@ -33,11 +46,12 @@ class TensorMeta:
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     dynamic: frozenset[int] = frozenset()  # symbolic dimensions: checked by the "sizes" guard
+    inference: bool = False
 
     @staticmethod
     def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset()) -> "TensorMeta":
         return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
-                          tuple(tensor.shape), tuple(tensor.stride()), dynamic)
+                          tuple(tensor.shape), tuple(tensor.stride()), dynamic, tensor.is_inference())
 
     def is_contiguous_layout(self) -> bool:
         expected, step = [], 1
@@ -83,6 +97,11 @@ class Guard:
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
         if kind == "grad_mode":
             return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
+        if kind == "global_state":
+            dtype, autocast = expected
+            autocast_check = (f"not {ref(torch._C._is_any_autocast_enabled)}()" if autocast is None
+                              else f"{ref(autocast_state)}() == {ref(autocast)}")
+            return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
         if kind == "lacks":
             return f"not hasattr({value}, {expected!r})"
         if kind == "alias":
@@ -115,6 +134,9 @@ class Guard:
             return f"module '{name}' has hooks now"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
+        if kind == "global_state" and global_state() != expected:
+            return f"global torch state changed (default dtype, autocast): expected {expected}, " \
+                   f"actual {global_state()}"
         if kind == "grad_mode" and torch.is_grad_enabled() is not expected:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":
@@ -134,6 +156,7 @@ def _literal(value: Any, ref: Callable[[Any], str]) -> str:
 def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -> str:
     device = (f"{value}.is_cpu" if meta.device.type == "cpu"
               else f"{value}.device == {ref(meta.device)}")
+    device += f" and {value}.is_inference() is {meta.inference!r}"
     if meta.dynamic:
         sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
                         if i not in meta.dynamic)
@@ -154,6 +177,7 @@ def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
     checks = [("type", meta.cls.__name__, type(actual).__name__),
               ("dtype", meta.dtype, actual.dtype), ("device", meta.device, actual.device),
               ("requires_grad", meta.requires_grad, actual.requires_grad),
+              ("inference mode", meta.inference, actual.is_inference()),
               ("dimensionality", len(meta.shape), actual.dim())]
     for what, expected, got in checks:
         if expected != got:

@@ -21,7 +21,7 @@ from . import wrap as wrapping
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .frame import Frame
 from .graph_builder import GraphBuilder
-from .guards import Guard
+from .guards import Guard, global_state
 from .side_effects import SideEffects
 from .symbolic_sizes import has_marked_tensor
 from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, ModuleDictSource, Source
@@ -120,6 +120,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)))
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
+    tracer.add_guard(FunctionSource(), "global_state", global_state())
     try:
         local_values = bind_root_arguments(tracer, fn, args, kwargs)
         closure = wrapping.closure_cells(fn, FunctionSource())
