@@ -3,6 +3,7 @@ mutated input lists, dicts and objects, globals, closure cells, module
 attributes, and logging records and warnings replayed on every call."""
 from __future__ import annotations
 
+import logging
 import warnings
 
 import torch
@@ -258,3 +259,25 @@ def _(x):
     global GLOBAL_TOTAL
     GLOBAL_TOTAL = GLOBAL_TOTAL + x
     return GLOBAL_TOTAL * 2
+
+
+def _logger_level(level):
+    def make():
+        corpus_logger.setLevel(level)
+        return rand(3)
+    return make
+
+
+@program("logger_level_checks_and_log_with_a_level", _logger_level(logging.DEBUG),
+         changed=_logger_level(logging.INFO), frames_changed=2,
+         reset=lambda: corpus_logger.setLevel(logging.DEBUG),
+         reference=dict(fullgraph=False, frames=2, frames_changed=2, why=LOGGING_DIFFERS),
+         xfail="logger.isEnabledFor() is not guarded on the logger's level (wrong result "
+               "after setLevel)")
+def _(x):
+    y = x + 1
+    if corpus_logger.isEnabledFor(logging.DEBUG):
+        corpus_logger.debug("shape %s", tuple(x.shape))
+        y = y * 2
+    corpus_logger.log(logging.WARNING, "level %d", logging.WARNING)
+    return y
