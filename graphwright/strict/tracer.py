@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 
 from .._core import config
+from .._core.user_stack import is_user_file
 from . import graph_breaks as gb
 from . import wrap as wrapping
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
@@ -63,7 +64,9 @@ class Tracer:
                              self.user_stack())
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        return [frame.frame_summary() for frame in self.frames]
+        """The interpreted frames in the user's files (torch's and the library's are skipped)."""
+        frames = [frame.frame_summary() for frame in self.frames]
+        return [summary for summary in frames if is_user_file(summary.filename)] or frames
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is not None:
