@@ -483,22 +483,18 @@ def _each_input(world, compiled, args):
     return [compiled(t) for t in args.args]
 
 
-LOOP_OVER_SYMBOLIC_SIZE = ("symbolic sizes: a Python loop over range(x.shape[0]) is not guarded "
-                           "on the size (wrong result: the first trip count is reused)")
-
-# (name, module, first input, two later inputs, frames after them: dynamic=None, dynamic=True,
-# what the strict tracer lacks). A Python loop over a size specialises it, whatever `dynamic` says.
-for _name, _make, _first, _later, _automatic, _dynamic, _lacks in [
-    ("mlp_batch_sizes", MLP, lambda: Args(rand(4, 8)), lambda: Args(rand(6, 8), rand(9, 8)),
-     2, 1, None),
+# (name, module, first input, two later inputs, frames after them: dynamic=None, dynamic=True).
+# A Python loop over a size specialises it, whatever `dynamic` says.
+for _name, _make, _first, _later, _automatic, _dynamic in [
+    ("mlp_batch_sizes", MLP, lambda: Args(rand(4, 8)), lambda: Args(rand(6, 8), rand(9, 8)), 2, 1),
     ("transformer_sequence_lengths", TransformerBlock, lambda: Args(rand(2, 4, 16)),
-     lambda: Args(rand(2, 6, 16), rand(2, 7, 16)), 2, 1, None),
+     lambda: Args(rand(2, 6, 16), rand(2, 7, 16)), 2, 1),
     ("rnn_loop_lengths", UnrolledRNN, lambda: Args(rand(3, 2, 4)),
-     lambda: Args(rand(4, 2, 4), rand(5, 2, 4)), 3, 3, LOOP_OVER_SYMBOLIC_SIZE),
+     lambda: Args(rand(4, 2, 4), rand(5, 2, 4)), 3, 3),
 ]:
     PROGRAMS.append(module_program(
         f"automatic_dynamic_{_name}", _make, _first, call=_each_input, changed=_later,
-        frames_changed=_automatic, xfail=_lacks))
+        frames_changed=_automatic))
     PROGRAMS.append(module_program(
         f"dynamic_true_{_name}", _make, _first, call=_each_input, changed=_later,
-        frames_changed=_dynamic, options=dict(dynamic=True), xfail=_lacks))
+        frames_changed=_dynamic, options=dict(dynamic=True)))
