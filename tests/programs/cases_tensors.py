@@ -258,9 +258,7 @@ def _inference_tensor():
 
 
 @program("inference_mode_tensor_input_is_guarded", _inference_tensor,
-         changed=lambda: rand(3), frames_changed=2,
-         xfail="tensor dispatch keys are not guarded (an inference tensor reuses the graph "
-               "of a normal one)")
+         changed=lambda: rand(3), frames_changed=2)
 def _(x):
     return x.sin() * 2
 
