@@ -210,8 +210,6 @@ def library_call(x):
 
 
 @pytest.mark.skipif(REFERENCE, reason="PyTorch lists the library's frames under `from user code:`")
-@pytest.mark.xfail(strict=True, reason="strict tracer: the user stack lists the standard library's "
-                   "(or torch's) frames below the user's call; user_stack.py skips them")
 def test_break_inside_a_library_names_the_users_call_as_the_innermost_frame():
     error = _raise_under_fullgraph(library_call)
     _assert_user_stack(str(error), ["library"])
