@@ -3,6 +3,7 @@
 Every program here is captured as exactly one graph under fullgraph=True.
 """
 import dataclasses
+import functools
 import math
 import typing
 
@@ -416,3 +417,35 @@ class Named(nn.Module):
 def test_class_identity_and_names_of_modules():
     torch.manual_seed(0)
     check(Named(), X)
+
+
+def test_itertools_helpers_over_constants_and_tensors():
+    import itertools
+
+    def fn(xs):
+        pairs = list(itertools.product(range(2), "ab"))
+        chained = torch.stack(list(itertools.chain(xs[:1], xs[2:])))
+        running = list(itertools.accumulate([1, 2, 3]))
+        combos = torch.stack([a * b for a, b in itertools.combinations(xs, 2)]).sum(0)
+        return pairs, chained, running, combos, "-".join(str(i) for i in range(3))
+    check(fn, [torch.randn(2), torch.randn(2), torch.randn(2)])
+
+
+@functools.lru_cache(maxsize=None)
+def _table(n):
+    return torch.arange(n).float()
+
+
+def test_lru_cached_helpers_and_dict_key_views_and_nullcontext():
+    import contextlib
+
+    def fn(x, frozen):
+        keys = sorted({"a": 1, "b": 2, "c": 3}.keys() & {"a", "c", "z"})
+        context = torch.no_grad() if frozen else contextlib.nullcontext()
+        with context:
+            y = x * 2 + _table(x.shape[0])
+        return y, y.requires_grad, keys
+
+    x = torch.randn(4, requires_grad=True)
+    check(fn, x, True)
+    check(fn, x, False)

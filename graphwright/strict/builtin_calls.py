@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import logging
 import operator
 import types
@@ -370,6 +371,65 @@ def _reduce(tracer, args, kwargs):
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)
+
+
+def _sequences(tracer, args) -> list[list[Value]]:
+    return [operations.iterate(tracer, arg) for arg in args]
+
+
+def _tuples(rows) -> IteratorValue:
+    return IteratorValue([SequenceValue(list(row), tuple) for row in rows])
+
+
+@handles(itertools.product)
+def _product(tracer, args, kwargs):
+    repeat = operations.python_value(tracer, kwargs.get("repeat", ConstantValue(1)))
+    return _tuples(itertools.product(*_sequences(tracer, args), repeat=repeat))
+
+
+for _target in (itertools.combinations, itertools.permutations, itertools.combinations_with_replacement):
+    _HANDLERS[_target] = lambda tracer, args, kwargs, target=_target: _tuples(target(
+        operations.iterate(tracer, args[0]),
+        *(operations.python_value(tracer, arg) for arg in args[1:]),
+        **{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}))
+
+
+@handles(itertools.chain)
+def _chain(tracer, args, kwargs):
+    return IteratorValue([item for items in _sequences(tracer, args) for item in items])
+
+
+@handles(itertools.chain.from_iterable)
+def _chain_from_iterable(tracer, args, kwargs):
+    return IteratorValue([item for group in operations.iterate(tracer, args[0])
+                          for item in operations.iterate(tracer, group)])
+
+
+@handles(itertools.accumulate)
+def _accumulate(tracer, args, kwargs):
+    from . import calls
+
+    function = args[1] if len(args) > 1 else kwargs.get("func")
+    items = operations.iterate(tracer, args[0])
+    if "initial" in kwargs and not operations.is_none(kwargs["initial"]):
+        items = [kwargs["initial"], *items]
+    totals = items[:1]
+    for item in items[1:]:
+        totals.append(operations.binary(tracer, operator.add, totals[-1], item) if function is None
+                      else calls.call_value(tracer, function, [totals[-1], item], {}))
+    return IteratorValue(totals)
+
+
+@handles(itertools.islice)
+def _islice(tracer, args, kwargs):
+    bounds = [operations.python_value(tracer, arg) for arg in args[1:]]
+    return IteratorValue(list(itertools.islice(operations.iterate(tracer, args[0]), *bounds)))
+
+
+@handles(itertools.zip_longest)
+def _zip_longest(tracer, args, kwargs):
+    fill = kwargs.get("fillvalue", NONE)
+    return _tuples(itertools.zip_longest(*_sequences(tracer, args), fillvalue=fill))
 
 
 @handles(print)

@@ -9,6 +9,7 @@ modelled values go to `builtin_calls` and `methods`. Before anything else,
 """
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
 import sys
@@ -97,6 +98,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         bound = [operations.constant_result(arg) for arg in target.args]
         keywords = {key: operations.constant_result(arg) for key, arg in target.keywords.items()}
         return call_value(tracer, tracer.wrap(target.func, None), [*bound, *args], {**keywords, **kwargs})
+    if isinstance(target, functools._lru_cache_wrapper):
+        # the cache is an optimisation of a pure function: trace the function itself
+        return call_value(tracer, tracer.wrap(target.__wrapped__, None), args, kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
         return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
@@ -143,7 +147,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module) or cls.__new__ is not object.__new__ \
-            or type(cls) is not type or cls.__module__ == "builtins":
+            or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
                                  name=cls.__qualname__)
     instance = ObjectValue(None, cls)

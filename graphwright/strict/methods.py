@@ -138,8 +138,10 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
                  kwargs: dict[str, Value]) -> Value:
     items = mapping.items
     key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
-    if name in ("keys", "__iter__"):
-        return SequenceValue([ConstantValue(k) for k in items], list)
+    if name == "keys":  # a set-like view: iteration keeps the dict's order
+        return DictValue({key: ConstantValue(key) for key in items}, set)
+    if name == "__iter__":
+        return IteratorValue([ConstantValue(k) for k in items])
     if name == "values":
         return SequenceValue(list(items.values()), list)
     if name == "items":

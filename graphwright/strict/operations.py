@@ -66,6 +66,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return {key: python_value(tracer, item, purpose) for key, item in value.items.items()}
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, IteratorValue):
+        return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
         what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
