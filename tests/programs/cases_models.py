@@ -2,7 +2,9 @@
 a LoRA adapter, a VAE, a mixture of experts, activation checkpointing, a
 custom autograd.Function, weight norm, losses, an evaluation loop,
 gradient clipping, parameter containers, an EMA teacher update, a whole
-training step, fifty small layers and a dataclass model output."""
+training step, fifty small layers, a dataclass model output, a LLaMA block
+with complex rotary embeddings, gradient hooks, a gradient penalty and an
+explicit random generator."""
 from __future__ import annotations
 
 import dataclasses
@@ -411,3 +413,102 @@ PROGRAMS.append(module_program(
     "dataclass_output_built_inside_forward", HFStyle,
     lambda: Args(rand(4, 5, requires_grad=True), labels=torch.randint(0, 3, (4,))), grad=True,
     changed=lambda: Args(rand(4, 5), return_dict=False), frames_changed=2))
+
+
+def _rotary(x, base=10000.0):
+    batch, length, heads, dim = x.shape
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+    freqs = torch.outer(torch.arange(length).float(), inv_freq)
+    rotation = torch.polar(torch.ones_like(freqs), freqs)
+    pairs = torch.view_as_complex(x.float().reshape(batch, length, heads, -1, 2))
+    rotated = torch.view_as_real(pairs * rotation[None, :, None, :]).flatten(3)
+    return rotated.type_as(x)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.norm = nn.RMSNorm(dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.w1 = nn.Linear(dim, 2 * dim, bias=False)
+        self.w2 = nn.Linear(2 * dim, dim, bias=False)
+        self.w3 = nn.Linear(dim, 2 * dim, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.norm(x)
+        q = _rotary(self.wq(h).view(b, t, self.heads, -1))
+        k = _rotary(self.wk(h).view(b, t, self.heads, -1))
+        v = self.wv(h).view(b, t, self.heads, -1)
+        attn = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                              v.transpose(1, 2), is_causal=True)
+        x = x + attn.transpose(1, 2).reshape(b, t, d)
+        return x + self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+PROGRAMS.append(module_program(
+    "llama_block_with_complex_rotary_embeddings_and_swiglu", LlamaBlock,
+    lambda: rand(2, 5, 8, requires_grad=True), grad=True))
+
+
+def _max_norm_embedding():
+    return nn.Embedding(10, 4, max_norm=1.0)
+
+
+PROGRAMS.append(module_program(
+    "embedding_max_norm_renormalises_its_weight_in_place", _max_norm_embedding,
+    lambda: torch.tensor([[1, 2, 3], [3, 4, 1]]), repeats=2))
+
+
+class TensorHooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        y.register_hook(lambda grad: grad * 0.5)
+        return y.tanh()
+
+
+PROGRAMS.append(module_program(
+    "gradient_hook_registered_on_an_intermediate", TensorHooked,
+    lambda: rand(2, 3, requires_grad=True), grad=True,
+    xfail="Tensor.register_hook on an intermediate (GB013, whose text says it runs the backward "
+          "pass)"))
+
+
+def gradient_penalty(critic, real):
+    real = real.requires_grad_(True)
+    score = critic(real).sum()
+    (grad,) = torch.autograd.grad(score, real, create_graph=True)
+    return ((grad.norm(2, dim=1) - 1) ** 2).mean()
+
+
+PROGRAMS.append(Program(
+    name="gradient_penalty_with_autograd_grad",
+    make=lambda: nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1)),
+    target=lambda world: gradient_penalty, inputs=lambda: (rand(5, 3),),
+    call=lambda world, compiled, args: compiled(world, *args.args), fullgraph=False, frames=2,
+    xfail="graph breaks under fullgraph=False run the whole function eagerly"))
+
+
+def sample_with_generator(x, generator):
+    noise = torch.randn(x.shape, generator=generator)
+    keep = torch.bernoulli(torch.full_like(x, 0.5), generator=generator)
+    return x * keep + noise
+
+
+def _seeded_generator():
+    return torch.Generator().manual_seed(123)
+
+
+PROGRAMS.append(Program(
+    name="explicit_generator_state_advances", make=_seeded_generator,
+    target=lambda world: sample_with_generator, inputs=lambda: (rand(4),), repeats=3,
+    call=lambda world, compiled, args: compiled(*args.args, world),
+    observe=lambda world: world.get_state(), fullgraph=False, frames=2,
+    xfail="graph breaks under fullgraph=False run the whole function eagerly"))
