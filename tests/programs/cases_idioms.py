@@ -263,8 +263,7 @@ def _position_table(length):
     return torch.stack([positions.sin(), positions.cos()], dim=-1)
 
 
-@program("lru_cached_helper_builds_a_constant_table", lambda: rand(4, 2),
-         xfail="functools.lru_cache-wrapped user functions are not traced through (GB005)")
+@program("lru_cached_helper_builds_a_constant_table", lambda: rand(4, 2))
 def _(x):
     return x + _position_table(x.shape[0])
 
@@ -294,8 +293,7 @@ def _(x):
 
 
 @program("conditional_context_manager_with_nullcontext", lambda: (rand(3, requires_grad=True), True),
-         changed=lambda: (rand(3, requires_grad=True), False), frames_changed=2, grad=True,
-         xfail="contextlib.nullcontext() cannot be created inside the region (GB022)")
+         changed=lambda: (rand(3, requires_grad=True), False), frames_changed=2, grad=True)
 def _(x, frozen):
     context = torch.no_grad() if frozen else contextlib.nullcontext()
     with context:
