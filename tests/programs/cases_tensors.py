@@ -273,3 +273,22 @@ def _call_in_inference_mode(world, compiled, args):
          frames_changed=2)
 def _(x):
     return x.cos() + 1
+
+
+@program("zero_dim_and_empty_tensors", lambda: (torch.tensor(2.5), rand(0, 3)),
+         changed=lambda: (torch.tensor(-1.0), rand(2, 3)), frames_changed=2)
+def _(scalar, batch):
+    total = batch.sum(0) * scalar
+    return total, scalar.dim(), batch.numel(), batch.shape[0] == 0, scalar * 2
+
+
+@program("bool_and_int64_inputs", lambda: (torch.tensor([True, False, True]), torch.tensor([3, -1, 4])))
+def _(mask, values):
+    return values.masked_fill(~mask, 0), mask.sum(), values.float().mean(), mask.any()
+
+
+@program("data_dependent_output_shapes", lambda: (rand(6), rand(6) > 0),
+         xfail="operators whose output shape depends on data (boolean-mask indexing, nonzero; "
+               "GB004)")
+def _(values, mask):
+    return values[mask] * 2, torch.nonzero(mask), values.masked_select(mask).sum()
