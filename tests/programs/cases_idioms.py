@@ -2,11 +2,16 @@
 closures, mutable defaults, returned closures, modules looked up by name,
 `torch.jit.is_scripting()` checks, unpacking a tensor, sizes taken from
 another tensor's shape, masked means, one-hot targets, nn.LSTM, gradient-aware
-branches, name mangling, lru_cache helpers and a KV cache."""
+branches, name mangling, lru_cache helpers, a KV cache, enums, a recursive
+map over nested batches, dataclass __post_init__ and half precision."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import functools
+import typing
+from collections.abc import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -308,3 +313,53 @@ def _(a, b):
         with torch.autocast("cpu", enabled=False):
             full = a @ b
     return low.dtype, full.dtype, full
+
+
+class Mode(enum.Enum):
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+@program("enum_member_argument_is_guarded", lambda: (rand(3), Mode.TRAIN),
+         changed=lambda: (rand(3), Mode.EVAL), frames_changed=2)
+def _(x, mode):
+    if mode == Mode.TRAIN:
+        return x * 2, mode.value
+    return x - 1, mode.name
+
+
+def _apply_to_tensors(obj, fn):
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, Mapping):
+        return {key: _apply_to_tensors(value, fn) for key, value in obj.items()}
+    if isinstance(obj, Sequence) and not isinstance(obj, str):
+        return type(obj)(_apply_to_tensors(value, fn) for value in obj)
+    return obj
+
+
+@program("recursive_map_over_a_nested_batch", lambda: {"x": rand(2), "pair": (rand(2), "tag"),
+                                                        "rest": [rand(1), 3]})
+def _(batch):
+    return _apply_to_tensors(batch, lambda t: typing.cast(torch.Tensor, t) * 10)
+
+
+@dataclasses.dataclass
+class Normalized:
+    values: torch.Tensor
+    eps: float = 1e-5
+    scale: torch.Tensor = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        self.scale = self.values.abs().amax().clamp(min=self.eps)
+
+
+@program("dataclass_with_post_init_built_inside", lambda: rand(4))
+def _(x):
+    normalized = Normalized(x * 3)
+    return normalized.values / normalized.scale, normalized.eps
+
+
+@program("half_and_bfloat16_inputs", lambda: (rand(3, 4).half(), rand(3, 4).bfloat16()))
+def _(h, b):
+    return h.softmax(-1), (b @ b.T).float(), h.float() + b.float(), (h * 2).dtype
