@@ -449,3 +449,32 @@ def test_lru_cached_helpers_and_dict_key_views_and_nullcontext():
     x = torch.randn(4, requires_grad=True)
     check(fn, x, True)
     check(fn, x, False)
+
+
+class StraightThrough(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_custom_autograd_functions_checkpointing_and_parametrizations():
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    normed = nn.utils.parametrizations.weight_norm(nn.Linear(4, 4))
+
+    def fn(x):
+        return StraightThrough.apply(x) * 2 + checkpoint(block, x, use_reentrant=False) + normed(x)
+
+    x = torch.randn(3, 4, requires_grad=True)
+    check(fn, x)
+    graphwright.compile(fn, backend="eager", fullgraph=True)(x).sum().backward()
+    compiled_grad = x.grad.clone()
+    x.grad = None
+    fn(x).sum().backward()
+    torch.testing.assert_close(compiled_grad, x.grad)

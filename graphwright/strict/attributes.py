@@ -162,11 +162,13 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
     if isinstance(raw, staticmethod):
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
+        if is_torch_function(raw.__func__):  # e.g. autograd.Function.apply: one opaque call
+            return ConstantValue(getattr(cls, name))
         return function_value(raw.__func__, None).bind(ConstantValue(cls))
     if isinstance(raw, property):
         if is_class:
             return ConstantValue(raw)
-        return calls.call_value(tracer, tracer.wrap(raw.fget, None), [receiver], {})
+        return calls.inline(tracer, function_value(raw.fget, None), [receiver], {})
     if type(raw) is types.FunctionType:
         if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
             if is_class:

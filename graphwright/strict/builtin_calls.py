@@ -18,6 +18,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+import torch.utils.checkpoint
 
 from .._core import config
 from . import attributes, operations
@@ -430,6 +431,17 @@ def _islice(tracer, args, kwargs):
 def _zip_longest(tracer, args, kwargs):
     fill = kwargs.get("fillvalue", NONE)
     return _tuples(itertools.zip_longest(*_sequences(tracer, args), fillvalue=fill))
+
+
+@handles(torch.utils.checkpoint.checkpoint)
+def _checkpoint(tracer, args, kwargs):
+    """Activation checkpointing trades memory for recomputation; values and gradients are those
+    of the plain call, which is what the graph records."""
+    from . import calls
+
+    own = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug")
+    call_kwargs = {key: value for key, value in kwargs.items() if key not in own}
+    return calls.call_value(tracer, args[0], list(args[1:]), call_kwargs)
 
 
 @handles(print)

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import operator
 import re
+import types
 from typing import Any, Callable
 
 import torch
@@ -47,6 +48,17 @@ def prepare_fake_tensors() -> None:
     with mode:
         torch.nn.functional.linear(mode.from_tensor(torch.ones(2, 2)), torch.ones(2, 2)).relu()
     torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+
+
+@functools.lru_cache(maxsize=None)
+def _bound_method_target(method: types.MethodType) -> Callable:
+    """A plain function calling `method` (e.g. `MyFunction.apply`), which fx can name in code."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **kwargs)
+
+    owner = getattr(method.__self__, "__name__", type(method.__self__).__name__)
+    call.__name__ = call.__qualname__ = f"{owner}_{method.__name__}"
+    return call
 
 
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
@@ -161,6 +173,8 @@ class GraphBuilder:
         return self._create_node("call_function", target, args, {})
 
     def _create_node(self, kind: str, target: Any, args: list, kwargs: dict) -> torch.fx.Node:
+        if kind == "call_function" and isinstance(target, types.MethodType):
+            target = _bound_method_target(target)
         node = self.graph.create_node(kind, target, tuple(args), kwargs)
         if self._first_op is None:
             self._first_op = node
