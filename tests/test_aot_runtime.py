@@ -186,3 +186,13 @@ def test_graph_computing_under_no_grad_returns_outputs_without_grad_when_called_
     out = aot_eager(gm, [x, w])(x, w)
     assert not out.requires_grad
     torch.testing.assert_close(out, (x @ w).detach())
+
+
+@pytest.mark.slow
+def test_inductor_graph_without_tensor_inputs_creates_real_tensors():
+    graph = torch.fx.Graph()
+    ones = graph.call_function(torch.ones, (2,))
+    graph.output((graph.call_function(torch.add, (ones, 6)),))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    (out,) = lookup_backend("inductor")(gm, [])()
+    torch.testing.assert_close(out, torch.full((2,), 7.0))

@@ -219,7 +219,10 @@ class AOTCompiledGraph:
         mutates = bool(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
         if not any(meta.forward_requires_grad):
-            graph = self._rewrite(joint.trace(joint.forward_function(fn, meta), fakes, self._decompositions))
+            traced = joint.trace(
+                joint.forward_function(fn, meta), fakes, self._fake_mode, self._decompositions
+            )
+            graph = self._rewrite(traced)
             _mark_user_outputs(graph, user_outputs)
             forward = self._compilers.inference(graph, example_values(graph))
             run = make_inference_function(forward, meta)
@@ -228,7 +231,10 @@ class AOTCompiledGraph:
         tangents = joint.make_tangents(meta.tangent_specs, self._fake_mode)
         joint_graph = self._rewrite(
             joint.trace(
-                joint.joint_function(fn, meta, len(fakes)), [*fakes, *tangents], self._decompositions
+                joint.joint_function(fn, meta, len(fakes)),
+                [*fakes, *tangents],
+                self._fake_mode,
+                self._decompositions,
             )
         )
         part = partition_joint(

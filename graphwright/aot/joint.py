@@ -101,11 +101,20 @@ def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
         return [torch.empty(spec.shape, dtype=spec.dtype, device=spec.device) for spec in specs]
 
 
-def trace(function: Callable[..., tuple], fake_args: Sequence[Any], decompositions) -> torch.fx.GraphModule:
-    """Trace `function` on fake arguments with graphwright's non-strict tracer."""
+def trace(
+    function: Callable[..., tuple], fake_args: Sequence[Any], fake_mode, decompositions
+) -> torch.fx.GraphModule:
+    """Trace `function` on fake arguments with graphwright's non-strict tracer.
+
+    The compilation's fake mode is active throughout, so that tensors the
+    graph creates (`torch.ones`) are fake even when no argument is a tensor.
+    """
     # A nonstrict_trace body may read tensors it was not given (globals, closures): they are
     # constants of the graph, as when the strict tracer typed the call.
-    gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True)(*fake_args)
+    with fake_mode:
+        gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True)(
+            *fake_args
+        )
     _check_functional(gm)
     # Flat calling convention, as graph compilers expect: placeholders in, a tuple out.
     gm.graph.set_codegen(torch.fx.graph.CodeGen())
