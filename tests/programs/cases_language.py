@@ -2,10 +2,12 @@
 comprehensions, unpacking, strings, builtins, dataclass and NamedTuple inputs."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import math
 import operator
+import types
 from typing import NamedTuple
 
 import torch
@@ -532,3 +534,40 @@ def _decorated_scale(x, scale=1.0):
 PROGRAMS.append(function_program(
     "compiled_function_is_a_decorator_wrapper_with_star_args", _decorated_scale,
     lambda: Args(rand(3), scale=3.0)))
+
+
+class DictConfig:
+    def __init__(self, **values):
+        self.__dict__["_values"] = values
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Slotted:
+    __slots__ = ("gain", "bias")
+
+    def __init__(self, gain, bias):
+        self.gain = gain
+        self.bias = bias
+
+
+class AffineTransform:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        return x * self.scale + 1
+
+
+@program("config_objects_getattr_slots_namespace_and_callables",
+         lambda: (rand(3), DictConfig(lr=0.5, depth=2), Slotted(2.0, -1.0),
+                  types.SimpleNamespace(alpha=3), argparse.Namespace(beta=4), AffineTransform(0.5)))
+def _(x, cfg, slotted, ns, args, transform):
+    for _ in range(cfg.depth):
+        x = x * cfg.lr
+    x = x * slotted.gain + slotted.bias + ns.alpha + args.beta
+    return transform(x), getattr(cfg, "missing", "fallback")

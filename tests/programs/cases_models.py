@@ -195,8 +195,7 @@ class Checkpointed(nn.Module):
 
 
 PROGRAMS.append(module_program(
-    "activation_checkpointing", Checkpointed, lambda: rand(3, 4, requires_grad=True), grad=True,
-    xfail="torch.utils.checkpoint with a module argument (GB020)"))
+    "activation_checkpointing", Checkpointed, lambda: rand(3, 4, requires_grad=True), grad=True))
 
 
 class StraightThroughRound(torch.autograd.Function):
@@ -220,8 +219,7 @@ class Quantized(nn.Module):
 
 PROGRAMS.append(module_program(
     "custom_autograd_function_straight_through", Quantized,
-    lambda: rand(3, 4, requires_grad=True), grad=True,
-    xfail="torch.autograd.Function.apply (its zero-argument super() call, GB015)"))
+    lambda: rand(3, 4, requires_grad=True), grad=True))
 
 
 def _weight_normed():
@@ -230,7 +228,7 @@ def _weight_normed():
 
 PROGRAMS.append(module_program(
     "weight_norm_parametrization", _weight_normed, lambda: rand(2, 4, requires_grad=True),
-    grad=True, xfail="nn.utils.parametrizations: the parametrized property getter (GB020)"))
+    grad=True))
 
 
 class Losses(nn.Module):

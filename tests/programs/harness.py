@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import math
 import os
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -235,13 +236,31 @@ class TensorState:
     requires_grad: bool
 
 
+def _slot_names(cls: type) -> list[str]:
+    return [name for klass in cls.__mro__ for name in getattr(klass, "__slots__", ())]
+
+
+def _is_user_object(value: Any) -> bool:
+    if isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                          torch.nn.Module, type)):
+        return False
+    return hasattr(value, "__dict__") or bool(_slot_names(type(value)))
+
+
+def _attributes(value: Any) -> dict:
+    attributes = dict(vars(value)) if hasattr(value, "__dict__") else {}
+    for name in _slot_names(type(value)):
+        if hasattr(value, name):
+            attributes[name] = getattr(value, name)
+    return attributes
+
+
 def _snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
-    if (hasattr(value, "__dict__") and not callable(value)
-            and not isinstance(value, (torch.nn.Module, type))):
-        return ObjectState(type(value).__name__, _snapshot(dict(vars(value))))
+    if _is_user_object(value):
+        return ObjectState(type(value).__name__, _snapshot(_attributes(value)))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_snapshot(v) for v in value)
     if isinstance(value, dict) and type(value) is dict:
