@@ -292,3 +292,32 @@ def _(mask, values):
                "GB004)")
 def _(values, mask):
     return values[mask] * 2, torch.nonzero(mask), values.masked_select(mask).sum()
+
+
+def _call_with_view_of_first(world, compiled, args):
+    base = args.args[0]
+    other = base[0] if args.kwargs["view"] else base[0].clone()
+    return compiled(base, other)
+
+
+@program("input_that_is_a_view_of_another_input", lambda: Args(rand(2, 3), view=False),
+         call=_call_with_view_of_first, changed=lambda: Args(rand(2, 3), view=True),
+         frames_changed=1)
+def _(base, row):
+    base.mul_(2)
+    return row + 1
+
+
+@program("in_place_accumulation_picks_up_requires_grad", lambda: rand(3, requires_grad=True),
+         grad=True)
+def _(x):
+    buffer = torch.zeros(3)
+    buffer.add_(x * 2)
+    return buffer, buffer.requires_grad
+
+
+@program("out_argument_writes_into_an_input", lambda: (rand(3), rand(3), torch.empty(3)))
+def _(a, b, out):
+    torch.add(a, b, out=out)
+    torch.mul(out, 2, out=out)
+    return out.sum()
