@@ -498,3 +498,26 @@ for _name, _make, _first, _later, _automatic, _dynamic in [
     PROGRAMS.append(module_program(
         f"dynamic_true_{_name}", _make, _first, call=_each_input, changed=_later,
         frames_changed=_dynamic, options=dict(dynamic=True)))
+
+
+class TopHooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.seen = []
+        self.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+        self.register_forward_hook(self._record)
+
+    def _record(self, module, args, output):
+        self.seen.append(output.detach().sum())
+        return output + 1
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+PROGRAMS.append(module_program(
+    "hooks_on_the_compiled_module_itself", TopHooked, lambda: rand(2, 3), repeats=2,
+    frames=[3, 4], observe=lambda world: list(world.seen),
+    xfail="a compiled module that has hooks of its own runs entirely eagerly, silently, even "
+          "under fullgraph=True (frame_count 0, no warning, no counter)"))
