@@ -4,6 +4,8 @@ optimizer, containers (ModuleList/ModuleDict/Sequential), module attributes,
 and many instances of one class sharing one graph."""
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -521,3 +523,27 @@ PROGRAMS.append(module_program(
     frames=[3, 4], observe=lambda world: list(world.seen),
     xfail="a compiled module that has hooks of its own runs entirely eagerly, silently, even "
           "under fullgraph=True (frame_count 0, no warning, no counter)"))
+
+
+class WithMethods(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+    def score(self, x, temperature=2.0):
+        return (self.forward(x) / temperature).softmax(-1)
+
+
+for _name, _target, _lacks in [
+    ("bound_forward_method", lambda world: world.forward, None),
+    ("bound_helper_method", lambda world: world.score, None),
+    ("partial_of_a_method", lambda world: functools.partial(world.score, temperature=0.5),
+     "graphwright.compile does not take a functools.partial (torch.compile does)"),
+    ("lambda_around_the_module", lambda world: (lambda x: world(x) * 2), None),
+]:
+    PROGRAMS.append(module_program(
+        f"compile_target_is_a_{_name}", WithMethods, lambda: rand(2, 3, requires_grad=True),
+        target=_target, grad=True, xfail=_lacks))
