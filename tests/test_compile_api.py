@@ -196,3 +196,13 @@ def test_compiling_a_disabled_function_leaves_it_eager():
         return x + 1
 
     assert graphwright.compile(helper, backend="eager") is helper
+
+
+def test_parameters_named_like_builtins_and_every_kind_of_parameter():
+    def fn(type, /, len=2, *args, tuple=None, **kwargs):
+        return type * len + sum(args) + (0 if tuple is None else tuple) + kwargs.get("extra", 0)
+
+    compiled = graphwright.compile(fn, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    for call_args, call_kwargs in [((x,), {}), ((x, 3, 1, 2), {"tuple": x, "extra": 5}), ((x,), {})]:
+        torch.testing.assert_close(compiled(*call_args, **call_kwargs), fn(*call_args, **call_kwargs))

@@ -77,7 +77,11 @@ def _replace_contents(container: Any, new: Any) -> None:
 class EntryWriter:
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         self.code = code
-        self.namespace: dict[str, Any] = {"___MISS": MISS, "___make_object": _make_object,
+        # builtins under names no parameter of the user's function can shadow
+        self.namespace: dict[str, Any] = {"___type": type, "___len": len, "___tuple": tuple,
+                                          "___hasattr": hasattr, "___delattr": delattr, "___iter": iter,
+                                          "___Exception": Exception,
+                                          "___MISS": MISS, "___make_object": _make_object,
                                           "___replace_contents": _replace_contents,
                                           "___make_function": _make_function}
         self.lines: list[str] = []
@@ -154,7 +158,7 @@ class EntryWriter:
         if isinstance(value, FunctionValue):
             return self._rebuild_function(value)
         if isinstance(value, IteratorValue):
-            return "iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
+            return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 
@@ -210,7 +214,7 @@ class EntryWriter:
         for owner, name, value in effects.attribute_stores.values():
             target = self.expr(owner.source)
             if value is None:
-                lines.append(f"delattr({target}, {name!r})")
+                lines.append(f"___delattr({target}, {name!r})")
             else:
                 lines.append(f"{target}.{name} = {self.rebuild(value)}")
         for f_globals, name, value in effects.global_stores.values():
@@ -262,7 +266,7 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
     params, _ = signature_text(writer.code)
     guard_block = "\n".join("        " + line for line in guard_lines) or "        pass"
     body_block = "\n".join("    " + line for line in body)
-    source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except Exception:\n"
+    source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except ___Exception:\n"
               f"        return ___MISS\n{body_block}\n")
     exec(compile(source, f"<graphwright entry for {name}>", "exec"), writer.namespace)
     entry = writer.namespace["___entry"]

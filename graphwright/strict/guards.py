@@ -81,17 +81,17 @@ class Guard:
         """Python text that is true when the guard holds; `value` is the re-read expression."""
         kind, expected, ref = self.kind, self.expected, writer.ref
         if kind == "type":
-            return f"type({value}) is {ref(expected)}"
+            return f"___type({value}) is {ref(expected)}"
         if kind == "id":
             return f"{value} is {ref(expected)}"
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
-            return f"type({value}) is {ref(type(expected))} and {value} == {_literal(expected, ref)}"
+            return f"___type({value}) is {ref(type(expected))} and {value} == {_literal(expected, ref)}"
         if kind == "len":
-            return f"len({value}) == {expected}"
+            return f"___len({value}) == {expected}"
         if kind == "keys":
-            return f"tuple({value}) == {_literal(expected, ref)}"
+            return f"___tuple({value}) == {_literal(expected, ref)}"
         if kind == "no_hooks":
             return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
@@ -103,7 +103,7 @@ class Guard:
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
         if kind == "lacks":
-            return f"not hasattr({value}, {expected!r})"
+            return f"not ___hasattr({value}, {expected!r})"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
         if kind == "distinct":
@@ -161,12 +161,12 @@ def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -
         sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
                         if i not in meta.dynamic)
         layout = f" and {value}.is_contiguous()" if meta.is_contiguous_layout() else ""
-        return (f"type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
+        return (f"___type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
                 f" and {device} and {value}.requires_grad is {meta.requires_grad!r}"
                 f" and {value}.dim() == {len(meta.shape)}{sizes}{layout}")
     layout = (f"{value}.is_contiguous()" if meta.is_contiguous_layout()
               else f"{value}.stride() == {meta.stride!r}")
-    return (f"type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
+    return (f"___type({value}) is {ref(meta.cls)} and {value}.dtype is {ref(meta.dtype)}"
             f" and {device} and {value}.requires_grad is {meta.requires_grad!r}"
             f" and {value}.shape == {meta.shape!r} and {layout}")
 
