@@ -21,7 +21,7 @@ from . import graph_breaks as gb
 from .codegen import EntryWriter, assemble, signature_text
 from .graph_breaks import GraphBreak
 from .guards import Guard, ordered
-from .tracer import trace_function
+from .tracer import describe, trace_function
 
 
 class PerShapeCompiled:
@@ -51,7 +51,15 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, full
     """`backend_specialises`: the backend's output only serves the sizes it was compiled for."""
     try:
         result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims)
-        return _graph_entry(fn, result, backend, backend_specialises)
+        try:
+            return _graph_entry(fn, result, backend, backend_specialises)
+        except (GraphBreak, BackendError):
+            raise
+        except Exception as error:  # a bug after tracing: never the user's crash
+            brk = GraphBreak(gb.INTERNAL_ERROR, gb.INTERNAL_ERROR.explanation.format(error=describe(error)),
+                             f"{type(error).__name__} while generating the entry", result.final_stack)
+            brk.guards = result.guards
+            raise brk from error
     except GraphBreak as brk:
         if fullgraph:
             raise brk.to_unsupported() from None
