@@ -92,12 +92,15 @@ MODELS = {
 }
 
 
-def check_training_steps(model_cls, make_input, backend, *, steps: int = 3, atol=1e-5, rtol=1e-4):
+def check_training_steps(
+    model_cls, make_input, backend, *, steps: int = 3, atol=1e-5, rtol=1e-4, compile_module=None
+):
     """Train an eager copy and a compiled copy side by side from the same seeds.
 
     After every step outputs, every parameter's gradient and every buffer
-    must match; after the last one, the parameters too. Returns the
-    compiled callable for further inspection.
+    must match; after the last one, the parameters too. The compiled copy is
+    `backend(symbolic_trace(model), [x])`, or `compile_module(model)` when
+    given. Returns the compiled callable for further inspection.
     """
     torch.manual_seed(0)
     eager_model = model_cls()
@@ -105,7 +108,10 @@ def check_training_steps(model_cls, make_input, backend, *, steps: int = 3, atol
     eager_opt = torch.optim.SGD(eager_model.parameters(), lr=0.1, momentum=0.9)
     compiled_opt = torch.optim.SGD(compiled_model.parameters(), lr=0.1, momentum=0.9)
     x = make_input()
-    compiled = backend(torch.fx.symbolic_trace(compiled_model), [x])
+    if compile_module is not None:
+        compiled = compile_module(compiled_model)
+    else:
+        compiled = backend(torch.fx.symbolic_trace(compiled_model), [x])
     for step in range(steps):
         torch.manual_seed(100 + step)
         expected = eager_model(x)

@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+import graphwright
 from graphwright.backends.registry import lookup_backend
 
 from aot_models import MODELS, check_training_steps
@@ -33,3 +34,14 @@ def test_batchnorm_running_stats_are_written_back_to_the_module():
     compiled(make_input())
     assert not torch.equal(model.bn.running_mean, before)
     assert model.bn.num_batches_tracked.item() == 1
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_graphwright_compile_with_aot_eager_trains_like_eager(model):
+    model_cls, make_input = MODELS[model]
+    check_training_steps(
+        model_cls,
+        make_input,
+        backend=None,
+        compile_module=lambda module: graphwright.compile(module, backend="aot_eager"),
+    )
