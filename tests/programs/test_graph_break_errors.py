@@ -116,6 +116,13 @@ def generator_use(x):
     return total
 
 
+def class_definition(x):
+    class Local:  # gb:class-definition
+        scale = 2
+
+    return x * Local.scale
+
+
 class _Breaking(torch.nn.Module):
     def forward(self, x):
         y = x * 2
@@ -152,6 +159,7 @@ BREAKS = [
                  marks=pytest.mark.skipif(REFERENCE, reason=PYTORCH_TRACES_IT)),
     pytest.param(disabled_call, ["disabled"], id="call_to_a_disabled_function"),
     pytest.param(module_call, ["module-call", "module-forward"], id="graph_break_in_a_module_forward"),
+    pytest.param(class_definition, ["class-definition"], id="unsupported_opcode_class_definition"),
 ]
 
 
@@ -222,7 +230,8 @@ def test_explicit_graph_break_has_the_title_api_md_fixes():
 
 
 def test_different_reasons_have_different_titles():
-    reasons = [explicit_break, unknown_c_function, data_dependent_branch, print_call, disabled_call]
+    reasons = [explicit_break, unknown_c_function, data_dependent_branch, print_call, disabled_call,
+               class_definition]
     if not REFERENCE:
         reasons += [item_call, generator_use]
     titles = {str(_raise_under_fullgraph(fn)).splitlines()[0] for fn in reasons}
