@@ -10,6 +10,8 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import os
+import sys
 import typing
 from collections.abc import Mapping, Sequence
 
@@ -363,3 +365,38 @@ def _(x):
 @program("half_and_bfloat16_inputs", lambda: (rand(3, 4).half(), rand(3, 4).bfloat16()))
 def _(h, b):
     return h.softmax(-1), (b @ b.T).float(), h.float() + b.float(), (h * 2).dtype
+
+
+@program("optional_import_with_an_import_error_fallback", lambda: rand(3), fullgraph=False,
+         frames=0)
+def _(x):
+    try:
+        import graphwright_corpus_missing_module  # noqa: F401
+        scale = 10
+    except ImportError:
+        scale = 2
+    return x * scale
+
+
+@program("version_and_platform_checks", lambda: rand(3),
+         xfail="comparing torch.__version__ (a TorchVersion) with a string (GB020)")
+def _(x):
+    if torch.__version__ >= "2.0" and sys.platform != "win32" and hasattr(torch, "compile"):
+        return x + 1
+    return x - 1
+
+
+def _with_environment(value):
+    def make():
+        os.environ["GRAPHWRIGHT_CORPUS_FLAG"] = value
+        return rand(3)
+    return make
+
+
+@program("environment_variable_read_in_the_region", _with_environment("1"),
+         changed=_with_environment("0"), frames_changed=2,
+         reset=lambda: os.environ.pop("GRAPHWRIGHT_CORPUS_FLAG", None))
+def _(x):
+    if os.environ.get("GRAPHWRIGHT_CORPUS_FLAG", "0") == "1":
+        return x * 2
+    return x * 3
