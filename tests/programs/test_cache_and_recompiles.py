@@ -222,3 +222,25 @@ def test_reset_clears_the_cache_so_the_next_call_compiles_again():
     reset_compiler()
     compiled(torch.randn(3))
     assert counter.frame_count == 2
+
+
+def test_two_compilations_of_one_function_with_different_backends_each_compile():
+    first, first_counter = compile_counted(doubled, fullgraph=True)
+    second, second_counter = compile_counted(doubled, fullgraph=True)
+    x = torch.randn(3)
+    assert_same(doubled(x), first(x))
+    assert_same(doubled(x), second(x))
+    assert_same(doubled(x), first(x))
+    assert (first_counter.frame_count, second_counter.frame_count) == (1, 1)
+
+
+def test_a_helper_inlined_into_two_compiled_functions_is_traced_for_each():
+    def uses_twice(x):
+        return doubled(x) + doubled(x)
+
+    outer, outer_counter = compile_counted(uses_twice, fullgraph=True)
+    inner, inner_counter = compile_counted(doubled, fullgraph=True)
+    x = torch.randn(3)
+    assert_same(uses_twice(x), outer(x))
+    assert_same(doubled(x), inner(x))
+    assert (outer_counter.frame_count, inner_counter.frame_count) == (1, 1)
