@@ -144,10 +144,31 @@ def reset_compiler() -> None:
         graphwright.reset()
 
 
+def assert_backend_contract(gm: Any, example_inputs: list) -> None:
+    """What every backend may rely on: a linted GraphModule with one real input per placeholder."""
+    assert isinstance(gm, torch.fx.GraphModule), type(gm)
+    gm.graph.lint()
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    assert len(placeholders) == len(example_inputs), (len(placeholders), len(example_inputs))
+    assert [node.op for node in gm.graph.nodes].count("output") == 1
+    for value in example_inputs:
+        assert isinstance(value, (torch.Tensor, int, float, torch.SymInt)), type(value)
+        assert not isinstance(value, torch._subclasses.FakeTensor), "a fake tensor reached the backend"
+
+
+def _contract_checked(counter: Callable) -> Callable:
+    def backend(gm: Any, example_inputs: list) -> Any:
+        assert_backend_contract(gm, example_inputs)
+        return counter(gm, example_inputs)
+    return backend
+
+
 def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[Any, Any]:
     """`target` compiled with a counting backend: (compiled, counter).
 
-    A list target is a list of modules compiled one by one, sharing the counter.
+    Every graph is checked against the backend contract before the counter
+    sees it. A list target is a list of modules compiled one by one, sharing
+    the counter.
     """
     if REFERENCE:
         import torch._dynamo.testing
@@ -158,9 +179,10 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
         testing = graphwright.testing
         compile_fn = graphwright.compile
     counter = testing.CompileCounterWithBackend(BACKEND) if BACKEND else testing.CompileCounter()
+    backend = _contract_checked(counter)
     if isinstance(target, list):
-        return [compile_fn(t, backend=counter, fullgraph=fullgraph, **options) for t in target], counter
-    return compile_fn(target, backend=counter, fullgraph=fullgraph, **options), counter
+        return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target], counter
+    return compile_fn(target, backend=backend, fullgraph=fullgraph, **options), counter
 
 
 class _RecordingHandler(logging.Handler):

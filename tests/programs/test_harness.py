@@ -111,3 +111,28 @@ def test_different_strides_are_caught(monkeypatch):
     program = function_program("transposed", lambda x: x.t(), lambda: torch.randn(2, 3))
     with pytest.raises(AssertionError, match="stride"):
         harness.check_program(program)
+
+
+def _one_input_graph():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(torch.neg, (x,)))
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def test_the_backend_contract_accepts_one_real_input_per_placeholder():
+    harness.assert_backend_contract(_one_input_graph(), [torch.randn(2)])
+
+
+def test_the_backend_contract_rejects_a_missing_input():
+    with pytest.raises(AssertionError):
+        harness.assert_backend_contract(_one_input_graph(), [])
+
+
+def test_the_backend_contract_rejects_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.randn(2))
+    with pytest.raises(AssertionError, match="fake"):
+        harness.assert_backend_contract(_one_input_graph(), [fake])
