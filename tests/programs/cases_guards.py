@@ -720,3 +720,56 @@ def _(x):
          options=DYNAMIC)
 def _(x):
     return x.sum(0, keepdim=True).expand(x.shape[0], 3) + x
+
+
+_ORIGINAL_GELU = torch.nn.functional.gelu
+
+
+def _patched_gelu(x, approximate="none"):
+    return x * 10
+
+
+def _with_gelu(fn):
+    def make():
+        torch.nn.functional.gelu = fn
+        return rand(3)
+    return make
+
+
+@program("monkeypatched_library_function_is_guarded", _with_gelu(_ORIGINAL_GELU),
+         changed=_with_gelu(_patched_gelu), frames_changed=2,
+         reset=_with_gelu(_ORIGINAL_GELU),
+         xfail="a torch.nn.functional attribute replaced by the user is not guarded (wrong "
+               "result: the original function stays in the graph)")
+def _(x):
+    return torch.nn.functional.gelu(x) + 1
+
+
+class Patchable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def activation(self, x):
+        return x.relu()
+
+    def forward(self, x):
+        return self.activation(self.lin(x))
+
+
+_ORIGINAL_ACTIVATION = Patchable.activation
+
+
+def _set_activation(world, compiled, args):
+    Patchable.activation = args.kwargs["activation"]
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "method_replaced_on_the_class_between_calls", Patchable,
+    lambda: Args(rand(2, 3), activation=_ORIGINAL_ACTIVATION), call=_set_activation,
+    changed=lambda: Args(rand(2, 3), activation=lambda self, x: x.sigmoid()), frames_changed=2,
+    reset=lambda: setattr(Patchable, "activation", _ORIGINAL_ACTIVATION),
+    reference=dict(xfail="2.13 does not guard a method replaced on an nn.Module class "
+                         "(wrong result)", why="PyTorch returns a wrong result here"),
+    xfail="a method replaced on the module's class is not guarded (wrong result)"))

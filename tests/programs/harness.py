@@ -92,8 +92,9 @@ class Program:
     extra state to compare after each call; `reset()` puts globals back
     before each run; `options` go to the compile call; `grad` backpropagates
     through the outputs and compares gradients; `reference` overrides fields
-    for the PyTorch run and must say `why`; `xfail` names what the strict
-    tracer still lacks (a strict xfail, so a fix is noticed).
+    for the PyTorch run and must say `why` (its `xfail` names a PyTorch bug);
+    `xfail` names what the strict tracer still lacks (a strict xfail, so a
+    fix is noticed).
     """
 
     name: str

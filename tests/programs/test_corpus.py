@@ -35,7 +35,10 @@ ALL_PROGRAMS = [
 
 def _param(program):
     marks = []
-    if program.xfail and not REFERENCE:
+    if REFERENCE and "xfail" in program.reference:
+        reason = f"PyTorch: {program.reference['xfail']}"
+        marks.append(pytest.mark.xfail(strict=True, reason=reason))
+    elif program.xfail and not REFERENCE:
         marks.append(pytest.mark.xfail(strict=True, reason=f"strict tracer: {program.xfail}"))
     return pytest.param(program, id=program.name, marks=marks)
 
