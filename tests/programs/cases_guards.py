@@ -4,6 +4,8 @@ dynamic=False) and graph breaks under fullgraph=False, whose results must
 still equal eager's."""
 from __future__ import annotations
 
+import types
+
 import torch
 from torch import nn
 
@@ -773,3 +775,20 @@ PROGRAMS.append(module_program(
     reference=dict(xfail="2.13 does not guard a method replaced on an nn.Module class "
                          "(wrong result)", why="PyTorch returns a wrong result here"),
     xfail="a method replaced on the module's class is not guarded (wrong result)"))
+
+
+corpus_settings = types.ModuleType("corpus_settings")
+corpus_settings.SCALE = 2.0
+
+
+def _module_scale(value):
+    def make():
+        corpus_settings.SCALE = value
+        return rand(3)
+    return make
+
+
+@program("attribute_of_an_imported_module_is_guarded", _module_scale(2.0),
+         changed=_module_scale(5.0), frames_changed=2, reset=_module_scale(2.0))
+def _(x):
+    return x * corpus_settings.SCALE
