@@ -36,10 +36,12 @@ _CACHES: dict[tuple, CodeCache] = {}
 
 
 def reset_caches() -> None:
+    """Forget every entry; wrappers made before keep working and compile afresh."""
     for cache in _CACHES.values():
         cache.entries.clear()
         cache.exhausted = False
         cache.dynamic_dims.clear()
+    _CACHES.clear()  # the keys hold backends (and their graphs) alive
 
 
 class CompiledFunction:
