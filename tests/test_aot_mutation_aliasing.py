@@ -260,3 +260,15 @@ def test_view_of_an_input_follows_where_a_later_input_starts_in_its_storage():
     compiled = aot_eager(graph_of(fn), [storage[:4]])
     tail, _ = compiled(storage[5:9])
     torch.testing.assert_close(tail, storage[6:9])
+
+
+def test_input_viewing_a_mutated_input_sees_the_mutation():
+    def fn(base, row):
+        base.mul_(2)
+        return row + 1
+
+    compiled = aot_eager(graph_of(fn), [torch.ones(2, 3), torch.ones(3)])
+    base = torch.ones(2, 3)
+    expected_base = torch.ones(2, 3)
+    torch.testing.assert_close(compiled(base, base[0]), fn(expected_base, expected_base[0]))
+    torch.testing.assert_close(base, expected_base)

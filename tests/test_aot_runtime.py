@@ -196,3 +196,19 @@ def test_inductor_graph_without_tensor_inputs_creates_real_tensors():
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
     (out,) = lookup_backend("inductor")(gm, [])()
     torch.testing.assert_close(out, torch.full((2,), 7.0))
+
+
+def test_dynamic_graph_from_the_strict_tracer_is_compiled_once_for_every_size():
+    def fn(x, w):
+        return (torch.cat([x, x[: x.shape[0] // 2]]) @ w).relu().mean(0) + x.shape[0]
+
+    counter = graphwright.testing.CompileCounterWithBackend("aot_eager")
+    compiled = graphwright.compile(fn, backend=counter, dynamic=True)
+    w = torch.randn(3, 5, requires_grad=True)
+    for rows in (4, 6, 9):
+        x = torch.rand(rows, 3)
+        out = compiled(x, w)
+        torch.testing.assert_close(out, fn(x, w))
+        (grad,) = torch.autograd.grad(out.sum(), w)
+        torch.testing.assert_close(grad, torch.autograd.grad(fn(x, w).sum(), w)[0])
+    assert counter.frame_count == 1

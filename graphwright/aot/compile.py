@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
+from .._core.errors import TraceError
 from . import joint
 from .metadata import analyze_graph
 from .partition import Partition, partition_joint
@@ -51,7 +52,7 @@ class CompiledSignature:
     """What was built for one call signature, kept for inspection (tests, `explain`)."""
 
     run: Callable[..., Any]
-    mutates_inputs: bool = False
+    mutated_inputs: tuple[int, ...] = ()
     inference_graph: torch.fx.GraphModule | None = None
     joint_graph: torch.fx.GraphModule | None = None
     partition: Partition | None = None
@@ -131,8 +132,10 @@ class AOTCompiledGraph:
         compilers: GraphCompilers,
         decompositions: dict | None,
         recompute: bool,
+        size_generic: bool = False,
     ) -> None:
         self._compilers = compilers
+        self._size_generic = size_generic
         self._decompositions = decompositions
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs)
@@ -181,31 +184,16 @@ class AOTCompiledGraph:
     def _compile(self, key: tuple) -> CompiledSignature:
         grad_enabled, requires_grad = key
         fakes = self._fakes_for(requires_grad)
+        shape_env = self._fake_mode.shape_env if self._size_generic else None
+        assumptions = _size_assumptions(shape_env)
         signature = self._build(self._function(), fakes, grad_enabled)
-        if signature.mutates_inputs:
-            signature.run = _DuplicateInputs(
-                signature.run,
-                self._tensor_indices,
-                lambda positions: self._build_deduplicated(positions, fakes, grad_enabled),
+        if _size_assumptions(shape_env) != assumptions:
+            raise SizesSpecialised()
+        if signature.mutated_inputs:
+            signature.run = _OverlappingInputs(
+                signature.run, signature.mutated_inputs, self._tensor_indices, self._function()
             )
         return signature
-
-    def _build_deduplicated(self, positions: tuple[int, ...], fakes: list, grad_enabled: bool):
-        """The graph traced for calls passing one tensor as several inputs (`positions[i]`: its first)."""
-        unique = sorted(set(positions))
-        slot = [unique.index(p) for p in positions]
-        fn = self._function()
-
-        def deduplicated(*unique_args):
-            return fn(*[unique_args[s] for s in slot])
-
-        signature = self._build(deduplicated, [fakes[i] for i in unique], grad_enabled)
-        run = signature.run
-
-        def run_deduplicated(*args):
-            return run(*[args[i] for i in unique])
-
-        return run_deduplicated
 
     def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
         # Functionalization does not run in inference mode: trace outside it, with the grad
@@ -216,7 +204,7 @@ class AOTCompiledGraph:
 
     def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
         meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
-        mutates = bool(meta.mutated_inputs)
+        mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
         if not any(meta.forward_requires_grad):
             traced = joint.trace(
@@ -270,32 +258,87 @@ def _mark_user_outputs(gm: torch.fx.GraphModule, indices: list[int]) -> None:
     output.meta[USER_OUTPUTS_KEY] = indices
 
 
-class _DuplicateInputs:
-    """Guards a graph that mutates its inputs against one tensor passed as two inputs.
+class _OverlappingInputs:
+    """Guards a graph that mutates inputs against inputs sharing memory with a mutated one.
 
-    Traced with distinct inputs, such a graph would let one input miss the
-    other's mutation. A call with duplicates runs a graph traced with them
-    merged, one per pattern of duplicates. Hot path: one set of ids per call.
+    Traced as distinct tensors, such a call (one tensor passed twice, a view
+    of another input) would miss the mutation through the other input; it
+    runs the captured torch-level graph as it is instead, as the `eager`
+    backend would. Hot path: one storage address per tensor input per call.
     """
 
-    def __init__(self, run, tensor_indices: list[int], build) -> None:
+    def __init__(self, run, mutated_inputs, tensor_indices: list[int], original) -> None:
         self._run = run
+        self._mutated = mutated_inputs
         self._tensor_indices = tensor_indices
-        self._build = build
-        self._variants: dict[tuple[int, ...], Callable[..., Any]] = {}
+        self._original = original
 
     def __call__(self, *args):
-        ids = [id(args[i]) for i in self._tensor_indices]
-        if len(set(ids)) == len(ids):
+        addresses = [args[i].untyped_storage().data_ptr() for i in self._tensor_indices]
+        if len(set(addresses)) == len(addresses):
             return self._run(*args)
-        first: dict[int, int] = {}
-        positions = tuple(
-            first.setdefault(id(a), i) if isinstance(a, torch.Tensor) else i for i, a in enumerate(args)
+        mutated = {args[i].untyped_storage().data_ptr() for i in self._mutated}
+        if sum(address in mutated for address in addresses) > len(mutated):
+            return self._original(*args)
+        return self._run(*args)
+
+
+class SizesSpecialised(Exception):
+    """Tracing a graph on symbolic sizes assumed something about them (a new shape guard)."""
+
+
+def _size_assumptions(shape_env) -> tuple[int, int] | None:
+    if shape_env is None:
+        return None
+    return len(shape_env.guards), len(shape_env.replacements)
+
+
+class _SizeGenericGraph:
+    """A graph compiled once on symbolic sizes, for every size.
+
+    The captured graph's own guards were fixed before we traced, so if our
+    tracing had to assume something about a size, the symbolic graph is not
+    valid for every size: then each input layout gets its own compile from
+    the call's real inputs, as a size-specialising backend would do.
+    """
+
+    def __init__(self, generic: AOTCompiledGraph, compile_for: Callable[[list], AOTCompiledGraph]) -> None:
+        self.generic = generic
+        self._compile_for = compile_for
+        self.per_layout: dict[tuple, AOTCompiledGraph] | None = None
+
+    def __call__(self, *args):
+        if self.per_layout is None:
+            try:
+                return self.generic(*args)
+            except (SizesSpecialised, TraceError):
+                # TraceError: the non-strict tracer cannot express some symbolic size here.
+                self.per_layout = {}
+        layout = tuple(
+            (tuple(a.shape), a.stride()) if isinstance(a, torch.Tensor) else a for a in args
         )
-        variant = self._variants.get(positions)
-        if variant is None:
-            variant = self._variants[positions] = self._build(positions)
-        return variant(*args)
+        compiled = self.per_layout.get(layout)
+        if compiled is None:
+            compiled = self.per_layout[layout] = self._compile_for(list(args))
+        return compiled(*args)
+
+
+def _symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list | None:
+    """The graph's own fake placeholder values, when they carry symbolic sizes."""
+    values = [
+        n.meta.get("val", n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "placeholder"
+    ]
+    if len(values) != len(example_inputs):
+        return None
+    symbolic = False
+    for value, example in zip(values, example_inputs):
+        if isinstance(example, torch.Tensor):
+            if not isinstance(value, FakeTensor):
+                return None
+            symbolic = symbolic or any(isinstance(d, torch.SymInt) for d in value.shape)
+        elif isinstance(value, torch.SymInt):
+            symbolic = True
+    return values if symbolic else None
 
 
 def aot_compile(
@@ -305,14 +348,24 @@ def aot_compile(
     *,
     decompositions: dict | None = None,
     recompute: bool = True,
-) -> AOTCompiledGraph:
+) -> Callable[..., Any]:
     """Ahead-of-time autograd for a torch-level graph.
 
     `example_inputs` are real or fake tensors (and sizes) like the call's
     arguments; when fake, their fake mode (and shape environment) is used.
+    When the graph's placeholders carry fake values with symbolic sizes (the
+    strict tracer's `dynamic` graphs), the graph is compiled once for every
+    size; the result is then a `_SizeGenericGraph` whose `.generic` is the
+    `AOTCompiledGraph`.
 
     >>> compilers = GraphCompilers(forward=c, backward=c, inference=c)
     >>> compiled = aot_compile(gm, [x, w], compilers)
     >>> compiled(x, w)
     """
-    return AOTCompiledGraph(gm, example_inputs, compilers, decompositions, recompute)
+    symbolic = _symbolic_inputs(gm, example_inputs)
+    if symbolic is None:
+        return AOTCompiledGraph(gm, example_inputs, compilers, decompositions, recompute)
+    return _SizeGenericGraph(
+        AOTCompiledGraph(gm, symbolic, compilers, decompositions, recompute, size_generic=True),
+        lambda real_inputs: AOTCompiledGraph(gm, real_inputs, compilers, decompositions, recompute),
+    )

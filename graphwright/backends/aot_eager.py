@@ -30,3 +30,7 @@ _COMPILERS = GraphCompilers(
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list):
     """Trace `gm` into aten forward/backward graphs with our AOT autograd and run them."""
     return aot_compile(gm, example_inputs, _COMPILERS)
+
+
+# A graph with symbolic sizes is compiled once for every size (see `aot_compile`).
+aot_eager.graphwright_dynamic_shapes = True

@@ -73,3 +73,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list):
     from torch._inductor.decomposition import select_decomp_table
 
     return aot_compile(gm, example_inputs, _COMPILERS, decompositions=select_decomp_table())
+
+
+# A graph with symbolic sizes is compiled once for every size (see `aot_compile`).
+inductor.graphwright_dynamic_shapes = True
