@@ -510,3 +510,36 @@ PROGRAMS.append(Program(
     call=lambda world, compiled, args: compiled(*args.args, world),
     observe=lambda world: world.get_state(), fullgraph=False, frames=2,
     xfail="graph breaks under fullgraph=False run the whole function eagerly"))
+
+
+class ScaledClamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, low, high, scale):
+        ctx.save_for_backward(x)
+        ctx.low, ctx.high, ctx.scale = low, high, scale
+        clamped = x.clamp(low, high)
+        mask = (x >= low) & (x <= high)
+        ctx.mark_non_differentiable(mask)
+        return clamped * scale, mask
+
+    @staticmethod
+    def backward(ctx, grad, _mask_grad):
+        (x,) = ctx.saved_tensors
+        inside = (x >= ctx.low) & (x <= ctx.high)
+        grad_x = grad * ctx.scale * inside if ctx.needs_input_grad[0] else None
+        return grad_x, None, None, None
+
+
+class CustomOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y, mask = ScaledClamp.apply(self.lin(x), -0.5, 0.5, 3.0)
+        return y, mask, y.sum() * mask.float().mean()
+
+
+PROGRAMS.append(module_program(
+    "autograd_function_with_saved_tensors_and_non_differentiable_outputs", CustomOps,
+    lambda: rand(3, 4, requires_grad=True), grad=True))
