@@ -4,6 +4,7 @@ attributes, and logging records and warnings replayed on every call."""
 from __future__ import annotations
 
 import logging
+import types
 import warnings
 
 import torch
@@ -281,3 +282,29 @@ def _(x):
         y = y * 2
     corpus_logger.log(logging.WARNING, "level %d", logging.WARNING)
     return y
+
+
+corpus_state = types.ModuleType("corpus_state")
+corpus_state.calls = 0
+
+
+class Registry:
+    created = 0
+    names: list = []
+
+
+def _reset_module_and_class_state():
+    corpus_state.calls = 0
+    Registry.created = 0
+    Registry.names = []
+
+
+@program("writes_to_a_module_attribute_and_class_attributes", lambda: rand(2), repeats=3,
+         frames=[1, 2, 3], reset=_reset_module_and_class_state,
+         observe=lambda world: (corpus_state.calls, Registry.created, list(Registry.names)),
+         xfail="setting an attribute of an imported module inside the region (GB012)")
+def _(x):
+    corpus_state.calls += 1
+    Registry.created = Registry.created + 2
+    Registry.names.append("call")
+    return x * corpus_state.calls
