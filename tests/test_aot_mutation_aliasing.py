@@ -272,3 +272,17 @@ def test_input_viewing_a_mutated_input_sees_the_mutation():
     expected_base = torch.ones(2, 3)
     torch.testing.assert_close(compiled(base, base[0]), fn(expected_base, expected_base[0]))
     torch.testing.assert_close(base, expected_base)
+
+
+def test_embedding_max_norm_renormalises_the_weight_through_a_detached_alias():
+    def run(compiled):
+        torch.manual_seed(0)
+        embedding = torch.nn.Embedding(10, 4, max_norm=1.0)
+        indices = torch.tensor([[1, 2, 3], [3, 4, 1]])
+        forward = aot_eager(torch.fx.symbolic_trace(embedding), [indices]) if compiled else embedding
+        out = forward(indices)
+        out.sum().backward()
+        return out, embedding.weight, embedding.weight.grad
+
+    for actual, expected in zip(run(compiled=True), run(compiled=False)):
+        torch.testing.assert_close(actual, expected)

@@ -69,8 +69,9 @@ class GraphMetadata:
     index), from which the runtime rebuilds those views so that they share
     storage as in eager. `forward_requires_grad` says which forward values
     are differentiable (each one gets a tangent in the joint graph).
-    An input mutated only under `no_grad` (a parameter clamped in place) is
-    written back under `no_grad` too, as eager did it.
+    An input mutated only under `no_grad` or through a detached alias (a
+    parameter clamped or renormalised in place) is written back under
+    `no_grad` too, as eager did it.
     """
 
     mutated_inputs: list[int]
@@ -158,8 +159,7 @@ def analyze_graph(
             flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
         mutated = _mutated_inputs(functional_inputs)
         under_no_grad = [
-            torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(functional_inputs[i])
-            for i in mutated
+            _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
         ]
         outputs = _describe_outputs(flat_outputs, functional_inputs)
         hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
@@ -178,6 +178,21 @@ def _tensor_spec(value: Any) -> TensorSpec | None:
     if not isinstance(value, torch.Tensor):
         return None
     return TensorSpec(tuple(value.shape), value.dtype, value.device)
+
+
+def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Tensor) -> bool:
+    """Every mutation of the input ran under no_grad or through a detached alias.
+
+    A leaf that requires grad (a parameter) can only have been mutated that
+    way: eager refuses visible in-place ops on it. Functionalization does not
+    flag every detached alias (`F.embedding(max_norm=...)` renormalises
+    `weight.detach()`), hence the leaf rule.
+    """
+    if original.is_leaf and original.requires_grad:
+        return True
+    return torch._functionalize_are_all_mutations_under_no_grad_or_inference_mode(
+        functional
+    ) or torch._functionalize_are_all_mutations_hidden_from_autograd(functional)
 
 
 def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
