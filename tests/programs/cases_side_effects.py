@@ -308,3 +308,13 @@ def _(x):
     Registry.created = Registry.created + 2
     Registry.names.append("call")
     return x * corpus_state.calls
+
+
+@program("writes_to_class_attributes", lambda: rand(2), repeats=3, frames=[1, 2, 3],
+         reset=_reset_module_and_class_state,
+         observe=lambda world: (Registry.created, list(Registry.names)),
+         xfail="setting a class attribute inside the region (GB012)")
+def _(x):
+    Registry.created = Registry.created + 2
+    Registry.names.append("call")
+    return x * Registry.created
