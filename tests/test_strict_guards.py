@@ -286,3 +286,36 @@ def test_default_dtype_autocast_state_and_inference_tensors_are_guarded():
         frozen = torch.randn(2, 2)
     torch.testing.assert_close(compiled(frozen)[0], fn(frozen)[0])
     assert counter.frame_count == 4
+
+
+def test_an_int_argument_that_changes_becomes_symbolic_under_dynamic_none():
+    def fn(x, step):
+        if step > 3:
+            return x * step
+        return x - step
+
+    counter = CompileCounter()
+    compiled = graphwright.compile(fn, backend=counter)
+    for step in (2, 3, 5, 6, 2, 1):
+        torch.testing.assert_close(compiled(torch.ones(2), step), fn(torch.ones(2), step))
+    # 2 (specialised), 3 (symbolic, step <= 3), 5 (symbolic, step > 3), 1 (0 and 1 stay specialised)
+    assert counter.frame_count == 4
+
+
+def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
+    class Stepper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.steps = 0
+
+        def forward(self, x):
+            self.steps += 1
+            return x * self.steps
+
+    module = Stepper()
+    counter = CompileCounter()
+    compiled = graphwright.compile(module, backend=counter, fullgraph=True)
+    for expected in range(1, 7):
+        assert compiled(torch.ones(1)).item() == expected
+    assert module.steps == 6 and type(module.steps) is int
+    assert counter.frame_count == 3  # 0 and 1 are specialised, then one symbolic graph

@@ -98,7 +98,7 @@ class CompiledFunction:
             counters["recompiles"][reason] += 1
             if self._dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
-                    cache.dynamic_dims[source] = cache.dynamic_dims.get(source, frozenset()) | dims
+                    cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
         entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph,
                             self._dynamic is True, cache.dynamic_dims, self._backend_specialises)
         cache.entries.insert(0, entry)

@@ -21,6 +21,7 @@ from . import graph_breaks as gb
 from .codegen import EntryWriter, assemble, signature_text
 from .graph_breaks import GraphBreak
 from .guards import Guard, ordered
+from .symbolic_sizes import SCALAR
 from .tracer import describe, trace_function
 
 
@@ -35,7 +36,7 @@ class PerShapeCompiled:
 
     @staticmethod
     def _layout(inputs: Any) -> tuple:
-        return tuple((tuple(t.shape), t.stride()) for t in inputs)
+        return tuple((tuple(t.shape), t.stride()) if isinstance(t, torch.Tensor) else t for t in inputs)
 
     def __call__(self, *inputs: Any) -> Any:
         layout = self._layout(inputs)
@@ -166,6 +167,13 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     bound.apply_defaults()
     changed = {}
     for guard in entry.guards:
+        if guard.kind == "const" and type(guard.expected) is int:
+            try:
+                actual = guard.source.read(fn, bound.arguments)
+            except Exception:
+                continue
+            if type(actual) is int and actual != guard.expected:
+                changed[guard.source] = SCALAR
         if guard.kind != "tensor":
             continue
         meta = guard.expected

@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import (
 
 from . import graph_breaks as gb
 from .sources import Source
-from .symbolic_sizes import SymbolicSizes, holds_symbol
+from .symbolic_sizes import SCALAR, SymbolicSizes, holds_symbol
 from .values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
 
 BreakFn = Callable[..., Exception]
@@ -84,13 +84,29 @@ class GraphBuilder:
         self._first_op: torch.fx.Node | None = None
         self._by_fake: dict[int, TensorValue] = {}
 
-    def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
+    def _placeholder(self, source: Source) -> torch.fx.Node:
         name = self._unique_name(source.name())
         if self._first_op is None:
-            node = self.graph.placeholder(name)
-        else:
-            with self.graph.inserting_before(self._first_op):
-                node = self.graph.placeholder(name)
+            return self.graph.placeholder(name)
+        with self.graph.inserting_before(self._first_op):
+            return self.graph.placeholder(name)
+
+    def wants_symbolic_int(self, source: Source, real: int) -> bool:
+        """An int input that changed between calls (dynamic=None) is traced as a SymInt."""
+        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and real >= 2
+
+    def add_int_input(self, real: int, source: Source) -> ConstantValue:
+        node = self._placeholder(source)
+        symbol = self.symbolic.symbolic_int(self.fake_mode, real)
+        node.meta["example_value"] = symbol
+        self.symbolic.register(node, symbol)
+        self.input_sources.append(source)
+        self.input_fakes.append(symbol)
+        self.example_inputs.append(real)
+        return ConstantValue(symbol, source)
+
+    def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
+        node = self._placeholder(source)
         fake = self._fake_input(real, source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)

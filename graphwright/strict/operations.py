@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from .tracer import Tracer
 
 _INPLACE_SEQUENCE_OPS = {operator.iadd: operator.add, operator.imul: operator.mul}
+_PLAIN_OPS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+              operator.ifloordiv: operator.floordiv, operator.itruediv: operator.truediv,
+              operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
+              operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
+              operator.irshift: operator.rshift}
 _DUNDERS = {operator.add: "__add__", operator.sub: "__sub__", operator.mul: "__mul__",
             operator.truediv: "__truediv__", operator.matmul: "__matmul__", operator.eq: "__eq__",
             operator.lt: "__lt__", operator.getitem: "__getitem__"}
@@ -100,8 +105,10 @@ def is_symbolic(value: Value) -> bool:
 
 
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
-    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue) or is_symbolic(lhs) or is_symbolic(rhs):
+    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
+    if is_symbolic(lhs) or is_symbolic(rhs):  # ints are immutable: `n += 1` is `n + 1`
+        return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if isinstance(lhs, SequenceValue) and op in (operator.add, operator.iadd) \
             and isinstance(rhs, SequenceValue) and (lhs.kind is rhs.kind or op is operator.iadd):
         if op is operator.iadd and lhs.kind is list:

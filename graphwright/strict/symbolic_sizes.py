@@ -22,6 +22,8 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+SCALAR = frozenset()
+"""The entry of an int input in `dynamic_dims`: the int itself is symbolic."""
 
 
 def has_marked_tensor(values: Any) -> bool:
@@ -49,6 +51,11 @@ class SymbolicSizes:
         """A fake of `real` whose `dims` are symbolic."""
         sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
         return fake_mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
+
+    def symbolic_int(self, fake_mode: Any, value: int) -> torch.SymInt:
+        """A fresh symbol standing for an int input (>= 2: 0 and 1 stay specialised, as sizes do),
+        made as the size of a placeholder fake tensor so that the ShapeEnv names its origin."""
+        return self.fake_input(fake_mode, torch.empty(value), frozenset({0})).shape[0]
 
     def register(self, node: torch.fx.Node, value: Any) -> None:
         """`node` computes `value` (a SymInt/SymFloat/SymBool) at run time."""

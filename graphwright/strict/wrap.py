@@ -79,6 +79,9 @@ def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
 
 
 def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    if type(real) is int and source is not None and tracer.graph.wants_symbolic_int(source, real):
+        tracer.add_guard(source, "type", int)
+        return tracer.graph.add_int_input(real, source)
     if type(real) in (torch.dtype, torch.layout, torch.memory_format) or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
     else:
