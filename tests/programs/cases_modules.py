@@ -547,3 +547,8 @@ for _name, _target, _lacks in [
     PROGRAMS.append(module_program(
         f"compile_target_is_a_{_name}", WithMethods, lambda: rand(2, 3, requires_grad=True),
         target=_target, grad=True, xfail=_lacks))
+
+
+PROGRAMS.append(module_program(
+    "same_argument_passed_by_keyword_instead_of_position", MLP, lambda: Args(rand(2, 8)),
+    changed=lambda: Args(x=rand(2, 8)), frames_changed=1))
