@@ -149,6 +149,21 @@ def _with_grad_mode(enabled):
     return call
 
 
+class Residual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.use_residual = True
+
+    def forward(self, x):
+        y = x * 2 + (x if self.use_residual else 0)
+        return y if self.training else y - 1
+
+
+def _without_residual(compiled):
+    compiled.use_residual = False
+    return compiled(torch.ones(2))
+
+
 RECOMPILES = [
     pytest.param(scaled, [lambda c: c(torch.ones(2), 2), lambda c: c(torch.ones(2), 3)],
                  ["scale_factor"], id="int_argument"),
@@ -167,6 +182,10 @@ RECOMPILES = [
     pytest.param(doubled, [lambda c: _with_grad_mode(True)(c, torch.ones(2)),
                            lambda c: _with_grad_mode(False)(c, torch.ones(2))],
                  ["grad"], id="grad_mode"),
+    pytest.param(Residual, [lambda c: c(torch.ones(2)), _without_residual],
+                 ["use_residual"], id="module_attribute"),
+    pytest.param(Residual, [lambda c: c(torch.ones(2)), lambda c: (c.eval(), c(torch.ones(2)))],
+                 ["training"], id="module_training_flag"),
 ]
 
 
@@ -190,7 +209,8 @@ def recompile_reasons(caplog):
 
 @pytest.mark.parametrize("fn, calls, words", RECOMPILES)
 def test_recompile_reason_names_what_changed_in_the_users_terms(fn, calls, words, caplog):
-    compiled, counter = compile_counted(fn, fullgraph=True, dynamic=False)
+    target = fn() if isinstance(fn, type) else fn  # a module class: a fresh instance
+    compiled, counter = compile_counted(target, fullgraph=True, dynamic=False)
     try:
         with recompile_reasons(caplog) as reasons:
             for call in calls:
