@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .harness import Args, function_program
+from .harness import Args, function_program, module_program
 
 PROGRAMS = []
 
@@ -321,3 +321,36 @@ def _(a, b, out):
     torch.add(a, b, out=out)
     torch.mul(out, 2, out=out)
     return out.sum()
+
+
+class AutocastForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    @torch.autocast("cpu", dtype=torch.bfloat16)
+    def forward(self, x):
+        return self.lin(x), self.lin(x).dtype
+
+
+PROGRAMS.append(module_program(
+    "autocast_as_a_decorator_on_forward", AutocastForward, lambda: rand(2, 4, requires_grad=True),
+    grad=True,
+    xfail="torch.autocast used as a decorator: entering an autocast object made outside the "
+          "region (GB019, whose hint suggests torch.autocast)"))
+
+
+@torch.enable_grad()
+def _grad_enabled_helper(x):
+    return x * 3
+
+
+def _call_under_no_grad_always(world, compiled, args):
+    with torch.no_grad():
+        return compiled(*args.args)
+
+
+@program("enable_grad_decorator_inside_a_no_grad_caller", lambda: rand(3, requires_grad=True),
+         call=_call_under_no_grad_always, grad=True)
+def _(x):
+    return _grad_enabled_helper(x) + 1, (x * 2).requires_grad
