@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import graph_breaks as gb
-from .sources import AttrSource, ModuleDictSource
+from .sources import AttrSource, ConstantSource, ModuleDictSource
 from .values import (
     ConstantValue,
     DictValue,
@@ -35,9 +35,6 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
                              "is_nested", "itemsize", "nbytes"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-_TRUSTED_MODULE_PREFIXES = ("torch", "math", "operator", "builtins", "functools", "itertools",
-                            "collections", "typing", "warnings", "logging", "dataclasses", "enum",
-                            "numbers", "types", "contextlib", "copy")
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
 _MISSING = object()
@@ -110,9 +107,7 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
     if real is _MISSING:
         return None
     if isinstance(value.value, types.ModuleType):
-        trusted = value.value.__name__.startswith(_TRUSTED_MODULE_PREFIXES)
-        source = None if trusted or value.source is None else AttrSource(value.source, name)
-        return tracer.wrap(real, source)
+        return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if isinstance(value.value, type):
         return _class_attr(tracer, value.value, name, value, _attr(value.source, name))
     if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
@@ -179,7 +174,11 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
             qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
             raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
         function = function_value(raw, None)
-        return function if is_class else function.bind(receiver)
+        if is_class:
+            return function
+        # the instance's class is guarded by type; a method replaced on it must recompile too
+        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw)
+        return function.bind(receiver)
     if is_class:
         return tracer.wrap(getattr(receiver.value, name), source)
     instance = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)

@@ -133,7 +133,8 @@ UNSUPPORTED_ATTRIBUTE = _kind(
     "Use a plain Python object, list, dict or tensor here.")
 AUTOGRAD_CALL = _kind(
     "GB013", "Call to an autograd API",
-    "`{name}` runs the backward pass, which cannot be captured in a forward graph.",
+    "`{name}` belongs to autograd's backward machinery (running the backward pass or hooking "
+    "into it), which a forward graph cannot capture.",
     "Compile only the model's forward (e.g. `graphwright.compile(model)`), and call "
     "`backward()` outside the compiled function.")
 GLOBAL_STATE_CALL = _kind(

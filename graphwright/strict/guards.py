@@ -18,7 +18,7 @@ from .sources import ExprWriter, Source
 from .symbolic_sizes import substitute_inputs
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
+_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 
@@ -104,6 +104,9 @@ class Guard:
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
         if kind == "lacks":
             return f"not ___hasattr({value}, {expected!r})"
+        if kind == "call":
+            name, args, result = expected
+            return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
         if kind == "distinct":
@@ -132,6 +135,8 @@ class Guard:
         if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
                                    or actual._backward_hooks or actual._backward_pre_hooks):
             return f"module '{name}' has hooks now"
+        if kind == "call" and getattr(actual, expected[0])(*expected[1]) != expected[2]:
+            return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
         if kind == "global_state" and global_state() != expected:

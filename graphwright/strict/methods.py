@@ -52,8 +52,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
 
         return contexts.exit_context(tracer, receiver)
     if isinstance(receiver, ObjectValue) and name in LOGGER_QUERIES:
-        python_args = [operations.python_value(tracer, arg) for arg in args]
-        return ConstantValue(getattr(receiver.obj, name)(*python_args))
+        python_args = tuple(operations.python_value(tracer, arg) for arg in args)
+        result = getattr(receiver.obj, name)(*python_args)
+        tracer.add_guard(receiver.source, "call", (name, python_args, result))  # levels can change
+        return ConstantValue(result)
     if isinstance(receiver, ObjectValue) and receiver.obj is not None:
         if config.reorderable_logging:
             tracer.side_effects.replay_call(getattr(receiver.obj, name), args, kwargs)

@@ -57,8 +57,12 @@ def is_constant_tree(value: Value) -> bool:
 
 
 def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
-    """The real Python value of a fully known value (no tensors inside)."""
+    """The real Python value of a fully known value (no tensors inside).
+
+    A symbolic size used as a plain Python value is specialised (and guarded)."""
     if isinstance(value, ConstantValue):
+        if isinstance(value.value, SYMBOLIC_TYPES):
+            return value.value.node.pytype(value.value)
         return value.value
     if isinstance(value, SequenceValue):
         items = [python_value(tracer, item, purpose) for item in value.items]
@@ -107,7 +111,8 @@ def is_symbolic(value: Value) -> bool:
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
-    if is_symbolic(lhs) or is_symbolic(rhs):  # ints are immutable: `n += 1` is `n + 1`
+    if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
+            and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if isinstance(lhs, SequenceValue) and op in (operator.add, operator.iadd) \
             and isinstance(rhs, SequenceValue) and (lhs.kind is rhs.kind or op is operator.iadd):
@@ -117,8 +122,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             return lhs
         return SequenceValue(lhs.items + rhs.items, lhs.kind)
     if isinstance(lhs, SequenceValue) and op in (operator.mul, operator.imul) \
-            and isinstance(rhs, ConstantValue) and type(rhs.value) is int:
-        return SequenceValue(lhs.items * rhs.value, lhs.kind)
+            and isinstance(rhs, ConstantValue) and isinstance(rhs.value, (int, torch.SymInt)):
+        return SequenceValue(lhs.items * int(rhs.value), lhs.kind)  # a symbolic count is specialised
     if is_constant_tree(lhs) and is_constant_tree(rhs):
         op = _INPLACE_SEQUENCE_OPS.get(op, op) if isinstance(lhs, SequenceValue) else op
         try:

@@ -172,3 +172,20 @@ class WeakrefSource(Source):
 
     def name(self) -> str:
         return f"{self.ref.name()}()"
+
+
+@dataclass(frozen=True)
+class ConstantSource(Source):
+    """An object the guards hold directly (a class whose attributes are re-read)."""
+
+    value_id: int
+    value: Any = field(compare=False, hash=False, repr=False)
+
+    def gen(self, writer: ExprWriter) -> str:
+        return writer.ref(self.value)
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.value
+
+    def name(self) -> str:
+        return getattr(self.value, "__qualname__", repr(self.value))

@@ -54,7 +54,8 @@ def is_torch_function(fn: Any) -> bool:
 
 
 def is_constant(real: Any) -> bool:
-    return type(real) in CONSTANT_TYPES or isinstance(real, enum.Enum)
+    # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
+    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
 
 
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
