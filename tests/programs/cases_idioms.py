@@ -400,3 +400,24 @@ def _(x):
     if os.environ.get("GRAPHWRIGHT_CORPUS_FLAG", "0") == "1":
         return x * 2
     return x * 3
+
+
+class LazyTable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.cached_length = 0
+
+    def forward(self, x):
+        length = x.shape[0]
+        if self.cached_length < length:
+            self.register_buffer("table", torch.arange(length * 4.0).view(length, 4), persistent=False)
+            self.cached_length = length
+        return self.lin(x) + self.table[:length]
+
+
+PROGRAMS.append(module_program(
+    "buffer_registered_lazily_on_the_first_call", LazyTable, lambda: rand(3, 4), repeats=2,
+    frames=[1, 2], observe=lambda world: (world.cached_length, world.table.clone()),
+    xfail="nn.Module.register_buffer inside the region (it mutates the module's "
+          "_non_persistent_buffers_set: set.add, GB005)"))
