@@ -136,8 +136,9 @@ class Instructions311:
         operations.delitem(self.tracer, container, key)
 
     def op_BUILD_SLICE(self, inst):
-        parts = self.popn(inst.arg)
-        self.push(ConstantValue(slice(*(operations.python_value(self.tracer, p) for p in parts))))
+        parts = self.popn(inst.arg)  # symbolic bounds stay symbolic: the graph computes them
+        self.push(ConstantValue(slice(*(p.value if isinstance(p, ConstantValue)
+                                        else operations.python_value(self.tracer, p) for p in parts))))
 
     # -- operators -----------------------------------------------------------------------
     def op_BINARY_OP(self, inst):
