@@ -272,9 +272,7 @@ def _logger_level(level):
 @program("logger_level_checks_and_log_with_a_level", _logger_level(logging.DEBUG),
          changed=_logger_level(logging.INFO), frames_changed=2,
          reset=lambda: corpus_logger.setLevel(logging.DEBUG),
-         reference=dict(fullgraph=False, frames=2, frames_changed=2, why=LOGGING_DIFFERS),
-         xfail="logger.isEnabledFor() is not guarded on the logger's level (wrong result "
-               "after setLevel)")
+         reference=dict(fullgraph=False, frames=2, frames_changed=2, why=LOGGING_DIFFERS))
 def _(x):
     y = x + 1
     if corpus_logger.isEnabledFor(logging.DEBUG):
