@@ -426,9 +426,7 @@ def _(x):
 
 @program("dynamic_true_compiles_one_graph_for_all_sizes", lambda: Args(rand(4, 3)),
          call=_call_each, changed=lambda: Args(rand(6, 3), rand(9, 3)), frames_changed=1,
-         options=dict(dynamic=True),
-         xfail="symbolic sizes: slicing with `x[: x.shape[0] // 2]` specialises the size, so "
-               "dynamic=True recompiles for every size (a regression of 4fa9854)")
+         options=dict(dynamic=True))
 def _(x):
     return torch.cat([x, x[: x.shape[0] // 2]]).mean(0) + x.shape[0]
 
