@@ -26,16 +26,18 @@ __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynami
 class OptimizedModule(torch.nn.Module):
     """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared."""
 
-    def __init__(self, mod: torch.nn.Module, compiled_forward: CompiledFunction) -> None:
+    def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_compiled_forward"] = compiled_forward
+        self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
+        # with hooks of its own, the module is called as a whole, so its hooks are traced too
+        self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks:
-            return mod(*args, **kwargs)  # hooks run around forward: keep eager semantics
+            return self._compiled_call(*args, **kwargs)
         return self._compiled_forward(mod, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -52,6 +54,17 @@ class OptimizedModule(torch.nn.Module):
         if hasattr(type(self), name) or name == "_orig_mod":
             return super().__delattr__(name)
         delattr(self._orig_mod, name)
+
+
+def _calling(target: Callable, name: str) -> types.FunctionType:
+    """A Python function calling `target`, named `name`: compiled functions share a cache per
+    code object, so each name (a module class, a partial's function) gets its own."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return target(*args, **kwargs)
+
+    call.__code__ = call.__code__.replace(co_name=name, co_qualname=name)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def _specialises_sizes(compiler: Callable) -> bool:
@@ -95,11 +108,15 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
                 f"Cannot compile module {type(model).__name__}",
                 explanation="Its `forward` is not a Python method defined on its class.",
                 hints=["Define `forward` as a method of the module's class."])
-        return OptimizedModule(model, CompiledFunction(forward.__func__, compiler, fullgraph, dynamic, specialises))
+        return OptimizedModule(model, lambda fn: CompiledFunction(fn, compiler, fullgraph, dynamic, specialises))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
         return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph, dynamic, specialises), model.__self__)
     if isinstance(model, types.FunctionType):
         return CompiledFunction(model, compiler, fullgraph, dynamic, specialises)
+    if callable(model):  # a functools.partial, a callable object
+        name = getattr(getattr(model, "func", model), "__qualname__", type(model).__qualname__)
+        return CompiledFunction(_calling(model, f"{type(model).__name__}({name})"), compiler, fullgraph,
+                                dynamic, specialises)
     raise GraphwrightError(
         f"Cannot compile an object of type {type(model).__name__}",
         explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",

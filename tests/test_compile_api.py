@@ -206,3 +206,28 @@ def test_parameters_named_like_builtins_and_every_kind_of_parameter():
     x = torch.ones(2)
     for call_args, call_kwargs in [((x,), {}), ((x, 3, 1, 2), {"tuple": x, "extra": 5}), ((x,), {})]:
         torch.testing.assert_close(compiled(*call_args, **call_kwargs), fn(*call_args, **call_kwargs))
+
+
+def test_hooks_of_the_compiled_module_itself_are_captured_in_its_graph():
+    torch.manual_seed(0)
+    net = nn.Linear(3, 3)
+    seen = []
+    net.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+    net.register_forward_hook(lambda module, args, output: seen.append(output.detach()) or output + 1)
+    counter = CompileCounter()
+    compiled = graphwright.compile(net, backend=counter, fullgraph=True)
+    x = torch.randn(2, 3)
+    out = compiled(x)
+    torch.testing.assert_close(out, net.weight.new_tensor(0) + (x * 2) @ net.weight.T + net.bias + 1)
+    assert len(seen) == 1 and counter.frame_count == 1
+
+
+def test_a_functools_partial_can_be_compiled():
+    import functools
+
+    def scale(x, factor, shift=0.0):
+        return x * factor + shift
+
+    compiled = graphwright.compile(functools.partial(scale, factor=torch.full((2,), 3.0), shift=1.0),
+                                   backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 4.0))

@@ -55,6 +55,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = None if function.source is None else WeakrefSource(function.source)
         return tracer.wrap(function.value(), source)
+    if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
+        return _call_partial(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue):
         return call_constant(tracer, function.value, args, kwargs)
     if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
@@ -94,10 +96,6 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
-    if type(target) is functools.partial:
-        bound = [operations.constant_result(arg) for arg in target.args]
-        keywords = {key: operations.constant_result(arg) for key, arg in target.keywords.items()}
-        return call_value(tracer, tracer.wrap(target.func, None), [*bound, *args], {**keywords, **kwargs})
     if isinstance(target, functools._lru_cache_wrapper):
         # the cache is an optimisation of a pure function: trace the function itself
         return call_value(tracer, tracer.wrap(target.__wrapped__, None), args, kwargs)
@@ -123,6 +121,19 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     module = getattr(target, "__module__", None)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {module}.{name}",
                              name=f"{module}.{name}" if module else name)
+
+
+def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`functools.partial(f, *bound, **keywords)(*args)`, its stored arguments read by source."""
+    target, source = partial.value, partial.source
+
+    def stored(table: str, key: Any, real: Any) -> Value:
+        return tracer.wrap(real, None if source is None else ItemSource(AttrSource(source, table), key))
+
+    bound = [stored("args", index, arg) for index, arg in enumerate(target.args)]
+    keywords = {key: stored("keywords", key, arg) for key, arg in target.keywords.items()}
+    function = tracer.wrap(target.func, None if source is None else AttrSource(source, "func"))
+    return call_value(tracer, function, [*bound, *args], {**keywords, **kwargs})
 
 
 def is_torch_callable(target: Any) -> bool:
