@@ -788,3 +788,22 @@ def _module_scale(value):
          changed=_module_scale(5.0), frames_changed=2, reset=_module_scale(2.0))
 def _(x):
     return x * corpus_settings.SCALE
+
+
+def _call_with_each_int(world, compiled, args):
+    x = args.args[0]
+    return [compiled(x, n) for n in args.args[1:]]
+
+
+@program("changing_int_used_as_a_loop_count_recompiles_each_time", lambda: Args(rand(3), 2),
+         call=_call_with_each_int, changed=lambda: Args(rand(3), 3, 4), frames_changed=3)
+def _(x, n):
+    for _ in range(n):
+        x = x * 0.5
+    return x
+
+
+@program("changing_int_used_as_a_scale_turns_symbolic", lambda: Args(rand(3), 2),
+         call=_call_with_each_int, changed=lambda: Args(rand(3), 3, 4, 5), frames_changed=2)
+def _(x, n):
+    return x * n + n
