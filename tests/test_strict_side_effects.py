@@ -233,3 +233,18 @@ def test_a_closure_created_inside_is_returned_with_its_captured_tensor():
     x = torch.randn(3)
     scale = graphwright.compile(fn, backend="eager", fullgraph=True)(x)
     torch.testing.assert_close(scale(torch.ones(3)), fn(x)(torch.ones(3)))
+
+
+class Registry:
+    created = 0
+
+
+def test_writes_to_class_attributes_are_replayed_and_read_back():
+    def fn(x):
+        Registry.created = Registry.created + 1
+        return x * Registry.created, Registry().created
+
+    Registry.created = 0
+    compiled = graphwright.compile(fn, backend="eager", fullgraph=True)
+    out, seen = compiled(torch.ones(1))
+    assert out.item() == 1.0 and seen == 1 and Registry.created == 1

@@ -103,6 +103,9 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
     from .values import MethodValue
 
+    stored = tracer.side_effects.load_shared_attr(value.value, name)
+    if stored is not None:
+        return stored
     real = getattr(value.value, name, _MISSING)
     if real is _MISSING:
         return None
@@ -220,6 +223,9 @@ def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | Non
     descriptor = getattr(value.cls, name, None)
     if isinstance(descriptor, property) or type(descriptor) is types.FunctionType:
         return _class_attr(tracer, value.cls, name, value, None)
+    stored = tracer.side_effects.load_shared_attr(value.cls, name)
+    if stored is not None and (obj is None or name not in getattr(obj, "__dict__", {})):
+        return stored  # a class attribute written earlier in this trace
     if obj is not None:
         real = getattr(obj, name, _MISSING)
         if real is _MISSING:
@@ -238,6 +244,10 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
                                      type=owner.python_type().__name__)
         tracer.side_effects.store_attr(owner, name, value)
+        return
+    if isinstance(owner, ConstantValue) and owner.source is not None \
+            and isinstance(owner.value, (type, types.ModuleType)):
+        tracer.side_effects.store_shared_attr(owner, name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)

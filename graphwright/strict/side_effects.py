@@ -20,6 +20,7 @@ class SideEffects:
         self.global_stores: dict[tuple[int, str], tuple[dict, str, Value]] = {}
         self.cell_stores: dict[int, CellValue] = {}
         self.replayed_calls: list[tuple[Any, list[Value], dict[str, Value]]] = []
+        self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
 
     def mutate(self, container: Value) -> None:
         """`container` (a list or dict value) is about to change in place."""
@@ -31,6 +32,14 @@ class SideEffects:
         owner.overlay[name] = value
         if owner.source is not None:
             self.attribute_stores[(id(owner), name)] = (owner, name, value)
+
+    def store_shared_attr(self, owner: Value, name: str, value: Value) -> None:
+        """`cls.name = value` or `module.name = value` on a class or module read by source."""
+        self.shared_overlays.setdefault(id(owner.value), {})[name] = value
+        self.attribute_stores[(id(owner.value), name)] = (owner, name, value)
+
+    def load_shared_attr(self, obj: Any, name: str) -> Value | None:
+        return self.shared_overlays.get(id(obj), {}).get(name)
 
     def store_global(self, f_globals: dict, name: str, value: Value) -> None:
         self.global_stores[(id(f_globals), name)] = (f_globals, name, value)
