@@ -540,8 +540,7 @@ class WithMethods(nn.Module):
 for _name, _target, _lacks in [
     ("bound_forward_method", lambda world: world.forward, None),
     ("bound_helper_method", lambda world: world.score, None),
-    ("partial_of_a_method", lambda world: functools.partial(world.score, temperature=0.5),
-     "graphwright.compile does not take a functools.partial (torch.compile does)"),
+    ("partial_of_a_method", lambda world: functools.partial(world.score, temperature=0.5), None),
     ("lambda_around_the_module", lambda world: (lambda x: world(x) * 2), None),
 ]:
     PROGRAMS.append(module_program(
