@@ -537,15 +537,15 @@ class WithMethods(nn.Module):
         return (self.forward(x) / temperature).softmax(-1)
 
 
-for _name, _target, _lacks in [
-    ("bound_forward_method", lambda world: world.forward, None),
-    ("bound_helper_method", lambda world: world.score, None),
-    ("partial_of_a_method", lambda world: functools.partial(world.score, temperature=0.5), None),
-    ("lambda_around_the_module", lambda world: (lambda x: world(x) * 2), None),
+for _name, _target in [
+    ("bound_forward_method", lambda world: world.forward),
+    ("bound_helper_method", lambda world: world.score),
+    ("partial_of_a_method", lambda world: functools.partial(world.score, temperature=0.5)),
+    ("lambda_around_the_module", lambda world: (lambda x: world(x) * 2)),
 ]:
     PROGRAMS.append(module_program(
         f"compile_target_is_a_{_name}", WithMethods, lambda: rand(2, 3, requires_grad=True),
-        target=_target, grad=True, xfail=_lacks))
+        target=_target, grad=True))
 
 
 PROGRAMS.append(module_program(
