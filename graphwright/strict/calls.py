@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .._core import rules
 from . import builtin_calls, contexts, marked_calls, markers, methods, operations
 from . import graph_breaks as gb
 from .sources import AttrSource, ItemSource, WeakrefSource
@@ -89,7 +90,17 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
     if getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
+    if rules.marking_of(target) is not None:
+        # marked callables see plain Python numbers: a symbolic int is specialised at the call site
+        args = [_specialised(tracer, arg) for arg in args]
+        kwargs = {key: _specialised(tracer, arg) for key, arg in kwargs.items()}
     return marked_calls.call_marked(tracer, target, list(args), kwargs)
+
+
+def _specialised(tracer: "Tracer", value: Value) -> Value:
+    if operations.is_symbolic(value):
+        return ConstantValue(operations.python_value(tracer, value))
+    return value
 
 
 def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
