@@ -354,3 +354,16 @@ def _call_under_no_grad_always(world, compiled, args):
          call=_call_under_no_grad_always, grad=True)
 def _(x):
     return _grad_enabled_helper(x) + 1, (x * 2).requires_grad
+
+
+@program("torch_cond_for_a_data_dependent_branch", lambda: rand(3),
+         changed=lambda: -rand(3).abs() - 1, frames_changed=1,
+         xfail="torch.cond (a higher-order operator taking functions, GB020)")
+def _(x):
+    return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t - 2, (x,))
+
+
+@program("vmap_over_a_batch", lambda: (rand(4, 3), rand(3)),
+         xfail="torch.vmap (a higher-order operator taking a function, GB020)")
+def _(batch, weight):
+    return torch.vmap(lambda row: (row * weight).sum())(batch)
