@@ -1,6 +1,7 @@
 """Corpus programs for tensor work: torch functions, methods, operators,
 metadata (shape, dtype, device, requires_grad, torch.Size), indexing,
-in-place updates, grad modes and autocast."""
+in-place updates, grad modes and autocast, subclasses and inference tensors,
+aliasing inputs, out= arguments, data-dependent shapes, torch.cond and vmap."""
 from __future__ import annotations
 
 import torch
