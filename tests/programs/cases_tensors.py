@@ -368,3 +368,21 @@ def _(x):
          xfail="torch.vmap (a higher-order operator taking a function, GB020)")
 def _(batch, weight):
     return torch.vmap(lambda row: (row * weight).sum())(batch)
+
+
+@program("vision_ops_unfold_fold_pixel_shuffle_grid_sample", lambda: rand(1, 4, 6, 6))
+def _(x):
+    patches = F.unfold(x, kernel_size=2, stride=2)
+    folded = F.fold(patches, output_size=(6, 6), kernel_size=2, stride=2)
+    shuffled = F.pixel_shuffle(x, 2)
+    theta = torch.tensor([[[1.0, 0.0, 0.1], [0.0, 1.0, -0.1]]])
+    grid = F.affine_grid(theta, (1, 4, 6, 6), align_corners=False)
+    return folded - x, shuffled, F.grid_sample(x, grid, align_corners=False)
+
+
+@program("distributions_log_prob_and_entropy", lambda: (rand(4, requires_grad=True), rand(4)),
+         grad=True,
+         xfail="torch.distributions objects: zero-argument super() in a library __init__ (GB015)")
+def _(mu, value):
+    normal = torch.distributions.Normal(mu, torch.ones_like(mu) * 0.5)
+    return normal.log_prob(value).sum(), normal.entropy().sum(), normal.mean
