@@ -33,5 +33,8 @@ test-corpus-reference: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
+docs: $(STAMP)
+	$(PY) -c "import graphwright; from graphwright.strict import graph_breaks; graph_breaks.write_docs()"
+
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

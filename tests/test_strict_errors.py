@@ -20,7 +20,7 @@ def _fresh():
 
 def test_docs_list_every_graph_break_kind_as_generated_from_the_registry():
     assert DOCS.read_text() == graph_breaks.render_markdown(), \
-        "regenerate with: python -m graphwright.strict.graph_breaks"
+        "regenerate with: make docs"
 
 
 def test_graph_break_ids_are_unique_and_every_kind_has_a_hint():

@@ -4,7 +4,7 @@ Every reason the strict tracer can stop capturing is listed here exactly once,
 with an id that never changes meaning (`GB001`...). The tracer raises
 `GraphBreak` naming a kind; the API layer turns it into `graphwright.Unsupported`
 (fullgraph) or an eager fallback counted under the kind's title.
-`docs/graph-breaks.md` is generated from this table (`render_markdown`).
+`docs/graph-breaks.md` is generated from this table (`make docs`).
 """
 from __future__ import annotations
 
@@ -64,115 +64,118 @@ class UserException(Exception):
 REGISTRY: dict[str, GraphBreakKind] = {}
 
 
-def _kind(gb_id: str, title: str, explanation: str, *hints: str) -> GraphBreakKind:
+def define_kind(gb_id: str, title: str, explanation: str, *hints: str) -> GraphBreakKind:
+    """Register a graph-break kind under its stable id (each id once)."""
+    if gb_id in REGISTRY:
+        raise ValueError(f"graph-break id {gb_id} is defined twice")
     kind = GraphBreakKind(gb_id, title, explanation, hints)
     REGISTRY[gb_id] = kind
     return kind
 
 
-USER_GRAPH_BREAK = _kind(
+USER_GRAPH_BREAK = define_kind(
     "GB001", "Call to `graphwright.graph_break()`",
     "User-inserted graph break. Message: {msg}",
     "Remove the `graphwright.graph_break()` call.")
-DATA_DEPENDENT_BRANCH = _kind(
+DATA_DEPENDENT_BRANCH = define_kind(
     "GB002", "Data-dependent branching",
     "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`): the branch taken "
     "depends on a tensor's values, which are unknown while tracing.",
     "Use `torch.where` or `torch.cond` to express the branch on tensors.",
     "Move the check out of the compiled region, or compute it from shapes or Python values.")
-TENSOR_TO_PYTHON = _kind(
+TENSOR_TO_PYTHON = define_kind(
     "GB003", "Converting a tensor to a Python value",
     "`{what}` needs the tensor's data as a Python value, which is unknown while tracing.",
     "Keep the value as a tensor (e.g. use `t` instead of `t.item()`).",
     "Move the conversion out of the compiled region.")
-DYNAMIC_SHAPE_OPERATOR = _kind(
+DYNAMIC_SHAPE_OPERATOR = define_kind(
     "GB004", "Operator with data-dependent output shape",
     "`{op}` returns a tensor whose shape depends on the input's values.",
     "Use an operator with a fixed output shape (e.g. a mask with `torch.where`).",
     "Move the operator out of the compiled region.")
-UNSUPPORTED_CALLABLE = _kind(
+UNSUPPORTED_CALLABLE = define_kind(
     "GB005", "Attempted to call a function the tracer cannot trace",
     "`{name}` is implemented in C or in a library the tracer does not model, "
     "so its effect on the program cannot be captured.",
     "Replace the call with torch operations or plain Python the tracer can follow.",
     "If the function is pure tensor code, mark it with `graphwright.nonstrict_trace`.",
     "Move the call out of the compiled region.")
-UNSUPPORTED_OPCODE = _kind(
+UNSUPPORTED_OPCODE = define_kind(
     "GB006", "Unsupported bytecode instruction",
     "The instruction `{opname}` is not modelled by the strict tracer.",
     "Rewrite this part of the function with simpler Python constructs.",
     "Move this code out of the compiled region.")
-GENERATOR = _kind(
+GENERATOR = define_kind(
     "GB007", "Unsupported generator or coroutine",
     "`{name}` is a generator, coroutine or async function, which the tracer cannot run.",
     "Return a list instead of yielding values.",
     "Move the generator out of the compiled region.")
-PRINT_CALL = _kind(
+PRINT_CALL = define_kind(
     "GB008", "Call to `print`",
     "`print` writes to stdout, a side effect outside the graph.",
     "Set `graphwright.config.reorderable_print = True` to replay prints after the graph.",
     "Use `logging`, which is replayed after the graph by default.")
-DISABLED_FUNCTION = _kind(
+DISABLED_FUNCTION = define_kind(
     "GB009", "Call to a function marked `graphwright.disable`",
     "`{name}` is marked to never be compiled, so the tracer does not look inside it.",
     "Remove the `disable` marking if the function should be captured.")
-FAKE_TENSOR_ERROR = _kind(
+FAKE_TENSOR_ERROR = define_kind(
     "GB010", "Operator failed on fake tensors",
     "`{op}` raised while running on fake tensors: {error}",
     "Check that the call also works eagerly with the same inputs.",
     "If the operator has no fake implementation, register one with `torch.library`.")
-USER_EXCEPTION = _kind(
+USER_EXCEPTION = define_kind(
     "GB011", "Exception raised in traced code",
     "The traced code raised `{error}`; the tracer does not model exceptions.",
     "Make sure the compiled code does not raise for these inputs.",
     "Move exception handling out of the compiled region.")
-UNSUPPORTED_ATTRIBUTE = _kind(
+UNSUPPORTED_ATTRIBUTE = define_kind(
     "GB012", "Unsupported attribute or method",
     "The tracer cannot model `{name}` on a value of type `{type}`.",
     "Read the attribute outside the compiled region and pass it in.",
     "Use a plain Python object, list, dict or tensor here.")
-AUTOGRAD_CALL = _kind(
+AUTOGRAD_CALL = define_kind(
     "GB013", "Call to an autograd API",
     "`{name}` belongs to autograd's backward machinery (running the backward pass or hooking "
     "into it), which a forward graph cannot capture.",
     "Compile only the model's forward (e.g. `graphwright.compile(model)`), and call "
     "`backward()` outside the compiled function.")
-GLOBAL_STATE_CALL = _kind(
+GLOBAL_STATE_CALL = define_kind(
     "GB014", "Call to a torch function with global side effects",
     "`{name}` changes global torch state (seeds, defaults, flags) outside the graph.",
     "Call it outside the compiled region.")
-UNSUPPORTED_BUILTIN = _kind(
+UNSUPPORTED_BUILTIN = define_kind(
     "GB015", "Unsupported builtin call",
     "The tracer cannot call `{name}` with arguments of types {types}.",
     "Call it on Python constants, lists, tuples or dicts, or move it out of the compiled region.")
-INTERNAL_ERROR = _kind(
+INTERNAL_ERROR = define_kind(
     "GB016", "Internal error in the strict tracer",
     "The tracer failed on this line: {error}",
     "This is a bug in graphwright; please report it with the program that triggers it.",
     "Use `fullgraph=False` to fall back to eager execution for this function.")
-UNRECONSTRUCTIBLE_VALUE = _kind(
+UNRECONSTRUCTIBLE_VALUE = define_kind(
     "GB017", "Value cannot leave the compiled region",
     "A `{type}` created inside the compiled region is returned or stored, and the "
     "tracer cannot rebuild it after the graph.",
     "Return tensors, Python constants, lists, tuples or dicts instead.")
-MODULE_HOOKS = _kind(
+MODULE_HOOKS = define_kind(
     "GB018", "Module with hooks",
     "`{name}` has forward hooks or pre-hooks, which the tracer does not model.",
     "Remove the hooks, or compile a function that runs after them.")
-UNSUPPORTED_CONTEXT_MANAGER = _kind(
+UNSUPPORTED_CONTEXT_MANAGER = define_kind(
     "GB019", "Unsupported context manager",
     "The tracer cannot enter a `{type}` context manager.",
     "Use `torch.no_grad()`, `torch.enable_grad()`, `torch.set_grad_enabled()` or "
     "`torch.autocast()`, or move the `with` block out of the compiled region.")
-UNSUPPORTED_OPERATION = _kind(
+UNSUPPORTED_OPERATION = define_kind(
     "GB020", "Unsupported operation on values",
     "The tracer cannot apply `{op}` to values of types {types}.",
     "Use tensors, Python numbers, strings, lists, tuples or dicts here.")
-UNSUPPORTED_ITERATION = _kind(
+UNSUPPORTED_ITERATION = define_kind(
     "GB021", "Iteration over an unsupported value",
     "The tracer cannot iterate over a `{type}`.",
     "Iterate over a list, tuple, dict, range, or `nn.ModuleList`/`Sequential`/`ModuleDict`.")
-UNSUPPORTED_CLASS = _kind(
+UNSUPPORTED_CLASS = define_kind(
     "GB022", "Unsupported class instantiation",
     "The tracer cannot create an instance of `{name}` inside the compiled region.",
     "Create the object outside the compiled region and pass it in.")
@@ -200,7 +203,8 @@ def render_markdown() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # regenerate the docs: python -m graphwright.strict.graph_breaks
+def write_docs() -> None:
+    """Regenerate docs/graph-breaks.md (`make docs`); every kind must be registered by then."""
     import pathlib
 
     docs = pathlib.Path(__file__).resolve().parents[2] / "docs" / "graph-breaks.md"
