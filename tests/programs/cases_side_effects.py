@@ -108,8 +108,8 @@ def _make_accumulator():
 PROGRAMS.append(Program(
     name="mutate_closure_cell_of_compiled_function", make=_make_accumulator,
     inputs=lambda: rand(2), observe=lambda world: world.state(), repeats=3, frames=[1, 2, 2],
-    xfail="automatic dynamic: an int that changed once becomes symbolic instead of "
-          "recompiling on every call"))
+    xfail="automatic dynamic for an int in a closure cell: after one change it should become "
+          "symbolic instead of recompiling on every call"))
 
 
 def _record(log, value):
