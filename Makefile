@@ -30,8 +30,13 @@ test-quick: $(STAMP)
 test-corpus-reference: $(STAMP)
 	GW_CORPUS_REFERENCE=1 $(PY) -m pytest -q tests/programs
 
+# Fixed glibc malloc thresholds: otherwise, depending on a process's heap history,
+# large per-call buffers are unmapped and faulted back in on every call (seen as
+# a 10-15% slowdown of whichever side was unlucky), which is noise, not speed.
+BENCH_MALLOC := glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=67108864
+
 bench: $(STAMP)
-	$(PY) -m bench
+	GLIBC_TUNABLES=$(BENCH_MALLOC) $(PY) -m bench
 
 docs: $(STAMP)
 	$(PY) -c "import graphwright; from graphwright.strict import graph_breaks; graph_breaks.write_docs()"
