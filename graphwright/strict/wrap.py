@@ -44,7 +44,10 @@ _OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, ty
                           functools.partial, type)
 
 
-_INLINED_TORCH_MODULES = ("torch.nn.modules", "torch.utils._contextlib")
+# Python functions of torch that are traced into rather than called as one node.
+# clip_grad reads and scales each parameter's `.grad`, state the graph does not
+# carry: as one node, AOT backends would run it on stand-in tensors (wrong result).
+_INLINED_TORCH_MODULES = ("torch.nn.modules", "torch.utils._contextlib", "torch.nn.utils.clip_grad")
 
 
 def is_torch_function(fn: Any) -> bool:

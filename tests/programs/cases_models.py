@@ -297,7 +297,9 @@ PROGRAMS.append(Program(
 
 PROGRAMS.append(function_program(
     "torch_clip_grad_norm_utility", torch.nn.utils.clip_grad_norm_,
-    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False))
+    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False,
+    xfail="graph breaks under fullgraph=False run the whole function eagerly (the break: "
+          "`dict.items` on the dict `_group_tensors_by_device_and_dtype` returns, GB005)"))
 
 
 class ParameterContainers(nn.Module):
