@@ -9,21 +9,14 @@ import math
 
 import torch
 
-from .harness import function_program
+from .harness import function_program, program_decorator, rand
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape):
-    return torch.randn(*shape)
 
 
 def _long_function_source(statements: int) -> str:

@@ -9,22 +9,15 @@ import types
 import torch
 from torch import nn
 
-from .harness import Args, Program, function_program, module_program
+from .harness import Args, Program, function_program, module_program, program_decorator, rand
 from .markers import disable, graph_break
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape):
-    return torch.randn(*shape)
 
 
 @program("string_argument_is_guarded", lambda: (rand(3), "relu"),

@@ -19,21 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .harness import Args, Program, function_program, module_program
+from .harness import Args, Program, module_program, program_decorator, rand
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape, requires_grad=False):
-    return torch.randn(*shape, requires_grad=requires_grad)
 
 
 @program("lambdas_in_a_loop_bind_late", lambda: rand(3))

@@ -12,21 +12,14 @@ from typing import NamedTuple
 
 import torch
 
-from .harness import Args, function_program
+from .harness import Args, function_program, program_decorator, rand
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape):
-    return torch.randn(*shape)
 
 
 @program("arithmetic_on_tensors_and_constants", lambda: rand(4, 3))

@@ -15,13 +15,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .harness import Args, Program, function_program, module_program
+from .harness import Args, Program, function_program, module_program, rand
 
 PROGRAMS = []
 
 
-def rand(*shape, requires_grad=False):
-    return torch.randn(*shape, requires_grad=requires_grad)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,13 +10,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .harness import Args, Program, module_program
+from .harness import Args, Program, module_program, rand
 
 PROGRAMS = []
 
 
-def rand(*shape, requires_grad=False):
-    return torch.randn(*shape, requires_grad=requires_grad)
 
 
 class MLP(nn.Module):

@@ -10,21 +10,15 @@ import warnings
 import torch
 from torch import nn
 
-from .harness import Args, CorpusWarning, Program, corpus_logger, function_program, module_program
+from .harness import (Args, CorpusWarning, Program, corpus_logger, module_program, program_decorator,
+                      rand)
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape):
-    return torch.randn(*shape)
 
 
 @program("append_to_input_list", lambda: (rand(3), [rand(3)]))

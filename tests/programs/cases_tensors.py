@@ -7,21 +7,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .harness import Args, function_program, module_program
+from .harness import Args, module_program, program_decorator, rand
 
 PROGRAMS = []
 
 
-def program(name, inputs, **fields):
-    """Decorator: register the decorated function as a corpus program."""
-    def register(fn):
-        PROGRAMS.append(function_program(name, fn, inputs, **fields))
-        return fn
-    return register
+program = program_decorator(PROGRAMS)
 
 
-def rand(*shape, requires_grad=False):
-    return torch.randn(*shape, requires_grad=requires_grad)
 
 
 @program("torch_functions", lambda: (rand(3, 4, requires_grad=True), rand(3, 4)), grad=True)

@@ -130,6 +130,24 @@ def function_program(name: str, fn: Callable, inputs: Callable[[], Any], **field
     return Program(name=name, make=lambda: fn, inputs=inputs, **fields)
 
 
+def program_decorator(programs: list[Program]) -> Callable:
+    """A decorator `@program(name, inputs, **fields)` that registers the decorated
+    function as a corpus program in `programs`."""
+
+    def program(name: str, inputs: Callable[[], Any], **fields: Any) -> Callable:
+        def register(fn: Callable) -> Callable:
+            programs.append(function_program(name, fn, inputs, **fields))
+            return fn
+
+        return register
+
+    return program
+
+
+def rand(*shape: int, requires_grad: bool = False) -> torch.Tensor:
+    return torch.randn(*shape, requires_grad=requires_grad)
+
+
 def module_program(name: str, make_module: Callable[[], torch.nn.Module],
                    inputs: Callable[[], Any], **fields: Any) -> Program:
     """A program that compiles a fresh module built (from the same seed) by `make_module`."""
