@@ -319,3 +319,17 @@ def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
         assert compiled(torch.ones(1)).item() == expected
     assert module.steps == 6 and type(module.steps) is int
     assert counter.frame_count == 3  # 0 and 1 are specialised, then one symbolic graph
+
+
+def test_a_conjugate_view_recompiles_and_says_its_dispatch_keys_changed():
+    graphwright.reset()
+    counter = graphwright.testing.CompileCounter()
+    f = graphwright.compile(lambda x: (x * 2).sum(), backend=counter)
+    x = torch.randn(3, dtype=torch.cfloat)
+    f(x)
+    f(x)
+    assert counter.frame_count == 1
+    torch.testing.assert_close(f(x.conj()), (x.conj() * 2).sum())
+    assert counter.frame_count == 2
+    (reason,) = graphwright.counters["recompiles"]
+    assert reason.startswith("tensor 'x' dispatch keys mismatch") and "Conjugate" in reason

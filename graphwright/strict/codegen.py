@@ -79,7 +79,8 @@ class EntryWriter:
         self.code = code
         # builtins under names no parameter of the user's function can shadow
         self.namespace: dict[str, Any] = {"___type": type, "___len": len, "___tuple": tuple,
-                                          "___hasattr": hasattr, "___delattr": delattr, "___iter": iter,
+                                          "___hasattr": hasattr,
+                                          "___dispatch_keys": torch._C._dispatch_keys, "___delattr": delattr, "___iter": iter,
                                           "___Exception": Exception,
                                           "___MISS": MISS, "___make_object": _make_object,
                                           "___replace_contents": _replace_contents,

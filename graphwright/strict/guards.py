@@ -47,11 +47,18 @@ class TensorMeta:
     stride: tuple[int, ...]
     dynamic: frozenset[int] = frozenset()  # symbolic dimensions: checked by the "sizes" guard
     inference: bool = False
+    # The tensor's dispatch keys as an int (conjugate and negative bits, subclasses'
+    # Python key), or None where they cannot change between calls: module state,
+    # whose tensors are made once (checking them on every call costs ~0.4 us each).
+    dispatch_keys: int | None = None
 
     @staticmethod
-    def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset()) -> "TensorMeta":
+    def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset(),
+           check_dispatch_keys: bool = True) -> "TensorMeta":
+        keys = torch._C._dispatch_keys(tensor).raw_repr() if check_dispatch_keys else None
         return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
-                          tuple(tensor.shape), tuple(tensor.stride()), dynamic, tensor.is_inference())
+                          tuple(tensor.shape), tuple(tensor.stride()), dynamic, tensor.is_inference(),
+                          keys)
 
     def is_contiguous_layout(self) -> bool:
         expected, step = [], 1
@@ -162,6 +169,8 @@ def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -
     device = (f"{value}.is_cpu" if meta.device.type == "cpu"
               else f"{value}.device == {ref(meta.device)}")
     device += f" and {value}.is_inference() is {meta.inference!r}"
+    if meta.dispatch_keys is not None:
+        device += f" and ___dispatch_keys({value}).raw_repr() == {meta.dispatch_keys}"
     if meta.dynamic:
         sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
                         if i not in meta.dynamic)
@@ -184,6 +193,9 @@ def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
               ("requires_grad", meta.requires_grad, actual.requires_grad),
               ("inference mode", meta.inference, actual.is_inference()),
               ("dimensionality", len(meta.shape), actual.dim())]
+    if meta.dispatch_keys is not None:
+        checks.append(("dispatch keys", torch._C.DispatchKeySet.from_raw_repr(meta.dispatch_keys),
+                       torch._C._dispatch_keys(actual)))
     for what, expected, got in checks:
         if expected != got:
             return f"tensor '{name}' {what} mismatch: expected {expected}, actual {got}"

@@ -19,7 +19,7 @@ import torch
 
 from . import graph_breaks as gb
 from .guards import TensorMeta
-from .sources import AttrSource, CellContentsSource, ClosureCellSource, ItemSource, Source
+from .sources import AttrSource, CellContentsSource, ClosureCellSource, ItemSource, ModuleDictSource, Source
 from .values import (
     CellValue,
     ConstantValue,
@@ -137,7 +137,9 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
     value = tracer.graph.add_input(real, source)
-    tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake)))
+    module_state = isinstance(source, ModuleDictSource)
+    tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),
+                                                     check_dispatch_keys=not module_state))
     value.cls = type(real)
     tracer.real_tensors[id(value)] = real
     return value
