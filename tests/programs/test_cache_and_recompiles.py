@@ -18,19 +18,9 @@ import graphwright
 
 from .harness import REFERENCE, assert_same, compile_counted, reset_compiler
 
-if not REFERENCE and not hasattr(graphwright, "compile"):
-    pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
-
 
 def doubled(x):
     return x * 2 + 1
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    reset_compiler()
-    yield
-    reset_compiler()
 
 
 @contextlib.contextmanager

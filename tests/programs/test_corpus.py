@@ -5,16 +5,9 @@ torch.compile: the expectations (frame counts, recompiles) are PyTorch's.
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
-import graphwright
-
-if os.environ.get("GW_CORPUS_REFERENCE") != "1" and not hasattr(graphwright, "compile"):
-    pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
-
-from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
+from . import (
     cases_bytecode,
     cases_guards,
     cases_idioms,
@@ -24,7 +17,7 @@ from . import (  # noqa: E402  (after the skip: the cases use graphwright's API)
     cases_side_effects,
     cases_tensors,
 )
-from .harness import REFERENCE, check_program  # noqa: E402
+from .harness import REFERENCE, check_program
 
 ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,

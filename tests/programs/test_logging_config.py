@@ -13,17 +13,7 @@ import torch
 
 import graphwright
 
-from .harness import REFERENCE, assert_same, compile_counted, corpus_logger, reset_compiler
-
-if not REFERENCE and not hasattr(graphwright, "compile"):
-    pytest.skip("the strict tracer (graphwright.compile) has not landed", allow_module_level=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    reset_compiler()
-    yield
-    reset_compiler()
+from .harness import REFERENCE, assert_same, compile_counted, corpus_logger
 
 
 @contextlib.contextmanager
