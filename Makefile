@@ -39,7 +39,7 @@ bench: $(STAMP)
 	GLIBC_TUNABLES=$(BENCH_MALLOC) $(PY) -m bench
 
 docs: $(STAMP)
-	$(PY) -c "import graphwright; from graphwright.strict import graph_breaks; graph_breaks.write_docs()"
+	$(PY) -c "import graphwright; from graphwright.strict.interpreter import graph_breaks; graph_breaks.write_docs()"
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -17,7 +17,7 @@ from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.explain import ExplainOutput, explain_call
-from .strict.markers import disable, graph_break, mark_dynamic, mark_static
+from .strict.marked.markers import disable, graph_break, mark_dynamic, mark_static
 
 __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "mark_static",
            "OptimizedModule"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import graphwright
-from graphwright.strict import graph_breaks
+from graphwright.strict.interpreter import graph_breaks
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "graph-breaks.md"
 
@@ -147,7 +147,7 @@ def test_disabled_function_is_a_graph_break():
 
 
 def test_internal_tracer_error_becomes_a_warning_and_eager_execution(monkeypatch):
-    from graphwright.strict import operations
+    from graphwright.strict.objects import operations
 
     def broken(*args, **kwargs):
         raise RuntimeError("tracer bug")

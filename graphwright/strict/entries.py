@@ -17,12 +17,12 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 from .._core import config
 from .._core.counters import counters
 from .._core.errors import BackendError
-from . import graph_breaks as gb
-from .codegen import EntryWriter, assemble, signature_text
-from .graph_breaks import GraphBreak
-from .guards import Guard, ordered
-from .symbolic_sizes import SCALAR
-from .tracer import describe, trace_function
+from .guards.codegen import EntryWriter, assemble, signature_text
+from .guards.guards import Guard, ordered
+from .interpreter import graph_breaks as gb
+from .interpreter.graph_breaks import GraphBreak
+from .interpreter.symbolic_sizes import SCALAR
+from .interpreter.tracer import describe, trace_function
 
 
 class PerShapeCompiled:

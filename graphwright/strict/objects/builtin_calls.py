@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 import torch.utils.checkpoint
 
-from .._core import config
+from ..._core import config
+from ..interpreter import graph_breaks as gb
 from . import attributes, operations
-from . import graph_breaks as gb
 from .values import (
     NONE,
     ConstantValue,
@@ -38,7 +38,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
 _HANDLERS: dict[Any, Handler] = {}
@@ -229,7 +229,7 @@ def _next(tracer, args, kwargs):
 
 @handles(map)
 def _map(tracer, args, kwargs):
-    from . import calls
+    from ..interpreter import calls
 
     columns = [operations.iterate(tracer, arg) for arg in args[1:]]
     return IteratorValue([calls.call_value(tracer, args[0], list(row), {}) for row in zip(*columns)])
@@ -237,7 +237,7 @@ def _map(tracer, args, kwargs):
 
 @handles(filter)
 def _filter(tracer, args, kwargs):
-    from . import calls
+    from ..interpreter import calls
 
     def keep(item: Value) -> bool:
         if operations.is_none(args[0]):
@@ -248,7 +248,7 @@ def _filter(tracer, args, kwargs):
 
 @handles(sorted)
 def _sorted(tracer, args, kwargs):
-    from . import calls
+    from ..interpreter import calls
 
     items = operations.iterate(tracer, args[0])
     key = kwargs.get("key")
@@ -356,7 +356,7 @@ def _super(tracer, args, kwargs):
 
 @handles(functools.reduce)
 def _reduce(tracer, args, kwargs):
-    from . import calls
+    from ..interpreter import calls
 
     items = operations.iterate(tracer, args[1])
     if len(args) > 2:
@@ -408,7 +408,7 @@ def _chain_from_iterable(tracer, args, kwargs):
 
 @handles(itertools.accumulate)
 def _accumulate(tracer, args, kwargs):
-    from . import calls
+    from ..interpreter import calls
 
     function = args[1] if len(args) > 1 else kwargs.get("func")
     items = operations.iterate(tracer, args[0])
@@ -437,7 +437,7 @@ def _zip_longest(tracer, args, kwargs):
 def _checkpoint(tracer, args, kwargs):
     """Activation checkpointing trades memory for recomputation; values and gradients are those
     of the plain call, which is what the graph records."""
-    from . import calls
+    from ..interpreter import calls
 
     own = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug")
     call_kwargs = {key: value for key, value in kwargs.items() if key not in own}

@@ -22,10 +22,10 @@ from torch._subclasses.fake_tensor import (
     FakeTensorMode,
 )
 
+from ..guards.sources import Source
+from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
-from .sources import Source
 from .symbolic_sizes import SCALAR, SymbolicSizes, holds_symbol
-from .values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
 
 BreakFn = Callable[..., Exception]
 

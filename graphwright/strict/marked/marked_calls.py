@@ -18,16 +18,23 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any
 
-from .._core import rules
-from . import graph_breaks as gb
-from . import leaf_calls, nonstrict_calls, operations
+from ..._core import rules
+from ..interpreter import graph_breaks as gb
+from ..objects import operations
+from ..objects.values import (
+    ConstantValue,
+    FunctionValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+from ..objects.wrap import function_value
+from . import leaf_calls, nonstrict_calls
 from . import marking_breaks as mb
 from .pytree_values import PRIMITIVE_LEAF_TYPES
-from .values import ConstantValue, FunctionValue, SequenceValue, TensorValue, Value
-from .wrap import function_value
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 
 def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

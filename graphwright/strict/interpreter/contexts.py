@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..objects.values import (
+    NONE,
+    ConstantValue,
+    ContextValue,
+    FunctionValue,
+    MethodValue,
+    ObjectValue,
+    Value,
+)
 from . import graph_breaks as gb
-from .values import NONE, ConstantValue, ContextValue, FunctionValue, MethodValue, ObjectValue, Value
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -49,7 +57,8 @@ def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
 
 def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
     """BEFORE_WITH: returns (the exit callable, the value bound by `as`)."""
-    from . import attributes, calls
+    from ..objects import attributes
+    from . import calls
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
         manager = ContextValue("grad", (type(manager.value) is torch.enable_grad,))

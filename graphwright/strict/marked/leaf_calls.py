@@ -11,16 +11,21 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any, Callable
 
-from .._core import rules
-from .._core.flat_call import apply_flat_call
-from .._core.leaf_op import LeafCall
+from ..._core import rules
+from ..._core.flat_call import apply_flat_call
+from ..._core.leaf_op import LeafCall
+from ..objects.values import DictValue, SequenceValue, TensorValue, Value
 from . import marking_breaks as mb
 from .nonstrict_calls import function_name, trace_on_fakes
-from .pytree_values import InvalidLeaf, check_output_leaves, flatten_call_arguments, output_value
-from .values import DictValue, SequenceValue, TensorValue, Value
+from .pytree_values import (
+    InvalidLeaf,
+    check_output_leaves,
+    flatten_call_arguments,
+    output_value,
+)
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 
 def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:

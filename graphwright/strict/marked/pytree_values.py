@@ -22,12 +22,20 @@ import torch
 import torch.utils._pytree as pytree
 from torch._library.opaque_object import is_opaque_value_type
 
-from .._core.flat_call import ModuleState, module_state_names
-from . import attributes
-from .values import ConstantValue, DictValue, ModuleValue, ObjectValue, SequenceValue, TensorValue, Value
+from ..._core.flat_call import ModuleState, module_state_names
+from ..objects import attributes
+from ..objects.values import (
+    ConstantValue,
+    DictValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 PRIMITIVE_LEAF_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
                         torch.layout, torch.memory_format)

@@ -15,9 +15,9 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
+from ..objects.values import CellValue, ConstantValue, Value
 from . import graph_breaks as gb
 from .instructions_311 import Instructions311
-from .values import CellValue, ConstantValue, Value
 
 if TYPE_CHECKING:
     from .tracer import Tracer

@@ -11,7 +11,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from .._core.errors import Unsupported
+from ..._core.errors import Unsupported
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,7 @@ def render_markdown() -> str:
         "Every reason the strict tracer can stop capturing a graph, with its stable id.",
         "Under `fullgraph=True` each raises `graphwright.Unsupported` naming the id; under",
         "`fullgraph=False` the function runs eagerly and `graphwright.counters[\"graph_break\"]`",
-        "counts the title. This file is generated from `graphwright/strict/graph_breaks.py`.",
+        "counts the title. This file is generated from `graphwright/strict/interpreter/graph_breaks.py`.",
         "",
     ]
     for kind in graph_break_kinds():
@@ -207,5 +207,5 @@ def write_docs() -> None:
     """Regenerate docs/graph-breaks.md (`make docs`); every kind must be registered by then."""
     import pathlib
 
-    docs = pathlib.Path(__file__).resolve().parents[2] / "docs" / "graph-breaks.md"
+    docs = pathlib.Path(__file__).resolve().parents[3] / "docs" / "graph-breaks.md"
     docs.write_text(render_markdown())

@@ -10,10 +10,8 @@ import collections.abc
 import dis
 import operator
 
-from . import attributes, calls, contexts, operations
-from . import graph_breaks as gb
-from .graph_breaks import UserException
-from .values import (
+from ..objects import attributes, operations
+from ..objects.values import (
     NONE,
     NULL,
     CellValue,
@@ -23,6 +21,9 @@ from .values import (
     IteratorValue,
     SequenceValue,
 )
+from . import calls, contexts
+from . import graph_breaks as gb
+from .graph_breaks import UserException
 
 _NB_FUNCTIONS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,

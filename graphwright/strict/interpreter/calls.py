@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .._core import rules
-from . import builtin_calls, contexts, marked_calls, markers, methods, operations
-from . import graph_breaks as gb
-from .sources import AttrSource, ItemSource, WeakrefSource
-from .values import (
+from ..._core import rules
+from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from ..marked import marked_calls, markers
+from ..objects import builtin_calls, methods, operations
+from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
@@ -34,7 +34,9 @@ from .values import (
     SequenceValue,
     Value,
 )
-from .wrap import function_value, is_torch_function
+from ..objects.wrap import function_value, is_torch_function
+from . import contexts
+from . import graph_breaks as gb
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -66,7 +68,7 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
             result = call_value(tracer, child, [result], {})
         return result
     if isinstance(function, ObjectValue):
-        from . import attributes
+        from ..objects import attributes
 
         method = attributes.lookup(tracer, function, "__call__")
         if isinstance(method, FunctionValue):
@@ -193,7 +195,7 @@ def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwar
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`module(*args, **kwargs)`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
-    from . import attributes
+    from ..objects import attributes
 
     real = module.module
     if real._backward_hooks or real._backward_pre_hooks or _global_hooks():
@@ -226,7 +228,7 @@ def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
 
 def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any, Value]]:
     """The hooks of one table, read by source so that adding or removing one recompiles."""
-    from .sources import AttrSource
+    from ..guards.sources import AttrSource
 
     real = getattr(module.module, table)
     source = None if module.source is None else AttrSource(module.source, table)

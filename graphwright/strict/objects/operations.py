@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import graph_breaks as gb
-from .symbolic_sizes import SYMBOLIC_TYPES
+from ..interpreter import graph_breaks as gb
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .values import (
     ConstantValue,
     DictValue,
@@ -26,7 +26,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 _INPLACE_SEQUENCE_OPS = {operator.iadd: operator.add, operator.imul: operator.mul}
 _PLAIN_OPS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -151,7 +151,8 @@ def constant_result(real: Any) -> Value:
 
 
 def _call_dunder(tracer: "Tracer", receiver: Value, name: str, args: list[Value], op: Callable) -> Value:
-    from . import attributes, calls
+    from ..interpreter import calls
+    from . import attributes
 
     method = attributes.lookup(tracer, receiver, name)
     if not isinstance(method, FunctionValue):

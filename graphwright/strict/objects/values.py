@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .sources import Source
+from ..guards.sources import Source
 
 
 class Value:

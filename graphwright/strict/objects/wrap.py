@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import graph_breaks as gb
-from .guards import TensorMeta
-from .sources import AttrSource, CellContentsSource, ClosureCellSource, ItemSource, ModuleDictSource, Source
+from ..guards.guards import TensorMeta
+from ..guards.sources import (
+    AttrSource,
+    CellContentsSource,
+    ClosureCellSource,
+    ItemSource,
+    ModuleDictSource,
+    Source,
+)
+from ..interpreter import graph_breaks as gb
 from .values import (
     CellValue,
     ConstantValue,
@@ -32,7 +39,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 CONSTANT_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                             type(NotImplemented), torch.dtype, torch.device, torch.Size, slice,

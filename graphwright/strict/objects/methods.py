@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._core import config
-from .attributes import LOGGER_QUERIES
-from . import graph_breaks as gb
+from ..._core import config
+from ..interpreter import graph_breaks as gb
 from . import operations
+from .attributes import LOGGER_QUERIES
 from .values import (
     NONE,
     ConstantValue,
@@ -28,7 +28,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
                                "__index__", "data_ptr", "untyped_storage", "storage"})
@@ -48,7 +48,7 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
     if isinstance(receiver, ModuleValue):
         return _module_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ContextValue) and name == "__exit__":
-        from . import contexts
+        from ..interpreter import contexts
 
         return contexts.exit_context(tracer, receiver)
     if isinstance(receiver, ObjectValue) and name in LOGGER_QUERIES:

@@ -6,9 +6,7 @@ they are listed in docs/graph-breaks.md with the others.
 """
 from __future__ import annotations
 
-from .graph_breaks import define_kind
-
-
+from ..interpreter.graph_breaks import define_kind
 
 _REGISTER_HINT = ("Register `{type}` with torch.utils._pytree: `register_pytree_node`, "
                   "`register_dataclass`, or `register_constant` (for a value used as a constant).")

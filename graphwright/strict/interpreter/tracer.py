@@ -15,19 +15,25 @@ from typing import Any, Callable
 
 import torch
 
-from .._core import config
-from .._core.user_stack import is_user_file
+from ..._core import config
+from ..._core.user_stack import is_user_file
+from ..guards.guards import Guard, global_state
+from ..guards.sources import (
+    FunctionSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    ModuleDictSource,
+    Source,
+)
+from ..objects import wrap as wrapping
+from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
-from . import wrap as wrapping
-from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .frame import Frame
+from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .graph_builder import GraphBuilder
-from .guards import Guard, global_state
-from .side_effects import SideEffects
 from .symbolic_sizes import has_marked_tensor
-from .sources import FunctionSource, GlobalSource, ItemSource, LocalSource, ModuleDictSource, Source
-from .values import CellValue, ConstantValue, DictValue, SequenceValue, Value
-
 
 _MAX_DISTINCT_CHECKED = 8
 

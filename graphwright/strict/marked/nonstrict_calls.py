@@ -22,17 +22,22 @@ import torch
 import torch.utils._pytree as pytree
 from torch._ops import OpOverload
 
-from .._core.errors import GraphwrightError
-from .._core.flat_call import FlatCall
-from .._core.user_stack import user_frames_of_traceback
-from ..nonstrict import TRACE_RECORD_KEY, make_fx
+from ..._core.errors import GraphwrightError
+from ..._core.flat_call import FlatCall
+from ..._core.user_stack import user_frames_of_traceback
+from ...nonstrict import TRACE_RECORD_KEY, make_fx
+from ..interpreter.graph_breaks import GraphBreak, GraphBreakKind
+from ..objects.values import Value
 from . import marking_breaks as mb
-from .graph_breaks import GraphBreak, GraphBreakKind
-from .pytree_values import InvalidLeaf, check_output_leaves, flatten_call_arguments, output_value
-from .values import Value
+from .pytree_values import (
+    InvalidLeaf,
+    check_output_leaves,
+    flatten_call_arguments,
+    output_value,
+)
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 _WARNED: set[tuple[str, str]] = set()
 

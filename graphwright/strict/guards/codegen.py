@@ -26,12 +26,9 @@ from typing import Any, Callable
 
 import torch
 
-from . import graph_breaks as gb
-from .guards import Guard, ordered
-from .side_effects import SideEffects
-from .sources import LocalSource, Source
-from .symbolic_sizes import holds_symbol
-from .values import (
+from ..interpreter import graph_breaks as gb
+from ..interpreter.symbolic_sizes import holds_symbol
+from ..objects.values import (
     CellValue,
     ConstantValue,
     DictValue,
@@ -43,6 +40,9 @@ from .values import (
     TensorValue,
     Value,
 )
+from ..residual.side_effects import SideEffects
+from .guards import Guard, ordered
+from .sources import LocalSource, Source
 
 
 class _Miss:

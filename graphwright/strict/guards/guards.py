@@ -14,8 +14,8 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
+from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source
-from .symbolic_sizes import substitute_inputs
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import graph_breaks as gb
-from .sources import AttrSource, ConstantSource, ModuleDictSource
+from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
+from ..interpreter import graph_breaks as gb
 from .values import (
     ConstantValue,
     DictValue,
@@ -29,7 +29,7 @@ from .values import (
 from .wrap import function_value, is_constant, is_torch_function
 
 if TYPE_CHECKING:
-    from .tracer import Tracer
+    from ..interpreter.tracer import Tracer
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf",
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
@@ -152,7 +152,7 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
     else:
         real = getattr(cls, name, _MISSING)  # slots of `type` itself: __name__, __mro__, ...
         return None if real is _MISSING else tracer.wrap(real, None)
-    from . import calls
+    from ..interpreter import calls
 
     is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
     if is_class and source is not None and type(raw) is types.FunctionType:

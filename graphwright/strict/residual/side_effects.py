@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .values import CellValue, Value
+from ..objects.values import CellValue, Value
 
 
 class SideEffects:
