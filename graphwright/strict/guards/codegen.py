@@ -28,6 +28,7 @@ import torch
 
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import holds_symbol
+from ..objects.classes import builtin_base, is_instance_value, real_object
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -56,10 +57,32 @@ MISS = _Miss()
 _LITERAL_TYPES = (int, str, bool, type(None))
 
 
-def _make_object(cls: type, state: dict) -> Any:
-    instance = cls.__new__(cls)
-    instance.__dict__.update(state)
+def _new_instance(cls: type, base: type, items: tuple | None) -> Any:
+    """An empty instance of `cls`, made by its builtin base (no `__new__` of the user's runs)."""
+    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+
+
+def _fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> Any:
+    """Give an instance made by `_new_instance` its items and attributes, as the builtin base
+    and `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    if isinstance(contents, dict):
+        for key, value in contents.items():
+            base.__setitem__(instance, key, value)
+    elif contents is not None:
+        list.extend(instance, contents)
+    for name, value in state.items():
+        object.__setattr__(instance, name, value)
     return instance
+
+
+def _refill(container: Any, new: Any, base: type) -> None:
+    """Replace the items of an instance of a dict or list subclass through its builtin base."""
+    if base is list:
+        list.__setitem__(container, slice(None), new)
+        return
+    base.clear(container)
+    for key, value in new.items():
+        base.__setitem__(container, key, value)
 
 
 def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
@@ -82,7 +105,10 @@ class EntryWriter:
                                           "___hasattr": hasattr,
                                           "___dispatch_keys": torch._C._dispatch_keys, "___delattr": delattr, "___iter": iter,
                                           "___Exception": Exception,
-                                          "___MISS": MISS, "___make_object": _make_object,
+                                          "___MISS": MISS, "___new_instance": _new_instance,
+                                          "___fill": _fill, "___refill": _refill,
+                                          "___setattr": object.__setattr__,
+                                          "___object_delattr": object.__delattr__,
                                           "___replace_contents": _replace_contents,
                                           "___make_function": _make_function}
         self.lines: list[str] = []
@@ -92,6 +118,7 @@ class EntryWriter:
         self._refs: dict[int, str] = {}
         self._vars: dict[Source, str] = {}
         self._output_index: dict[int, int] = {}
+        self._instances: dict[int, str] = {}
 
     def ref(self, obj: Any) -> str:
         name = self._refs.get(id(obj))
@@ -137,6 +164,9 @@ class EntryWriter:
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
             return self.expr(value.source)
+        if is_instance_value(value) and real_object(value) is None or \
+                isinstance(value, DictValue) and value.cls is not None:
+            return self._rebuild_instance(value)
         if isinstance(value, SequenceValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             if value.cls is not None:
@@ -151,17 +181,39 @@ class EntryWriter:
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
         if isinstance(value, ObjectValue):
-            if value.obj is not None:
-                return self.ref(value.obj)
-            state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
-                              if item is not None)
-            return f"___make_object({self.ref(value.cls)}, {{{state}}})"
+            return self.ref(value.obj)
         if isinstance(value, FunctionValue):
             return self._rebuild_function(value)
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _rebuild_instance(self, value: Value) -> str:
+        """An instance made in the region, rebuilt once (a second use refers to the first):
+        made empty by its builtin base, then given its items and its attributes."""
+        known = self._instances.get(id(value))
+        if known is not None:
+            return known
+        name = self._instances[id(value)] = f"___o{len(self._instances)}"
+        cls = value.python_type()
+        base = builtin_base(cls)
+        classes = f"{self.ref(cls)}, {self.ref(base)}"
+        if base is tuple:
+            made = f"({name} := ___new_instance({classes}, ({''.join(self.rebuild(i) + ', ' for i in value.items)})))"
+            contents = "None"
+        else:
+            made = f"({name} := ___new_instance({classes}, None))"
+            if isinstance(value, DictValue):
+                contents = "{" + ", ".join(f"{self.literal(key)}: {self.rebuild(item)}"
+                                           for key, item in value.items.items()) + "}"
+            elif isinstance(value, SequenceValue):
+                contents = "[" + "".join(self.rebuild(item) + ", " for item in value.items) + "]"
+            else:
+                contents = "None"
+        state = ", ".join(f"{attribute!r}: {self.rebuild(item)}" for attribute, item in value.overlay.items()
+                          if item is not None)
+        return f"___fill({made}, {self.ref(base)}, {contents}, {{{state}}})"
 
     def _rebuild_symbolic(self, value: ConstantValue) -> str:
         """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
@@ -208,14 +260,19 @@ class EntryWriter:
         for container in effects.mutated.values():
             target = self.expr(container.source)
             new = self.rebuild(_detached(container))
-            if isinstance(container, SequenceValue):
+            if container.cls is not None:  # a subclass: through its builtin base
+                lines.append(f"___refill({target}, {new}, {self.ref(builtin_base(container.cls))})")
+            elif isinstance(container, SequenceValue):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
         for owner, name, value in effects.attribute_stores.values():
             target = self.expr(owner.source)
+            raw = is_instance_value(owner)  # the class's own __setattr__ already ran in the trace
             if value is None:
-                lines.append(f"___delattr({target}, {name!r})")
+                lines.append(f"{'___object_delattr' if raw else '___delattr'}({target}, {name!r})")
+            elif raw:
+                lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
             else:
                 lines.append(f"{target}.{name} = {self.rebuild(value)}")
         for f_globals, name, value in effects.global_stores.values():

@@ -22,7 +22,7 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, operations
+from . import attributes, classes, instances, operations
 from .values import (
     NONE,
     ConstantValue,
@@ -33,6 +33,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    SuperValue,
     TensorValue,
     Value,
 )
@@ -104,6 +105,13 @@ def _bool(tracer, args, kwargs):
 @handles(len)
 def _len(tracer, args, kwargs):
     value = args[0]
+    method = classes.special_method(tracer, value, "__len__")
+    if method is not None:
+        from ..interpreter import calls
+
+        return calls.call_value(tracer, method, [], {})
+    if classes.is_instance_value(value) and isinstance(value, ObjectValue):
+        raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("len() of a 0-d tensor"))
@@ -114,8 +122,6 @@ def _len(tracer, args, kwargs):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):
         return ConstantValue(len(operations.iterate(tracer, value)))
-    if isinstance(value, ObjectValue):
-        return operations._call_dunder(tracer, value, "__len__", [], len)
     raise _unsupported(tracer, "len", args)
 
 
@@ -134,7 +140,7 @@ def _issubclass(tracer, args, kwargs):
 def _type(tracer, args, kwargs):
     if len(args) != 1:
         raise _unsupported(tracer, "type", args)
-    return ConstantValue(args[0].python_type())
+    return classes.class_value(args[0].python_type())
 
 
 @handles(callable)
@@ -174,13 +180,14 @@ def _setattr(tracer, args, kwargs):
     return NONE
 
 
-@handles(object.__setattr__)
-def _object_setattr(tracer, args, kwargs):
-    owner = args[0]
-    if not isinstance(owner, ObjectValue):
-        raise _unsupported(tracer, "object.__setattr__", args)
-    tracer.side_effects.store_attr(owner, operations.python_value(tracer, args[1]), args[2])
-    return NONE
+@handles(vars)
+def _vars(tracer, args, kwargs):
+    if len(args) != 1:
+        raise _unsupported(tracer, "vars", args)
+    found = attributes.lookup(tracer, args[0], "__dict__")
+    if found is None:
+        raise tracer.user_error(TypeError("vars() argument must have __dict__ attribute"))
+    return found
 
 
 @handles(range)
@@ -211,12 +218,25 @@ def _reversed(tracer, args, kwargs):
 def _iter(tracer, args, kwargs):
     if isinstance(args[0], IteratorValue):
         return args[0]
+    method = classes.special_method(tracer, args[0], "__iter__")
+    if method is not None:
+        from ..interpreter import calls
+
+        iterator = calls.call_value(tracer, method, [], {})
+        if classes.special_method(tracer, iterator, "__next__") is not None:
+            return iterator  # a user iterator: next() calls its __next__
+        return IteratorValue(operations.drain(tracer, iterator))
     return IteratorValue(operations.iterate(tracer, args[0]))
 
 
 @handles(next)
 def _next(tracer, args, kwargs):
     iterator = args[0]
+    method = classes.special_method(tracer, iterator, "__next__")
+    if method is not None:
+        from ..interpreter import calls
+
+        return calls.call_value(tracer, method, [], {})
     if not isinstance(iterator, IteratorValue):
         raise _unsupported(tracer, "next", args)
     item = iterator.next_item()
@@ -298,11 +318,7 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
     operations.iterate(tracer, args[0]) if args else [], tuple)
 
 
-@handles(tuple.__new__)
-def _tuple_new(tracer, args, kwargs):
-    cls = operations.python_value(tracer, args[0])
-    items = operations.iterate(tracer, args[1]) if len(args) > 1 else []
-    return SequenceValue(items, tuple, cls=None if cls is tuple else cls)
+_HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
 
 
 @handles(set)
@@ -313,15 +329,7 @@ def _set(tracer, args, kwargs):
 
 @handles(dict)
 def _dict(tracer, args, kwargs):
-    items: dict[Any, Value] = {}
-    if args:
-        source = args[0]
-        if isinstance(source, DictValue):
-            items.update(source.items)
-        else:
-            for pair in operations.iterate(tracer, source):
-                key, value = operations.iterate(tracer, pair)
-                items[operations.hashable_key(tracer, key)] = value
+    items = operations.mapping_items(tracer, args[0]) if args else {}
     items.update(kwargs)
     return DictValue(items)
 
@@ -341,17 +349,24 @@ def _partial(tracer, args, kwargs):
 @handles(super)
 def _super(tracer, args, kwargs):
     if args:
+        if len(args) != 2:
+            raise _unsupported(tracer, "super", args)
         cls, receiver = operations.python_value(tracer, args[0]), args[1]
-    else:
+    else:  # the class the method was defined in, and the method's first argument
         frame = tracer.frames[-1]
         if "__class__" not in frame.cells or not frame.code.co_argcount:
-            raise _unsupported(tracer, "super", args)
+            raise tracer.user_error(RuntimeError("super(): no arguments"))
         cls = operations.python_value(tracer, tracer.cell_contents(frame.cells["__class__"]))
-        receiver = frame.locals.get(frame.code.co_varnames[0])
-    real = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
-    if real is None:
-        raise _unsupported(tracer, "super", args)
-    return ConstantValue(super(cls, real))
+        first = frame.code.co_varnames[0]
+        receiver = frame.locals.get(first)
+        if receiver is None and first in frame.cells:  # the argument is captured by a closure
+            receiver = tracer.cell_contents(frame.cells[first])
+        if receiver is None:
+            raise tracer.user_error(RuntimeError("super(): arg[0] deleted"))
+    is_class = isinstance(receiver, ConstantValue) and isinstance(receiver.value, type)
+    if not issubclass(receiver.python_type(), cls) and not (is_class and issubclass(receiver.value, cls)):
+        raise tracer.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+    return SuperValue(cls, receiver)
 
 
 @handles(functools.reduce)
@@ -463,6 +478,6 @@ for _target in (warnings.warn, *_LOGGING_FUNCTIONS):
 
 
 @handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.vars, builtins.dir)
+         builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
