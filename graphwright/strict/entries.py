@@ -28,6 +28,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
 from .residual.split import CannotResume, Continuation, SplitPlan, checkpoint_plan, exit_open_contexts, plan_split
 
@@ -85,11 +86,11 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
         gb.report(brk)
-        return _split_entry(fn, args, kwargs, settings, dynamic_dims, compile_function, brk)
+        return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
 
 
 def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
-                 compile_function: CompileFunction, brk: GraphBreak) -> Callable:
+                 router: CallRouter, brk: GraphBreak) -> Callable:
     plan = plan_split(brk)
     while plan.kind != "skip":
         try:
@@ -100,7 +101,7 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
             break
         try:
             entry = _internal_errors_as_breaks(result, lambda: _stopped_entry(
-                fn, result, settings, compile_function, plan, nested_break=len(brk.frames) > 1))
+                fn, result, settings, router, plan, nested_break=len(brk.frames) > 1))
             entry.graph_break = brk
             return entry
         except (CannotResume, GraphBreak) as why:
@@ -110,7 +111,7 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
                 break
             plan = checkpoint_plan(result.stopped.frame) if plan.kind == "resume" else SplitPlan("skip")
     brk.split_note = plan.reason or "the function runs in plain Python, the functions it calls are compiled"
-    return _eager_entry(fn, brk)
+    return _eager_entry(fn, brk, router)
 
 
 def _internal_errors_as_breaks(result: TraceResult, make: Callable[[], Callable]) -> Callable:
@@ -126,12 +127,12 @@ def _internal_errors_as_breaks(result: TraceResult, make: Callable[[], Callable]
         raise brk from error
 
 
-def _stopped_entry(fn: Callable, result: TraceResult, settings: CompileSettings,
-                   compile_function: CompileFunction, plan: SplitPlan, nested_break: bool) -> Callable:
+def _stopped_entry(fn: Callable, result: TraceResult, settings: CompileSettings, router: CallRouter,
+                   plan: SplitPlan, nested_break: bool) -> Callable:
     writer = ResidualWriter(fn.__code__, _late_break(result))
     guard_lines = writer.guard_lines(result.guards)
     stop = result.stopped
-    continuation = Continuation(writer, stop.frame, stop.inst, compile_function, nested_break)
+    continuation = Continuation(writer, stop.frame, stop.inst, router, nested_break)
     tail = continuation.resume_tail() if plan.kind == "resume" else continuation.rest_tail()
     exit_open_contexts(result.graph, continuation.contexts)
     return _graph_entry(fn, result, settings, tail, writer, guard_lines)
@@ -185,14 +186,29 @@ def _late_break(result: TraceResult) -> Callable[..., Exception]:
     return on_break
 
 
-def _eager_entry(fn: Callable, brk: GraphBreak) -> Callable:
+def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None) -> Callable:
+    """The whole function in Python: its calls routed to compiled wrappers by `router` (none
+    after an internal error: then the original runs untouched)."""
     writer = EntryWriter(fn.__code__)
     guard_lines = writer.guard_lines(getattr(brk, "guards", []))
     _, call = signature_text(fn.__code__)
-    entry = assemble(writer, fn, guard_lines, [f"return ___gw_fn({call})"], fn.__qualname__)
+    function = "___gw_fn"
+    if router is not None:
+        writer.namespace["___function_type"] = types.FunctionType
+        function = (f"___function_type({writer.ref(router.routed_code(fn.__code__))}, ___gw_fn.__globals__, "
+                    "None, ___gw_fn.__defaults__, ___gw_fn.__closure__)")
+        if fn.__kwdefaults__:
+            writer.namespace["___with_kwdefaults"] = _with_kwdefaults
+            function = f"___with_kwdefaults({function}, ___gw_fn.__kwdefaults__)"
+    entry = assemble(writer, fn, guard_lines, [f"return {function}({call})"], fn.__qualname__)
     entry.guards = getattr(brk, "guards", [])
     entry.graph_break = brk
     return entry
+
+
+def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.FunctionType:
+    function.__kwdefaults__ = kwdefaults
+    return function
 
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:

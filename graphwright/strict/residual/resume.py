@@ -15,7 +15,9 @@ cell and free variables all become free variables, so the entry passes the
 very cells the original frame had. Every original instruction stays in place,
 exception table included, so `with` and `try` blocks around the rest behave
 exactly as in the original. Resume code is made once per (code, instruction,
-layout) and compiled on its first call like any function.
+layout) and compiled on its first call like any function. A break inside a
+resume function resumes from the original code again (`original_position`),
+so resume functions never nest.
 """
 from __future__ import annotations
 
@@ -23,12 +25,15 @@ import dis
 import functools
 import inspect
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 _PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RESUME"})
+# resume code -> (the original code, resume offset -> original offset)
+_ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,14 @@ class ResumeLayout:
         return self.stack_arguments() + list(self.live_locals)
 
 
+def original_position(code: types.CodeType, offset: int) -> tuple[types.CodeType, int]:
+    """The user's code object and offset that `offset` in `code` (maybe resume code) runs."""
+    origin = _ORIGINS.get(code)
+    if origin is None:
+        return code, offset
+    return origin[0], origin[1][offset]
+
+
 def resume_name(code: types.CodeType, offset: int) -> str:
     line = next((inst.positions.lineno for inst in dis.get_instructions(code)
                  if inst.offset >= offset and inst.positions and inst.positions.lineno), code.co_firstlineno)
@@ -66,7 +79,8 @@ def resume_name(code: types.CodeType, offset: int) -> str:
 
 @functools.lru_cache(maxsize=None)
 def resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> types.CodeType:
-    """The code of a function continuing `code` at the instruction at `offset`."""
+    """The code of a function continuing `code` (a user's code object, never resume code) at
+    the instruction at `offset`."""
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
     skipped = _prologue_length(real)
@@ -110,7 +124,12 @@ def resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> type
     program.cellvars = []
     program.freevars = cells
     program.name = program.qualname = resume_name(code, offset)
-    return program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    resumed = program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    new = [inst for inst in dis.get_instructions(resumed) if inst.opname != "EXTENDED_ARG"]
+    prologue_count = sum(1 for item in prologue if isinstance(item, Instr))
+    _ORIGINS[resumed] = (code, {inst.offset: real[skipped + index].offset
+                                for index, inst in enumerate(new[prologue_count:])})
+    return resumed
 
 
 def _prologue_length(real: list[dis.Instruction]) -> int:

@@ -31,9 +31,18 @@ import torch
 from ..interpreter.frame import Frame, decoded
 from ..interpreter.graph_breaks import GraphBreak
 from ..objects.values import NULL, ContextValue, MethodValue, Value
+from .call_routing import CallRouter
 from .liveness import live_locals
 from .rebuild import ResidualWriter
-from .resume import NULL_SLOT, VALUE_SLOT, ReenteredContext, ResumeLayout, make_resume_function, resume_code
+from .resume import (
+    NULL_SLOT,
+    VALUE_SLOT,
+    ReenteredContext,
+    ResumeLayout,
+    make_resume_function,
+    original_position,
+    resume_code,
+)
 
 _JUMPS_ON_TRUTH = {"POP_JUMP_FORWARD_IF_TRUE": True, "POP_JUMP_BACKWARD_IF_TRUE": True,
                    "POP_JUMP_FORWARD_IF_FALSE": False, "POP_JUMP_BACKWARD_IF_FALSE": False}
@@ -101,18 +110,21 @@ class CannotResume(Exception):
 
 
 class Continuation:
-    """Writes the tail of an entry whose trace stopped in `stopped_frame` before `inst`.
+    """Writes the tail of an entry whose trace stopped in `frame` before `inst`.
 
-    `compile_function(fn)` compiles a Python function with the settings of the function
-    being compiled (resume functions and callees are compiled like it)."""
+    `router.compile_function(fn)` compiles a Python function with the settings of the
+    function being compiled (resume functions and callees are compiled like it); code run
+    in plain Python goes through `router`, so what it calls is compiled too."""
 
-    def __init__(self, writer: ResidualWriter, frame: Frame, inst: dis.Instruction,
-                 compile_function: Callable[[types.FunctionType], Callable], nested_break: bool) -> None:
+    def __init__(self, writer: ResidualWriter, frame: Frame, inst: dis.Instruction, router: CallRouter,
+                 nested_break: bool) -> None:
         self.writer = writer
         self.frame = frame
         self.inst = inst
-        self.compile_function = compile_function
+        self.router = router
+        self.compile_function = router.compile_function
         self.nested_break = nested_break
+        self.code = original_position(frame.code, inst.offset)[0]  # what resume functions continue
         self.contexts = self._open_contexts()
 
     # -- the tails --------------------------------------------------------------------
@@ -137,7 +149,7 @@ class Continuation:
     def rest_tail(self) -> list[str]:
         """Run the rest of the function, from the stopped instruction on, in plain Python."""
         layout, arguments, closure = self._layout(self.inst.offset, [])
-        code = resume_code(self.frame.code, self.inst.offset, layout)
+        code = self.router.routed_code(resume_code(self.code, self._original(self.inst.offset), layout))
         function = make_resume_function(code, self.frame.globals, None)
         if closure is None:
             return [f"return {self.writer.ref(function)}({arguments})"]
@@ -226,6 +238,9 @@ class Continuation:
             indent += "    "
         return lines + [indent + line for line in body]
 
+    def _original(self, offset: int) -> int:
+        return original_position(self.frame.code, offset)[1]
+
     def _next_offset(self) -> int:
         frame = self.frame
         return frame.instructions[frame.offset_index[self.inst.offset] + 1].offset
@@ -243,11 +258,10 @@ class Continuation:
             else:
                 slots.append(VALUE_SLOT)
                 arguments.append(item if isinstance(item, str) else self.writer.rebuild(item))
-        bound = self.frame.locals
-        live = tuple(name for name in self.frame.code.co_varnames
-                     if name in bound and name in live_locals(self.frame.code, offset))
+        bound, live_here = self.frame.locals, live_locals(self.code, self._original(offset))
+        live = tuple(name for name in self.code.co_varnames if name in bound and name in live_here)
         arguments += [self.writer.rebuild(bound[name]) for name in live]
-        names = self.frame.code.co_cellvars + self.frame.code.co_freevars
+        names = self.code.co_cellvars + self.code.co_freevars
         closure = None
         if names:
             closure = "(" + "".join(self.writer.rebuild_cell(self.frame.cells[name]) + ", " for name in names) + ")"
@@ -255,7 +269,7 @@ class Continuation:
 
     def _resume_call(self, offset: int, stack: list[Any]) -> list[str]:
         layout, arguments, closure = self._layout(offset, stack)
-        code = resume_code(self.frame.code, offset, layout)
+        code = resume_code(self.code, self._original(offset), layout)
         placeholder = None if closure is None else tuple(types.CellType() for _ in code.co_freevars)
         compiled = self.compile_function(make_resume_function(code, self.frame.globals, placeholder))
         if closure is None:
