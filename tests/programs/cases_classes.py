@@ -11,7 +11,6 @@ import abc
 import collections
 import dataclasses
 import enum
-import types
 from collections import OrderedDict
 import torch
 from torch import nn
@@ -77,7 +76,9 @@ class Tracked(OrderedDict):
         super().__setitem__(key, value)
 
 
-@program("ordered_dict_subclass_with_setitem_override", lambda: rand(3))
+@program("ordered_dict_subclass_with_setitem_override", lambda: rand(3),
+         reference=dict(xfail="2.13 skips the overridden __setitem__ that OrderedDict.__init__ "
+                              "calls (a wrong result)", why="PyTorch returns a wrong result here"))
 def _(x):
     tracked = Tracked(first=x)
     tracked["second"] = x * 2
@@ -436,7 +437,9 @@ class Logged:
         return object.__getattribute__(self, name)
 
 
-@program("getattribute_override_sees_every_read", lambda: rand(3))
+@program("getattribute_override_sees_every_read", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot trace a class that overrides __getattribute__",
+                        why="PyTorch breaks the graph here"))
 def _(x):
     logged = Logged(x)
     total = logged.value + logged.value
@@ -562,7 +565,9 @@ class Square(Shape):
         return self.side * self.side
 
 
-@program("abstract_base_class_and_concrete_subclass", lambda: rand(3))
+@program("abstract_base_class_and_concrete_subclass", lambda: rand(3),
+         reference=dict(xfail="2.13 breaks the graph where instantiating an abstract class "
+                              "raises TypeError", why="PyTorch breaks the graph here"))
 def _(x):
     try:
         Shape()
@@ -634,11 +639,15 @@ PROGRAMS.append(module_program(
     observe=lambda world: world.last))
 
 
-LAST = types.SimpleNamespace(point=None)
+class Last:
+    point = None
+
+
+LAST = Last()
 
 
 @program("slotted_object_stored_on_a_global_object", lambda: rand(3),
-         reset=lambda: setattr(LAST, "point", None), observe=lambda world: LAST.point)
+         reset=lambda: vars(LAST).clear(), observe=lambda world: LAST.point)
 def _(x):
     LAST.point = Point(x, -x)
     return x + 1
