@@ -11,11 +11,13 @@ import abc
 import collections
 import dataclasses
 import enum
+import functools
+import types
 from collections import OrderedDict
 import torch
 from torch import nn
 
-from .harness import Program, module_program, program_decorator, rand
+from .harness import Args, Program, module_program, program_decorator, rand
 
 PROGRAMS: list[Program] = []
 
@@ -617,6 +619,101 @@ def _(x):
     w = 2 * (v + 1) + v * 3
     total = sum([v, v], 0)
     return (-w).data, total.data, len(w), list(v)[0], w[1], v == v, v != w
+
+
+class Celsius:
+    unit = "C"
+    scale = 1.0
+
+    def __init__(self, value):
+        self.value = value
+
+    def converted(self):
+        return self.value * self.scale
+
+
+def _set_scale(world, compiled, args):
+    Celsius.scale = args.kwargs["scale"]
+    return compiled(*args.args)
+
+
+@program("class_attribute_read_through_an_instance_built_inside_is_guarded",
+         lambda: Args(rand(3), scale=1.0), call=_set_scale,
+         changed=lambda: Args(rand(3), scale=2.5), frames_changed=2,
+         reset=lambda: setattr(Celsius, "scale", 1.0))
+def _(x):
+    reading = Celsius(x)
+    return reading.converted(), reading.unit
+
+
+def _doubling(self):
+    return self.value * 2
+
+
+def _tripling(self):
+    return self.value * 3
+
+
+def _set_converter(world, compiled, args):
+    Celsius.converted = args.kwargs["converter"]
+    return compiled(*args.args)
+
+
+@program("method_replaced_on_a_user_class_between_calls",
+         lambda: Args(rand(3), converter=_doubling), call=_set_converter,
+         changed=lambda: Args(rand(3), converter=_tripling), frames_changed=2,
+         reset=lambda: setattr(Celsius, "converted", _ORIGINAL_CONVERTED),
+         reference=dict(xfail="2.13 does not guard a method replaced on a user class (a wrong "
+                              "result)", why="PyTorch returns a wrong result here"))
+def _(x):
+    return Celsius(x).converted()
+
+
+_ORIGINAL_CONVERTED = Celsius.converted
+
+
+@program("dict_subclass_argument_with_other_keys_recompiles", lambda: Record({"a": rand(2)}),
+         changed=lambda: Record({"a": rand(2), "b": rand(2)}), frames_changed=2)
+def _(record):
+    return record.total(), len(record)
+
+
+class Area:
+    def __init__(self, side):
+        self.side = side
+
+    @functools.cached_property
+    def value(self):
+        return self.side * self.side
+
+    def __lt__(self, other):
+        return self.side < other.side
+
+    def __str__(self):
+        return f"Area({self.side})"
+
+    def __format__(self, spec):
+        return format(self.side, spec) + " sq"
+
+
+@program("cached_property_ordering_and_text_of_user_objects", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot enter the RLock that functools.cached_property takes",
+                        why="PyTorch breaks the graph here"))
+def _(x):
+    areas = [Area(3), Area(1), Area(2)]
+    first = Area(x)
+    total = first.value + first.value
+    ordered = sorted(areas)
+    return (total, [area.side for area in ordered], max(areas).side, min(areas, key=lambda a: -a.side).side,
+            str(areas[0]), f"{areas[1]:.2f}", f"{areas[2]!s}", "value" in vars(first))
+
+
+@program("simple_namespace_built_inside_and_returned", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot call types.SimpleNamespace", why="PyTorch breaks the graph here"))
+def _(x):
+    ns = types.SimpleNamespace(scale=2, offset=x)
+    ns.result = ns.offset * ns.scale
+    return ns, vars(ns)["scale"]
 
 
 # -- objects that escape the region ---------------------------------------------------------

@@ -93,8 +93,45 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, format, hash, repr, complex, frozenset, slice, ascii, bin, hex, oct,
-      int, float, str)
+_pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float)
+
+
+def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
+    """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
+    or `__format__` of the value's class (object's `__str__` calls `__repr__`); None when
+    no Python method applies."""
+    from ..interpreter import calls
+
+    if conversion is format:
+        method = classes.special_method(tracer, value, "__format__")
+        if method is not None:
+            return calls.call_value(tracer, method, [spec or ConstantValue("")], {})
+        if spec is not None and operations.python_value(tracer, spec) != "":
+            return None
+        conversion = str
+    method = classes.special_method(tracer, value, "__str__") if conversion is str else None
+    if method is None and (conversion is repr or _str_is_repr(tracer, value)):
+        method = classes.special_method(tracer, value, "__repr__")
+    return None if method is None else calls.call_value(tracer, method, [], {})
+
+
+def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
+    found = classes.find(tracer, value.python_type(), "__str__")
+    return found is not None and found[1] is object.__str__
+
+
+def _text(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        if args and not kwargs and len(args) <= (2 if function is format else 1):
+            text = user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
+            if text is not None:
+                return text
+        return evaluate(tracer, function, args, kwargs)
+    return handler
+
+
+for _target in (str, repr, format):
+    _HANDLERS[_target] = _text(_target)
 
 
 @handles(bool)
@@ -268,25 +305,62 @@ def _filter(tracer, args, kwargs):
 
 @handles(sorted)
 def _sorted(tracer, args, kwargs):
-    from ..interpreter import calls
-
     items = operations.iterate(tracer, args[0])
-    key = kwargs.get("key")
-    keys = [calls.call_value(tracer, key, [item], {}) if key is not None and not operations.is_none(key)
-            else item for item in items]
-    python_keys = [operations.python_value(tracer, k, "sorted()") for k in keys]
+    keys = _sort_keys(tracer, items, kwargs.get("key"))
     reverse = operations.python_value(tracer, kwargs.get("reverse", ConstantValue(False)))
-    order = sorted(range(len(items)), key=python_keys.__getitem__, reverse=reverse)
-    return SequenceValue([items[i] for i in order], list)
+    return SequenceValue([items[i] for i in sort_order(tracer, keys, reverse)], list)
+
+
+def sort_order(tracer: "Tracer", keys: list[Value], reverse: bool) -> list[int]:
+    """The positions of `keys` in sorted order, stable, comparing with `<` as list.sort does."""
+    if all(operations.is_constant_tree(key) for key in keys):
+        python_keys = [operations.python_value(tracer, key, "sorted()") for key in keys]
+        return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+
+    def order(i: int, j: int) -> int:
+        if _compare(tracer, operator.lt, keys[i], keys[j]):
+            return -1
+        return 1 if _compare(tracer, operator.lt, keys[j], keys[i]) else 0
+    return sorted(range(len(keys)), key=functools.cmp_to_key(order), reverse=reverse)
 
 
 def _min_max(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
-        if any(isinstance(item, TensorValue) for item in items):
+        keys = _sort_keys(tracer, items, kwargs.get("key"))
+        if any(isinstance(key, TensorValue) for key in keys):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
-        return evaluate(tracer, function, [SequenceValue(items, list)], kwargs)
+        if not items:
+            if "default" in kwargs:
+                return kwargs["default"]
+            raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
+        # max keeps the first of equal items: it replaces only when an item is greater
+        better = operator.gt if function is max else operator.lt
+        best = 0
+        for index in range(1, len(items)):
+            if _compare(tracer, better, keys[index], keys[best]):
+                best = index
+        return items[best]
     return handler
+
+
+def _sort_keys(tracer: "Tracer", items: list[Value], key: Value | None) -> list[Value]:
+    from ..interpreter import calls
+
+    if key is None or operations.is_none(key):
+        return items
+    return [calls.call_value(tracer, key, [item], {}) for item in items]
+
+
+def _compare(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> bool:
+    """`lhs op rhs` as a Python bool: computed for constants, by special methods for objects."""
+    if operations.is_constant_tree(lhs) and operations.is_constant_tree(rhs):
+        try:
+            return bool(op(operations.python_value(tracer, lhs, "sorting"),
+                           operations.python_value(tracer, rhs, "sorting")))
+        except TypeError as error:
+            raise tracer.user_error(error, "comparison")
+    return operations.truth(tracer, operations.binary(tracer, op, lhs, rhs))
 
 
 _HANDLERS[min] = _min_max(min)

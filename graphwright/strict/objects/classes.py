@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
 DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
-MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.defaultdict, list, tuple})
+MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.defaultdict, list, tuple,
+                            types.SimpleNamespace})
 _BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # C classes whose attribute stores are object's generic ones

@@ -12,6 +12,7 @@ whose state the inlined code then fills. Instances of other builtin bases
 from __future__ import annotations
 
 import collections
+import types
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
@@ -32,7 +33,7 @@ from .wrap import function_value
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
-BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__)
+BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, types.SimpleNamespace.__new__)
 
 
 def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -49,8 +50,7 @@ def call_class(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str,
         return _call(tracer, bind(tracer, *meta_call, "__call__", cls_value, type(cls)), args, kwargs)
     base = builtin_base(cls)
     if base not in MODELLED_BASES:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=f"{cls.__qualname__} (a subclass of the builtin {base.__qualname__})")
+        raise _unmodelled_base(tracer, cls, base)
     owner, raw = find(tracer, cls, "__new__")
     new = raw.__func__ if isinstance(raw, staticmethod) else raw
     if is_python_function(new):
@@ -96,8 +96,15 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     if base is tuple:
         items = operations.iterate(tracer, args[0]) if args else []
         return SequenceValue(items, tuple, cls=None if plain else cls)
-    raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                             name=f"{cls.__qualname__} (a subclass of the builtin {base.__qualname__})")
+    if base is types.SimpleNamespace:
+        return ObjectValue(None, cls)
+    raise _unmodelled_base(tracer, cls, base)
+
+
+def _unmodelled_base(tracer: "Tracer", cls: type, base: type) -> Exception:
+    what = f"the builtin class {base.__qualname__}" if cls is base else \
+        f"{cls.__qualname__} (a subclass of the builtin {base.__qualname__})"
+    return tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}", name=what)
 
 
 def _check_abstract(tracer: "Tracer", cls: type) -> None:
@@ -121,6 +128,12 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
                     "object.__init__() takes exactly one argument (the instance to initialize)"))
             if find(tracer, cls, "__new__")[1] is object.__new__:
                 raise tracer.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
+        return
+    if base is types.SimpleNamespace:
+        if args:
+            raise tracer.user_error(TypeError("no positional arguments expected"))
+        for name, value in kwargs.items():
+            generic_set(tracer, instance, name, value)
         return
     if base is list:
         if kwargs or len(args) > 1:

@@ -104,10 +104,11 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         elif name == "remove":
             items.pop(_index_of(tracer, items, args[0]))
         elif name == "sort":
-            values = [operations.python_value(tracer, item, "sorting") for item in items]
-            order = sorted(range(len(items)), key=values.__getitem__,
-                           reverse=bool(kwargs and operations.python_value(tracer, kwargs.get("reverse", NONE))))
-            items[:] = [items[i] for i in order]
+            from . import builtin_calls
+
+            keys = builtin_calls._sort_keys(tracer, items, kwargs.get("key"))
+            reverse = bool(operations.python_value(tracer, kwargs.get("reverse", NONE)))
+            items[:] = [items[i] for i in builtin_calls.sort_order(tracer, keys, reverse)]
         elif name == "__setitem__":
             operations.native_setitem(tracer, sequence, args[0], args[1])
         else:

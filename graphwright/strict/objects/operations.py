@@ -203,9 +203,11 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
     forward_name, reflected_name = _OPERATOR_METHODS[op]
     lhs_type, rhs_type = lhs.python_type(), rhs.python_type()
     forward = special_method(tracer, lhs, forward_name)
-    reflected = special_method(tracer, rhs, reflected_name) if rhs_type is not lhs_type else None
+    # arithmetic skips the reflected method of the same type; comparisons always try it
+    comparison = op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+    reflected = special_method(tracer, rhs, reflected_name) if comparison or rhs_type is not lhs_type else None
     attempts = [(forward, rhs), (reflected, lhs)]
-    if reflected is not None and issubclass(rhs_type, lhs_type):
+    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type):
         attempts.reverse()
     tried = False
     for method, argument in attempts:

@@ -232,7 +232,7 @@ class IteratorValue(Value):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad" or "autocast"."""
+    """A context manager the tracer models: `kind` is "grad", "autocast" or "lock" (a no-op)."""
 
     __slots__ = ("kind", "args", "saved")
 
