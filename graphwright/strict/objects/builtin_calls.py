@@ -347,7 +347,7 @@ def _super(tracer, args, kwargs):
         if "__class__" not in frame.cells or not frame.code.co_argcount:
             raise _unsupported(tracer, "super", args)
         cls = operations.python_value(tracer, tracer.cell_contents(frame.cells["__class__"]))
-        receiver = frame.locals.get(frame.code.co_varnames[0])
+        receiver = frame.local(frame.code.co_varnames[0])
     real = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
     if real is None:
         raise _unsupported(tracer, "super", args)
