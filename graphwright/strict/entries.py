@@ -28,6 +28,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
 from .residual.split import CannotResume, Continuation, SplitPlan, checkpoint_plan, exit_open_contexts, plan_split
@@ -150,9 +151,11 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
     replays = writer.replay_lines(result.side_effects)
     graph = result.graph
     call = []
-    # As in PyTorch, returning tensors makes a graph even without operations; live
-    # inputs at a graph break do not.
-    if graph.op_count() or writer.outputs or (finished and writer.rebuilt_tensor):
+    # As in PyTorch: a graph when there are operations or computed values; under fullgraph,
+    # also for a function that returns one tensor and does nothing else.
+    returns_tensor_alone = finished and settings.fullgraph and isinstance(result.output, TensorValue) \
+        and result.side_effects.is_empty()
+    if graph.op_count() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
         gm = graph.finish(writer.outputs)
         call = [f"___out = {writer.ref(_compiled_graph(settings, gm, graph))}({', '.join(inputs)})"]

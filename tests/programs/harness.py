@@ -7,8 +7,8 @@ first calls and after a call with changed inputs. `check_program` runs the
 program twice from the same seeds, once eagerly and once compiled, and
 compares everything a user could observe after every call: outputs, the
 arguments (mutated lists, dicts, tensors), module state, the program's own
-observed state (globals, attributes), logging records and warnings, and
-gradients.
+observed state (globals, attributes), logging records and warnings, what it
+printed, and gradients.
 
 Adding a program takes a few lines in one of the `cases_*.py` files:
 
@@ -27,7 +27,9 @@ backend behind the counter, in either mode.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import io
 import logging
 import math
 import os
@@ -223,6 +225,7 @@ class CallRecord:
     observed: Any
     module_state: Any
     logs: list
+    printed: str
     grads: Any
     frames: int | None
 
@@ -347,7 +350,8 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
             torch.manual_seed(100 + index)
             args = _as_args(maker())
             handler.records = []
-            with warnings.catch_warnings(record=True) as caught:
+            printed = io.StringIO()
+            with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
                 warnings.simplefilter("always")
                 torch.manual_seed(200 + index)
                 output = program.call(world, callee, args)
@@ -364,6 +368,7 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
                 module_state=_snapshot(dict(target.state_dict()))
                 if isinstance(target, torch.nn.Module) else None,
                 logs=logs,
+                printed=printed.getvalue(),
                 grads=_snapshot(_gradients(args, target)) if program.grad else None,
                 frames=counter.frame_count if counter is not None else None,
             ))
@@ -423,6 +428,7 @@ def check_program(program: Program) -> None:
         assert_same(e.observed, c.observed, f"{where} observed state")
         assert_same(e.module_state, c.module_state, f"{where} module state_dict")
         assert_same(e.logs, c.logs, f"{where} logging records and warnings")
+        assert_same(e.printed, c.printed, f"{where} printed output")
         assert_same(e.grads, c.grads, f"{where} gradients")
     expected_frames = (list(program.frames) if isinstance(program.frames, list)
                        else [program.frames] * program.repeats)

@@ -237,6 +237,7 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
         marked = marked_behaviour(tracer, function.fn, self_args, kwargs)
         if marked is not None:
+            tracer.add_guard(function.source, "id", function.fn)  # the marking belongs to this object
             return marked
     if function.bound_self is not None:
         args = [function.bound_self, *args]

@@ -62,7 +62,7 @@ class Instructions311:
         self.push(operations.constant(inst.argval))
 
     def op_LOAD_FAST(self, inst):
-        value = self.locals.get(inst.argval)
+        value = self.local(inst.argval)
         if value is None:
             raise self.tracer.user_error(UnboundLocalError(
                 f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
@@ -83,11 +83,13 @@ class Instructions311:
         self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
 
     def op_MAKE_CELL(self, inst):
-        self.cells[inst.argval] = CellValue(self.locals.pop(inst.argval, None))
+        contents = self.local(inst.argval)
+        self.locals.pop(inst.argval, None)
+        self.cells[inst.argval] = CellValue(contents)
 
     def op_COPY_FREE_VARS(self, inst):
         for name, cell in zip(self.code.co_freevars, self.closure):
-            self.cells[name] = cell
+            self.cells[name] = self.tracer.canonical_cell(cell)
 
     def op_LOAD_CLOSURE(self, inst):
         self.push(self.cells[inst.argval])

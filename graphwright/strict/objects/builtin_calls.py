@@ -432,7 +432,7 @@ def _super(tracer, args, kwargs):
             raise tracer.user_error(RuntimeError("super(): no arguments"))
         cls = operations.python_value(tracer, tracer.cell_contents(frame.cells["__class__"]))
         first = frame.code.co_varnames[0]
-        receiver = frame.locals.get(first)
+        receiver = frame.local(first)
         if receiver is None and first in frame.cells:  # the argument is captured by a closure
             receiver = tracer.cell_contents(frame.cells[first])
         if receiver is None:

@@ -136,7 +136,12 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if cls is types.FunctionType:
         if is_torch_function(real):
             return _opaque(tracer, real, source)
-        tracer.add_guard(source, "id", real)
+        if real.__closure__:
+            # a closure is made anew by each call of its maker: the code is what stays (the
+            # cells it reads are guarded when read), as TorchDynamo guards closures
+            tracer.add_guard(_attr(source, "__code__"), "id", real.__code__)
+        else:
+            tracer.add_guard(source, "id", real)
         return function_value(real, source)
     if cls is types.MethodType and type(real.__func__) is types.FunctionType \
             and not is_torch_function(real.__func__):

@@ -22,6 +22,7 @@ import torch
 
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
+from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
 from ..objects.values import (
@@ -99,10 +100,12 @@ class ResidualWriter(EntryWriter):
         self.rebuilt_tensor = False
         self._on_break = on_break
         self._output_index: dict[int, int] = {}
-        self._built: dict[int, str] = {}
+        self._built: dict[int, tuple[Value, str]] = {}
 
     def rebuild(self, value: Value) -> str:
         """An expression for `value` after the graph has run (`___out` holds its outputs)."""
+        if type(value) is UnreadArgument:
+            return self.expr(value.source)
         if isinstance(value, TensorValue):
             self.rebuilt_tensor = True
             if value.source is not None:
@@ -118,19 +121,23 @@ class ResidualWriter(EntryWriter):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
             return self.expr(value.source)
+        if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
+            return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
         if isinstance(value, ObjectValue) and value.obj is not None:
             return self.ref(value.obj)
-        built = self._built.get(id(value))
-        if built is None and (is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None):
+        known = self._built.get(id(value))
+        if known is not None:
+            return known[1]
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
             return self._build_instance(value)
-        if built is None:
-            text = self._build(value)
-            if isinstance(value, SequenceValue) and value.kind is tuple:
-                return text  # immutable: no identity to keep
-            built = self._built[id(value)] = f"___r{len(self._built)}"
-            self.rebuilt.append(f"{built} = {text}")
+        text = self._build(value)
+        if isinstance(value, SequenceValue) and value.kind is tuple:
+            return text  # immutable: no identity to keep
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)  # the value is kept alive: its id stays its own
+        self.rebuilt.append(f"{built} = {text}")
         return built
 
     def _build(self, value: Value) -> str:
@@ -164,7 +171,8 @@ class ResidualWriter(EntryWriter):
         items = "None"
         if base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
-        built = self._built[id(value)] = f"___r{len(self._built)}"
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
         if isinstance(value, DictValue):
