@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import copy
 import dataclasses
 import enum
 import functools
@@ -714,6 +715,38 @@ def _(x):
     ns = types.SimpleNamespace(scale=2, offset=x)
     ns.result = ns.offset * ns.scale
     return ns, vars(ns)["scale"]
+
+
+class Hyper:
+    def __init__(self, depth, widths):
+        self.depth = depth
+        self.widths = widths
+        self.extra = {"act": "relu", "dims": [1, 2]}
+
+
+@program("copy_and_deepcopy_of_objects_built_inside", lambda: rand(3),
+         reference=dict(xfail="2.13 copies a dict subclass without its items (a wrong result)",
+                        why="PyTorch returns a wrong result here"))
+def _(x):
+    stats = Stats(x)
+    shallow = copy.copy(stats)
+    deep = copy.deepcopy(Hyper(2, [4, 8]))
+    shallow.history.append("shared")
+    deep.widths.append(16)
+    record = copy.copy(Record({"a": x}, tag="r"))
+    stack = copy.deepcopy(Stack([1, [2]]))
+    return (shallow, stats.history, deep, record, stack, shallow.values is stats.values,
+            type(record).__name__, record.tag)
+
+
+@program("deepcopy_of_a_config_passed_in_then_changed", lambda: (rand(3), Hyper(3, [5])),
+         reference=dict(frames=[1, 2], why="2.13 recompiles for a second object of the same class"))
+def _(x, hyper):
+    mine = copy.deepcopy(hyper)
+    mine.extra["act"] = "gelu"
+    mine.widths.append(7)
+    del mine.depth
+    return x * len(mine.widths), mine, hyper.extra["act"], hasattr(mine, "depth")
 
 
 # -- objects that escape the region ---------------------------------------------------------

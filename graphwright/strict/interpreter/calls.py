@@ -239,6 +239,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         if marked is not None:
             tracer.add_guard(function.source, "id", function.fn)  # the marking belongs to this object
             return marked
+        handler = builtin_calls.handler_for(function.fn)  # a library function modelled (copy.copy)
+        if handler is not None:
+            return handler(tracer, self_args, kwargs)
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)

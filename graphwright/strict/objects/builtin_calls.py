@@ -22,7 +22,7 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, classes, instances, operations
+from . import attributes, classes, copying, instances, operations
 from .values import (
     NONE,
     ConstantValue,
@@ -393,6 +393,7 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
 
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
+_HANDLERS.update(copying.HANDLERS)
 
 
 @handles(set)

@@ -290,13 +290,14 @@ def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
     real = real_object(instance)
     if real is None:
         return None
-    state = _real_dict(real)
+    state = instance_dict_of(real)
     if state is None or name not in state:
         return None
     return tracer.wrap(state[name], _attr(instance.source, name))
 
 
-def _real_dict(real: Any) -> dict | None:
+def instance_dict_of(real: Any) -> dict | None:
+    """A real object's `__dict__`, read without running its class's `__getattribute__`."""
     try:
         return object.__getattribute__(real, "__dict__")
     except AttributeError:
@@ -331,7 +332,7 @@ def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.__dict__ after stores",
                                  name="__dict__ (after attributes were set in the region)",
                                  type=cls.__name__)
-    return tracer.wrap(_real_dict(real), _attr(instance.source, "__dict__"))
+    return tracer.wrap(instance_dict_of(real), _attr(instance.source, "__dict__"))
 
 
 def has_instance_dict(cls: type) -> bool:
@@ -415,7 +416,7 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
             _call(tracer, _accessor(tracer, raw.fset), [instance, value])
             return
         if type(raw) is types.MemberDescriptorType:
-            _store(tracer, instance, name, value)
+            store_raw(tracer, instance, name, value)
             return
         setter = getattr(type(raw), "__set__")
         if type(setter) is types.FunctionType:
@@ -427,10 +428,11 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
                                  name=f"setting {name}", type=cls.__name__)
     if not has_instance_dict(cls):
         raise _attribute_error(tracer, cls, name)
-    _store(tracer, instance, name, value)
+    store_raw(tracer, instance, name, value)
 
 
-def _store(tracer: "Tracer", instance: Value, name: str, value: Value | None) -> None:
+def store_raw(tracer: "Tracer", instance: Value, name: str, value: Value | None) -> None:
+    """Store (None: delete) the instance's own attribute, as `instance.__dict__[name] = value`."""
     if _dict_was_read(tracer, instance):
         cls = instance.python_type()
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"store {name} after reading __dict__",
@@ -474,7 +476,7 @@ def generic_delete(tracer: "Tracer", instance: Value, name: str) -> None:
         else own_attribute(tracer, instance, name)
     if present is None:
         raise _attribute_error(tracer, cls, name)
-    _store(tracer, instance, name, None)
+    store_raw(tracer, instance, name, None)
 
 
 # -- special methods ------------------------------------------------------------------------

@@ -341,14 +341,14 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
 
 
 def drain(tracer: "Tracer", iterator: Value) -> list[Value]:
-    """Every item an iterator returned by `__iter__` yields: a modelled iterator's, or
-    those of a user iterator's `__next__` until it raises StopIteration."""
-    if isinstance(iterator, IteratorValue):
-        return native_iterate(tracer, iterator)
+    """Every item an iterator returned by `__iter__` yields: a user iterator's `__next__`
+    until it raises StopIteration, or a modelled iterator's (a generator's) items."""
     next_method = special_method(tracer, iterator, "__next__")
     if next_method is None:
-        raise tracer.user_error(TypeError(
-            f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
+        if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+            raise tracer.user_error(TypeError(
+                f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
+        return native_iterate(tracer, iterator)
     items = []
     while len(items) < _MAX_USER_ITERATION:
         try:
