@@ -749,6 +749,20 @@ def _(x, hyper):
     return x * len(mine.widths), mine, hyper.extra["act"], hasattr(mine, "depth")
 
 
+@program("delattr_and_setattr_by_name_on_a_deep_copy", lambda: (rand(3), Hyper(3, [5])),
+         reference=dict(frames=[1, 2], why="2.13 recompiles for a second object of the same class"))
+def _(x, hyper):
+    mine = copy.deepcopy(hyper)
+    for name in list(vars(mine)):
+        if name.startswith("w"):
+            value = getattr(mine, name)
+            delattr(mine, name)
+            setattr(mine, "renamed_" + name, value)
+    buckets = 0
+    buckets += (x > 0).long() * 4  # a number augmented by a tensor (T5's relative buckets)
+    return buckets, sorted(vars(mine)), hyper.widths
+
+
 # -- objects that escape the region ---------------------------------------------------------
 
 

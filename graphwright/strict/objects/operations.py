@@ -146,6 +146,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         if result is not None:
             return result
     if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
+        if not isinstance(lhs, TensorValue):  # `n += tensor` with a number n: numbers are immutable
+            op = _PLAIN_OPS.get(op, op)
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
