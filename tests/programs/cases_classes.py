@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import functools
 import types
+import typing
 from collections import OrderedDict
 import torch
 from torch import nn
@@ -761,6 +762,16 @@ def _(x, hyper):
     buckets = 0
     buckets += (x > 0).long() * 4  # a number augmented by a tensor (T5's relative buckets)
     return buckets, sorted(vars(mine)), hyper.widths
+
+
+SCALE_BY_TYPE = {int: 2.0, float: 0.5, typing.Union: 3.0}
+
+
+@program("registries_keyed_by_classes_and_enum_members",
+         lambda: (rand(3), {Color.RED: rand(3), Color.GREEN: rand(3)}))
+def _(x, by_color):
+    scale = SCALE_BY_TYPE.get(type(3)) * SCALE_BY_TYPE[float] * SCALE_BY_TYPE.get(typing.Union)
+    return x * scale + by_color[Color.GREEN], list(by_color)
 
 
 # -- objects that escape the region ---------------------------------------------------------

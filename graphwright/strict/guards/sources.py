@@ -117,13 +117,23 @@ class ItemSource(Source):
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.expr(self.base)}[{self.key!r}]"
+        return f"{writer.expr(self.base)}[{_key_text(self.key, writer)}]"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
         return self.base.read(fn, local_values)[self.key]
 
     def name(self) -> str:
         return f"{self.base.name()}[{self.key!r}]"
+
+
+def _key_text(key: Any, writer: ExprWriter) -> str:
+    """A key as code: a literal when its repr is one, else a reference (a class, an enum)."""
+    if type(key) in (int, str, bytes, bool, type(None)) or type(key) is float and key == key \
+            and key not in (float("inf"), float("-inf")):
+        return repr(key)
+    if type(key) is tuple:
+        return "(" + "".join(_key_text(item, writer) + ", " for item in key) + ")"
+    return writer.ref(key)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
+from .wrap import is_key
 from .values import (
     ConstantValue,
     DictValue,
@@ -122,6 +123,8 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, ObjectValue) and value.obj is not None and is_key(value.obj):
+        return value.obj  # hashed and compared by identity
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 

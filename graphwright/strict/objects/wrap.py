@@ -69,6 +69,14 @@ def is_constant(real: Any) -> bool:
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
 
 
+def is_key(real: Any) -> bool:
+    """A dict key the tracer models: a constant, a class, or an object that hashes and
+    compares by identity (a registry keyed by type, by typing.Union...)."""
+    cls = type(real)
+    return is_constant(real) or isinstance(real, type) or \
+        cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if source is not None:
         known = tracer.memo_by_source.get(source)
@@ -114,13 +122,13 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_constant(key) for key in real):
+        if not all(is_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
-    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
+    if cls is types.MappingProxyType and all(is_key(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
@@ -165,7 +173,7 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
         keys = list(base.__iter__(real))
-        if not all(is_constant(key) for key in keys):
+        if not all(is_key(key) for key in keys):
             return None
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(contents, "keys", tuple(keys))
