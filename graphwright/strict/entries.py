@@ -86,7 +86,6 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
-        events.graph_break(fn, brk)
         return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
 
 
@@ -95,6 +94,7 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
     try:
         return _split(fn, args, kwargs, settings, dynamic_dims, router, brk)
     finally:
+        events.graph_break(fn, brk)
         brk.frames = []  # the tracer's frames: not kept alive by the entry that keeps `brk`
 
 
