@@ -26,6 +26,7 @@ backend behind the counter, in either mode.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import io
@@ -265,10 +266,13 @@ def _gradients(args: Args, target: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class ObjectState:
-    """A user object as recorded: its class name and a copy of its attributes."""
+    """A user object as recorded: its class name, a copy of its attributes and, for a
+    subclass of dict, list or tuple, of its items (read through the builtin base, so
+    that no overridden method runs)."""
 
     class_name: str
     attributes: dict
+    contents: Any = None
 
 
 @dataclasses.dataclass
@@ -299,12 +303,24 @@ def _attributes(value: Any) -> dict:
     return attributes
 
 
+def _contents(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [(key, dict.__getitem__(value, key)) for key in _builtin_base(type(value)).__iter__(value)]
+    if isinstance(value, (list, tuple)):
+        return list(_builtin_base(type(value)).__iter__(value))
+    return None
+
+
+def _builtin_base(cls: type) -> type:
+    return next(klass for klass in cls.__mro__ if klass in (collections.OrderedDict, dict, list, tuple, object))
+
+
 def _snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
     if _is_user_object(value):
-        return ObjectState(type(value).__name__, _snapshot(_attributes(value)))
+        return ObjectState(type(value).__name__, _snapshot(_attributes(value)), _snapshot(_contents(value)))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_snapshot(v) for v in value)
     if isinstance(value, dict) and type(value) is dict:

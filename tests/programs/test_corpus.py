@@ -9,6 +9,7 @@ import pytest
 
 from . import (
     cases_bytecode,
+    cases_classes,
     cases_graph_breaks,
     cases_guards,
     cases_idioms,
@@ -24,6 +25,7 @@ ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
+    *cases_classes.PROGRAMS,
 ]
 
 

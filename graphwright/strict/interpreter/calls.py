@@ -9,7 +9,6 @@ modelled values go to `builtin_calls` and `methods`. Before anything else,
 """
 from __future__ import annotations
 
-import abc
 import functools
 import inspect
 import sys
@@ -22,7 +21,7 @@ import torch
 from ..._core import rules
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, methods, operations
+from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -30,7 +29,6 @@ from ..objects.values import (
     IteratorValue,
     MethodValue,
     ModuleValue,
-    ObjectValue,
     SequenceValue,
     Value,
 )
@@ -68,12 +66,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         for child in function.items:
             result = call_value(tracer, child, [result], {})
         return result
-    if isinstance(function, ObjectValue):
-        from ..objects import attributes
-
-        method = attributes.lookup(tracer, function, "__call__")
-        if isinstance(method, FunctionValue):
-            return inline(tracer, method, args, kwargs)
+    method = classes.special_method(tracer, function, "__call__")
+    if method is not None and not isinstance(function, ModuleValue):
+        return call_value(tracer, method, args, kwargs)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {function!r}",
                              name=function.python_type().__name__)
 
@@ -119,6 +114,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     handler = builtin_calls.handler_for(target)
     if handler is not None:
         return handler(tracer, args, kwargs)
+    unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
+    if unbound is not None:
+        return unbound
     if target in _AUTOGRAD_CALLS:
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
     if target in _GLOBAL_STATE_CALLS:
@@ -163,26 +161,15 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
     if issubclass(cls, BaseException):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
-        return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module) or cls.__new__ is not object.__new__ \
-            or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
+    if issubclass(cls, torch.nn.Module):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    instance = ObjectValue(None, cls)
-    init = cls.__init__
-    if type(init) is types.FunctionType:
-        inline(tracer, function_value(init, None).bind(instance), args, kwargs)
-    elif args or kwargs:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    return instance
+                                 name=f"{cls.__qualname__} (an nn.Module built in the region)")
+    return instances.call_class(tracer, cls, args, kwargs)
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -252,6 +239,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         if marked is not None:
             tracer.add_guard(function.source, "id", function.fn)  # the marking belongs to this object
             return marked
+        handler = builtin_calls.handler_for(function.fn)  # a library function modelled (copy.copy)
+        if handler is not None:
+            return handler(tracer, self_args, kwargs)
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)
@@ -319,6 +309,4 @@ def _as_value(tracer: "Tracer", default: Any, function_source: Any, table: str, 
     return tracer.wrap(default, source)
 
 
-def _bind(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
-    return bind_arguments(tracer, function_value(fn, None), args, kwargs)
 

@@ -10,7 +10,7 @@ import collections.abc
 import dis
 import operator
 
-from ..objects import attributes, operations
+from ..objects import attributes, builtin_calls, operations
 from ..objects.values import (
     NONE,
     NULL,
@@ -198,8 +198,16 @@ class Instructions311:
 
     def op_FORMAT_VALUE(self, inst):
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
-        value = operations.python_value(self.tracer, self.pop(), purpose="an f-string")
+        value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
+        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if text is not None:  # a user class's __str__ / __repr__
+            value, conversion = text, None
+        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if text is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(text)
+            return
+        value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:
             value = conversion(value)
         self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))

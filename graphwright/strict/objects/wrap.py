@@ -22,6 +22,7 @@ from ..guards.sources import (
     AttrSource,
     CellContentsSource,
     ClosureCellSource,
+    ContentsSource,
     ItemSource,
     ModuleDictSource,
     Source,
@@ -119,6 +120,16 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
+    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
+        # a class's __dict__: read-only, its items read by source
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
+                         dict, source, cls=cls, obj=real)
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
@@ -141,6 +152,30 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
     return ObjectValue(real, cls, source)
+
+
+def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
+    """An instance of a subclass of dict, OrderedDict, defaultdict, list or tuple: its items
+    are read through the builtin base (no overridden method runs), its attributes by source."""
+    from .classes import builtin_base
+
+    base = builtin_base(cls)
+    if base not in (dict, collections.OrderedDict, collections.defaultdict, list, tuple):
+        return None
+    contents = None if source is None else ContentsSource(source, base)
+    if isinstance(real, dict):
+        keys = list(base.__iter__(real))
+        if not all(is_constant(key) for key in keys):
+            return None
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(contents, "keys", tuple(keys))
+        items = {key: wrap(tracer, dict.__getitem__(real, key), _item(contents, key)) for key in keys}
+        return DictValue(items, dict, source, cls=cls, obj=real)
+    tracer.add_guard(source, "type", cls)
+    elements = list(base.__iter__(real))
+    tracer.add_guard(contents, "len", len(elements))
+    items = [wrap(tracer, item, _item(contents, index)) for index, item in enumerate(elements)]
+    return SequenceValue(items, list if base is list else tuple, source, cls=cls, obj=real)
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:
