@@ -11,6 +11,7 @@ from . import (
     cases_bytecode,
     cases_guards,
     cases_idioms,
+    cases_introspection,
     cases_language,
     cases_models,
     cases_modules,
@@ -22,7 +23,7 @@ from .harness import REFERENCE, check_program
 ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
-    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS,
+    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_introspection.PROGRAMS,
 ]
 
 

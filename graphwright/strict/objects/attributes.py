@@ -62,10 +62,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
         return _method_if(value, name, dict if value.kind is dict else set)
-    if isinstance(value, FunctionValue) and name in ("__name__", "__qualname__", "__module__"):
-        return ConstantValue(value.name if name != "__module__" else value.globals.get("__name__"))
-    if isinstance(value, FunctionValue) and name == "__self__" and value.bound_self is not None:
-        return value.bound_self
+    if isinstance(value, FunctionValue):
+        return _function_attr(tracer, value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 
@@ -113,8 +111,10 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if isinstance(value.value, type):
         return _class_attr(tracer, value.value, name, value, _attr(value.source, name))
-    if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
-        return MethodValue(value, name)
+    if is_constant(value.value):
+        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
+            return MethodValue(value, name)
+        return tracer.wrap(real, None)  # a fact of an immutable object: nothing more to guard
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
 
 
@@ -186,6 +186,52 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
         return tracer.wrap(getattr(receiver.value, name), source)
     instance = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
     return tracer.wrap(getattr(cls, name) if instance is None else getattr(instance, name), source)
+
+
+def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """Any attribute of a function. A real function (`fn` set) answers from itself, read by
+    source so that a changed attribute recompiles; a function made in the region answers from
+    its code object and the state recorded when it was made. A bound method forwards every
+    read but `__self__` and `__func__` to its function, as Python's method objects do."""
+    if value.bound_self is not None:
+        if name == "__self__":
+            return value.bound_self
+        value = FunctionValue(value.code, value.globals, value.name, value.defaults, value.kwdefaults,
+                              value.closure, fn=value.fn)
+        if name == "__func__":
+            return value
+    if value.fn is not None:
+        if callable(getattr(types.FunctionType, name, None)):  # __get__, __call__: not modelled
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"function.{name}", name=name, type="function")
+        real = getattr(value.fn, name, _MISSING)
+        if real is _MISSING:
+            return None
+        base = value.source or ConstantSource(id(value.fn), value.fn)
+        return tracer.wrap(real, AttrSource(base, name))
+    return _made_function_attr(tracer, value, name)
+
+
+def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """A function made by MAKE_FUNCTION while tracing has no attributes but those it was made with:
+    stores on it are not modelled, so nothing else can have been added."""
+    code = value.code
+    if name == "__code__":
+        return ConstantValue(code)
+    if name in ("__name__", "__qualname__"):
+        return ConstantValue(value.name if name == "__name__" else code.co_qualname)
+    if name == "__module__":
+        return ConstantValue(value.globals.get("__name__"))
+    if name == "__doc__":  # CPython 3.11 takes the first constant when it is a string
+        first = code.co_consts[0] if code.co_consts else None
+        return ConstantValue(first if isinstance(first, str) else None)
+    if name == "__defaults__":
+        return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
+    if name == "__kwdefaults__":
+        return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
+    if hasattr(types.FunctionType, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
+                                 type="function made in the compiled region")
+    return None
 
 
 def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:

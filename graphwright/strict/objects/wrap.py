@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 
 CONSTANT_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                             type(NotImplemented), torch.dtype, torch.device, torch.Size, slice,
-                            range, torch.layout, torch.memory_format, frozenset})
+                            range, torch.layout, torch.memory_format, frozenset, types.CodeType})
+# Constants compared by identity in guards: cheaper than `==` and exact for these.
+_IDENTITY_CONSTANT_TYPES = (torch.dtype, torch.layout, torch.memory_format, types.CodeType)
 _OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.ModuleType,
                           types.MethodDescriptorType, types.WrapperDescriptorType,
                           types.MethodWrapperType, types.ClassMethodDescriptorType,
@@ -93,7 +95,7 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if type(real) is int and source is not None and tracer.graph.wants_symbolic_int(source, real):
         tracer.add_guard(source, "type", int)
         return tracer.graph.add_int_input(real, source)
-    if type(real) in (torch.dtype, torch.layout, torch.memory_format) or isinstance(real, enum.Enum):
+    if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
     else:
         tracer.add_guard(source, "const", real)

@@ -1,0 +1,136 @@
+"""Corpus programs about facts of constant objects: what real code reads off functions,
+code objects, classes and modules (`func.__code__.co_varnames`, `__wrapped__`,
+`__defaults__`, `inspect.signature`), the library helpers built on them (functools,
+contextlib, operator, itertools, collections), and the markers torch gives such code
+(`torch.compiler.is_compiling()`). A changed fact must recompile."""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from .harness import program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+# -- functions and their code objects ---------------------------------------------------
+
+def _config_defaults(func):
+    """The shape of transformers' `merge_with_config_defaults`: finds an argument by name."""
+
+    @functools.wraps(func)
+    def wrapper(x, *args, **kwargs):
+        names = func.__code__.co_varnames
+        if "scale" in names and len(args) < names.index("scale"):
+            kwargs.setdefault("scale", 3.0)
+        return func(x, *args, **kwargs)
+
+    return wrapper
+
+
+@_config_defaults
+def _scaled(x, bias, scale=1.0):
+    return x * scale + bias
+
+
+@program("decorator_reads_the_wrapped_functions_code_varnames", lambda: rand(3))
+def _(x):
+    return _scaled(x, 1.0)
+
+
+def _documented(x, n=2, *, power=1):
+    """Documented."""
+    return x ** power * n
+
+
+@program("function_name_qualname_module_doc_defaults_are_constants", lambda: rand(3))
+def _(x):
+    fn = _documented
+    code = fn.__code__
+    facts = (fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__defaults__,
+             fn.__kwdefaults__, code.co_argcount, code.co_kwonlyargcount, code.co_name,
+             code.co_varnames[:code.co_argcount])
+    return x * len(facts), facts
+
+
+@program("functools_wraps_exposes_wrapped_and_its_name", lambda: rand(3))
+def _(x):
+    inner = _scaled.__wrapped__
+    return inner(x, 2.0), _scaled.__name__, _scaled.__doc__, inner is _scaled.__wrapped__
+
+
+@program("function_made_in_the_region_answers_from_its_code", lambda: rand(3))
+def _(x):
+    def local(a, b=2, *rest, c=3):
+        """Local doc."""
+        return a * b + c
+
+    code = local.__code__
+    return (local(x), local.__name__, local.__qualname__.split(".")[-1], local.__doc__,
+            code.co_argcount, code.co_varnames[:2], (lambda: 0).__doc__,
+            hasattr(local, "__wrapped__"))
+
+
+@program("function_made_in_the_region_has_its_defaults", lambda: rand(3),
+         reference={"xfail": "reading __defaults__ of a nested function fails inside Dynamo",
+                    "why": "PyTorch 2.13 raises 'push expects VariableTracker, got tuple'"})
+def _(x):
+    def local(a, b=2, *rest, c=3):
+        return a * b + c
+
+    return local(x), local.__defaults__, local.__kwdefaults__
+
+
+class _Layer:
+    def forward(self, x, mask=None):
+        return x * 2 if mask is None else x * mask
+
+
+@program("bound_method_forwards_attribute_reads_to_its_function", lambda: rand(3))
+def _(x):
+    method = _Layer().forward
+    return (method(x), method.__name__, method.__func__.__code__.co_varnames,
+            method.__func__ is _Layer.forward, method.__defaults__)
+
+
+def _flagged(x):
+    return x + 1
+
+
+_flagged.use_fast_path = True
+
+
+def _set_flag(value):
+    def make():
+        _flagged.use_fast_path = value
+        return rand(3)
+    return make
+
+
+@program("function_attribute_changed_between_calls_recompiles", _set_flag(True),
+         changed=_set_flag(False), frames_changed=2, reset=_set_flag(True))
+def _(x):
+    if getattr(_flagged, "use_fast_path", False):
+        return _flagged(x)
+    return x
+
+
+def _with_default(x, k=2.0):
+    return x * k
+
+
+def _set_default(value):
+    def make():
+        _with_default.__defaults__ = (value,)
+        return rand(3)
+    return make
+
+
+@program("function_defaults_replaced_between_calls_recompiles", _set_default(2.0),
+         changed=_set_default(5.0), frames_changed=2, reset=_set_default(2.0))
+def _(x):
+    return _with_default(x), _with_default.__defaults__[0]
