@@ -134,3 +134,30 @@ def _set_default(value):
          changed=_set_default(5.0), frames_changed=2, reset=_set_default(2.0))
 def _(x):
     return _with_default(x), _with_default.__defaults__[0]
+
+
+# -- torch's own Python functions -------------------------------------------------------
+
+@program("torch_python_helpers_are_traced_into", lambda: rand(3, 4))
+def _(x):
+    # broadcast_shapes, calculate_gain and F.tanh are Python outside torch.overrides' tables:
+    # traced into; parameters_to_vector asks torch._C for the backend name (a constant)
+    shape = torch.broadcast_shapes(x.shape, (2, 3, 4))
+    gain = torch.nn.init.calculate_gain("leaky_relu", 0.2)
+    flat = torch.nn.utils.parameters_to_vector([x, x[0]])
+    return x.expand(shape) * gain, torch.nn.functional.tanh(x), flat * 2, torch.is_tensor(x)
+
+
+@program("torch_tracing_state_checks_are_constants", lambda: rand(3))
+def _(x):
+    if torch._C._get_tracing_state() is None and not torch.jit.is_tracing():
+        x = x * 2
+    if torch.jit.is_scripting():
+        return x
+    return x + 1
+
+
+@program("torch_pytree_map_calls_back_into_user_code", lambda: {"a": rand(3), "b": [rand(2), 3]})
+def _(batch):
+    # tree_map is a Python function of torch taking a user callback: it can only be traced into
+    return torch.utils._pytree.tree_map(lambda leaf: leaf * 2 if torch.is_tensor(leaf) else leaf, batch)

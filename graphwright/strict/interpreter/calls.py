@@ -34,7 +34,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_torch_function
+from ..objects.wrap import function_value, is_graph_operator
 from . import contexts
 from . import graph_breaks as gb
 
@@ -124,7 +124,7 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
-    if is_torch_callable(target):
+    if is_graph_operator(target):
         return tracer.graph.call("call_function", target, args, kwargs)
     if type(target) is types.FunctionType:
         return inline(tracer, function_value(target, None), args, kwargs)
@@ -147,12 +147,6 @@ def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], k
     keywords = {key: stored("keywords", key, arg) for key, arg in target.keywords.items()}
     function = tracer.wrap(target.func, None if source is None else AttrSource(source, "func"))
     return call_value(tracer, function, [*bound, *args], {**keywords, **kwargs})
-
-
-def is_torch_callable(target: Any) -> bool:
-    if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
-        return True
-    return is_torch_function(target) and callable(target)
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -256,6 +250,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         marked = marked_behaviour(tracer, function.fn, self_args, kwargs)
         if marked is not None:
             return marked
+        handler = builtin_calls.handler_for(function.fn)
+        if handler is not None:  # a library function the tracer models (checkpoint, logging.info)
+            return handler(tracer, self_args, kwargs)
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)

@@ -26,7 +26,7 @@ from .values import (
     TensorValue,
     Value,
 )
-from .wrap import function_value, is_constant, is_torch_function
+from .wrap import function_value, is_constant, is_graph_operator
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -160,15 +160,16 @@ def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source:
     if isinstance(raw, staticmethod):
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
-        if is_torch_function(raw.__func__):  # e.g. autograd.Function.apply: one opaque call
-            return ConstantValue(getattr(cls, name))
+        bound = getattr(cls, name)
+        if is_graph_operator(bound):  # e.g. autograd.Function.apply: one opaque call
+            return ConstantValue(bound)
         return function_value(raw.__func__, None).bind(ConstantValue(cls))
     if isinstance(raw, property):
         if is_class:
             return ConstantValue(raw)
         return calls.inline(tracer, function_value(raw.fget, None), [receiver], {})
     if type(raw) is types.FunctionType:
-        if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
+        if is_graph_operator(raw):
             if is_class:
                 return ConstantValue(raw)
             if isinstance(receiver, ConstantValue):

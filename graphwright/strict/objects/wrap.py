@@ -46,23 +46,42 @@ CONSTANT_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None), t
                             range, torch.layout, torch.memory_format, frozenset, types.CodeType})
 # Constants compared by identity in guards: cheaper than `==` and exact for these.
 _IDENTITY_CONSTANT_TYPES = (torch.dtype, torch.layout, torch.memory_format, types.CodeType)
-_OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.ModuleType,
-                          types.MethodDescriptorType, types.WrapperDescriptorType,
-                          types.MethodWrapperType, types.ClassMethodDescriptorType,
-                          types.GetSetDescriptorType, types.MemberDescriptorType,
-                          functools.partial, type)
+# Operators of `torch.ops` (their `__call__` is Python, but each is one operator).
+_TORCH_OPERATOR_TYPES = (torch._ops.OperatorBase, torch._ops.OpOverloadPacket)
+_C_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                     types.MethodWrapperType, types.ClassMethodDescriptorType)
+_OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDescriptorType,
+                          types.MemberDescriptorType, functools.partial, type, *_TORCH_OPERATOR_TYPES)
+# `autograd.Function.apply` enters C++ autograd: the graph calls it, AOT traces into it.
+_AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
 
-# Python functions of torch that are traced into rather than called as one node.
-# clip_grad reads and scales each parameter's `.grad`, state the graph does not
-# carry: as one node, AOT backends would run it on stand-in tensors (wrong result).
-_INLINED_TORCH_MODULES = ("torch.nn.modules", "torch.utils._contextlib", "torch.nn.utils.clip_grad")
+@functools.lru_cache(maxsize=None)
+def _python_operators() -> frozenset:
+    """The Python functions of torch that are operators: those `torch.overrides` lists as
+    overridable (torch.*, torch.nn.functional.*, ...) and the Python methods of Tensor."""
+    functions = {fn for table in torch.overrides.get_overridable_functions().values() for fn in table}
+    functions.update(torch.overrides.get_testing_overrides())
+    functions.update(fn for fn in vars(torch.Tensor).values() if type(fn) is types.FunctionType)
+    return frozenset(fn for fn in functions if type(fn) is types.FunctionType)
 
 
-def is_torch_function(fn: Any) -> bool:
-    """A Python function of torch that goes into the graph as one call, not inlined."""
-    module = getattr(fn, "__module__", None) or ""
-    return module.startswith("torch") and not module.startswith(_INLINED_TORCH_MODULES)
+def is_graph_operator(target: Any) -> bool:
+    """A torch operator, which becomes one graph node: a function written in C, an operator of
+    `torch.ops`, a Tensor method, or a Python function PyTorch lets `__torch_function__`
+    override. Every other Python function of torch is traced into like user code."""
+    cls = type(target)
+    if cls is types.FunctionType:
+        return target in _python_operators()
+    if cls is types.MethodType:
+        return target.__func__ is _AUTOGRAD_APPLY or target.__func__ in _python_operators()
+    if isinstance(target, _TORCH_OPERATOR_TYPES):
+        return True
+    if isinstance(target, _C_CALLABLE_TYPES):
+        if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
+            return True
+        return (getattr(target, "__module__", None) or "").startswith("torch")
+    return False
 
 
 def is_constant(real: Any) -> bool:
@@ -125,12 +144,12 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
     if cls is types.FunctionType:
-        if is_torch_function(real):
+        if is_graph_operator(real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "id", real)
         return function_value(real, source)
     if cls is types.MethodType and type(real.__func__) is types.FunctionType \
-            and not is_torch_function(real.__func__):
+            and not is_graph_operator(real):
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
         return function_value(real.__func__, None).bind(receiver)
@@ -166,7 +185,7 @@ def _is_named_tuple(cls: type) -> bool:
 def _is_user_instance(real: Any) -> bool:
     """An instance of a user class with `__call__` is read through, not called opaquely."""
     call = getattr(type(real), "__call__", None)
-    return type(call) is types.FunctionType and not is_torch_function(call)
+    return type(call) is types.FunctionType and not is_graph_operator(call)
 
 
 def _item(source: Source | None, key: Any) -> Source | None:
