@@ -56,14 +56,15 @@ _OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDesc
 _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
 
-@functools.lru_cache(maxsize=None)
 def _python_operators() -> frozenset:
     """The Python functions of torch that are operators: those `torch.overrides` lists as
     overridable (torch.*, torch.nn.functional.*, ...) and the Python methods of Tensor."""
-    functions = {fn for table in torch.overrides.get_overridable_functions().values() for fn in table}
-    functions.update(torch.overrides.get_testing_overrides())
-    functions.update(fn for fn in vars(torch.Tensor).values() if type(fn) is types.FunctionType)
-    return frozenset(fn for fn in functions if type(fn) is types.FunctionType)
+    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values()]
+    return frozenset(fn for table in tables for fn in table if type(fn) is types.FunctionType)
+
+
+# Built at import (a few milliseconds), not by the first compiled call.
+_PYTHON_OPERATORS = _python_operators()
 
 
 def is_graph_operator(target: Any) -> bool:
@@ -72,9 +73,9 @@ def is_graph_operator(target: Any) -> bool:
     override. Every other Python function of torch is traced into like user code."""
     cls = type(target)
     if cls is types.FunctionType:
-        return target in _python_operators()
+        return target in _PYTHON_OPERATORS
     if cls is types.MethodType:
-        return target.__func__ is _AUTOGRAD_APPLY or target.__func__ in _python_operators()
+        return target.__func__ is _AUTOGRAD_APPLY or target.__func__ in _PYTHON_OPERATORS
     if isinstance(target, _TORCH_OPERATOR_TYPES):
         return True
     if isinstance(target, _C_CALLABLE_TYPES):
