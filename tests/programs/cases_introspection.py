@@ -5,6 +5,7 @@ contextlib, operator, itertools, collections), and the markers torch gives such 
 (`torch.compiler.is_compiling()`). A changed fact must recompile."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -161,3 +162,75 @@ def _(x):
 def _(batch):
     # tree_map is a Python function of torch taking a user callback: it can only be traced into
     return torch.utils._pytree.tree_map(lambda leaf: leaf * 2 if torch.is_tensor(leaf) else leaf, batch)
+
+
+# -- generators and generator-based context managers ------------------------------------
+
+def _steps(x, n, log):
+    for i in range(n):
+        log.append(f"make {i}")
+        sent = yield x * i
+        if sent is not None:
+            x = x + sent
+    return "finished"
+
+
+@program("generator_function_runs_lazily_with_side_effects_in_order", lambda: (rand(3), []))
+def _(x, log):
+    total = x
+    for value in _steps(x, 3, log):
+        log.append("use")
+        total = total + value
+    return total
+
+
+def _delegating(x, log):
+    result = yield from _steps(x, 2, log)
+    log.append(result)
+    yield x - 1
+
+
+@program("generator_send_next_and_yield_from_with_its_return_value", lambda: (rand(3), []),
+         reference={"xfail": "the value of `yield from` is None instead of the generator's return value",
+                    "why": "PyTorch 2.13 loses the return value of a generator under `yield from`"})
+def _(x, log):
+    steps = _steps(x, 3, log)
+    first = next(steps)
+    second = steps.send(torch.ones(3))
+    rest = list(_delegating(x, log))
+    return first, second, rest, next(steps, None)
+
+
+@program("zip_map_and_enumerate_take_items_from_a_generator_when_asked", lambda: (rand(3), []))
+def _(x, log):
+    pairs = [(i, v) for i, v in enumerate(_steps(x, 5, log)) if i < 2]
+    log.append("between")
+    doubled = map(lambda v: v * 2, _steps(x, 4, log))
+    first = next(doubled)
+    log.append("after first")
+    zipped = [a + b for a, b in zip(range(2), _steps(x, 9, log))]
+    return pairs, first, zipped
+
+
+@contextlib.contextmanager
+def _scaled_context(factor, log):
+    log.append("enter")
+    try:
+        yield factor * 2
+    finally:
+        log.append("exit")
+
+
+@program("contextmanager_runs_setup_and_cleanup_around_the_block", lambda: (rand(3), []))
+def _(x, log):
+    with _scaled_context(3, log) as k:
+        y = x * k
+    try:
+        with _scaled_context(1, log):
+            raise ValueError("stop")
+    except ValueError:
+        y = y - 1
+    with contextlib.suppress(KeyError):
+        {}["missing"]
+    with contextlib.nullcontext(y) as same:
+        return same + 1

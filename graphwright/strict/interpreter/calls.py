@@ -27,7 +27,6 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
-    IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -239,11 +238,11 @@ def _global_hooks() -> bool:
 
 def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Run a Python function's bytecode in a new frame on these symbolic arguments."""
+    from . import generators
     from .frame import Frame
 
     code = function.code
-    if code.co_flags & _UNSUPPORTED_FLAGS or (code.co_flags & inspect.CO_GENERATOR
-                                              and code.co_name != "<genexpr>"):
+    if code.co_flags & _UNSUPPORTED_FLAGS:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
@@ -256,14 +255,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)
-    frame = Frame(tracer, code, function.globals, local_values, function.closure)
     if code.co_flags & inspect.CO_GENERATOR:
-        # Run the generator expression to exhaustion now: its items are symbolic, so nothing
-        # is lost unless it interleaves side effects with its consumer.
-        frame.yielded = []
-        frame.run()
-        return IteratorValue(frame.yielded)
-    return frame.run()
+        return generators.make_generator(tracer, function, local_values)
+    return Frame(tracer, code, function.globals, local_values, function.closure).run()
 
 
 def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],

@@ -52,7 +52,6 @@ class Frame(Instructions311):
         self.index = 0
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
-        self.yielded: list[Value] | None = None
 
     def run(self) -> Value:
         self.tracer.frames.append(self)

@@ -20,6 +20,7 @@ from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    GeneratorValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
@@ -37,6 +38,7 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
+GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
 
@@ -64,6 +66,10 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _method_if(value, name, dict if value.kind is dict else set)
     if isinstance(value, FunctionValue):
         return _function_attr(tracer, value, name)
+    if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
+        from .values import MethodValue
+
+        return MethodValue(value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 

@@ -29,6 +29,7 @@ from .values import (
     DictValue,
     FunctionValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -188,18 +189,37 @@ def _range(tracer, args, kwargs):
     return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
 
 
+def _lazy_rows(tracer, iterables: list[Value], cls: type, make_item: Callable) -> Value:
+    """`make_item(row)` for each row taken from `iterables` together (zip's rule: the shortest
+    ends it). Over a lazy iterator (a generator) the rows are taken when the consumer asks."""
+    if not any(isinstance(arg, LazyIteratorValue) for arg in iterables):
+        columns = [operations.iterate(tracer, arg) for arg in iterables]
+        return IteratorValue([make_item(list(row)) for row in zip(*columns)])
+    iterators = [arg if isinstance(arg, (IteratorValue, LazyIteratorValue))
+                 else IteratorValue(operations.iterate(tracer, arg)) for arg in iterables]
+
+    def advance() -> Value | None:
+        row = []
+        for iterator in iterators:
+            item = iterator.next_item()
+            if item is None:
+                return None
+            row.append(item)
+        return make_item(row)
+    return LazyIteratorValue(advance, cls)
+
+
 @handles(enumerate)
 def _enumerate(tracer, args, kwargs):
     start_value = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    start = operations.python_value(tracer, start_value)
-    items = operations.iterate(tracer, args[0])
-    return IteratorValue([SequenceValue([ConstantValue(start + i), item], tuple) for i, item in enumerate(items)])
+    counter = itertools.count(operations.python_value(tracer, start_value))
+    return _lazy_rows(tracer, [args[0]], enumerate,
+                      lambda row: SequenceValue([ConstantValue(next(counter)), row[0]], tuple))
 
 
 @handles(zip)
 def _zip(tracer, args, kwargs):
-    columns = [operations.iterate(tracer, arg) for arg in args]
-    return IteratorValue([SequenceValue(list(row), tuple) for row in zip(*columns)])
+    return _lazy_rows(tracer, list(args), zip, lambda row: SequenceValue(row, tuple))
 
 
 @handles(reversed)
@@ -209,7 +229,7 @@ def _reversed(tracer, args, kwargs):
 
 @handles(iter)
 def _iter(tracer, args, kwargs):
-    if isinstance(args[0], IteratorValue):
+    if isinstance(args[0], (IteratorValue, LazyIteratorValue)):
         return args[0]
     return IteratorValue(operations.iterate(tracer, args[0]))
 
@@ -217,7 +237,7 @@ def _iter(tracer, args, kwargs):
 @handles(next)
 def _next(tracer, args, kwargs):
     iterator = args[0]
-    if not isinstance(iterator, IteratorValue):
+    if not isinstance(iterator, (IteratorValue, LazyIteratorValue)):
         raise _unsupported(tracer, "next", args)
     item = iterator.next_item()
     if item is not None:
@@ -231,8 +251,7 @@ def _next(tracer, args, kwargs):
 def _map(tracer, args, kwargs):
     from ..interpreter import calls
 
-    columns = [operations.iterate(tracer, arg) for arg in args[1:]]
-    return IteratorValue([calls.call_value(tracer, args[0], list(row), {}) for row in zip(*columns)])
+    return _lazy_rows(tracer, list(args[1:]), map, lambda row: calls.call_value(tracer, args[0], row, {}))
 
 
 @handles(filter)
@@ -243,7 +262,15 @@ def _filter(tracer, args, kwargs):
         if operations.is_none(args[0]):
             return operations.truth(tracer, item)
         return operations.truth(tracer, calls.call_value(tracer, args[0], [item], {}))
-    return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
+    if not isinstance(args[1], LazyIteratorValue):
+        return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
+
+    def advance() -> Value | None:
+        while (item := args[1].next_item()) is not None:
+            if keep(item):
+                return item
+        return None
+    return LazyIteratorValue(advance, filter)
 
 
 @handles(sorted)

@@ -18,6 +18,7 @@ from .values import (
     DictValue,
     FunctionValue,
     IteratorValue,
+    LazyIteratorValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
@@ -75,7 +76,7 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return {key: python_value(tracer, item, purpose) for key, item in value.items.items()}
     if isinstance(value, ModuleValue):
         return value.module
-    if isinstance(value, IteratorValue):
+    if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
         what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
@@ -236,6 +237,11 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(value, IteratorValue):
         items = value.items[value.position:]
         value.position = len(value.items)
+        return items
+    if isinstance(value, LazyIteratorValue):
+        items = []
+        while (item := value.next_item()) is not None:
+            items.append(item)
         return items
     if isinstance(value, ConstantValue) and type(value.value) in (range, str, bytes, torch.Size,
                                                                    frozenset, tuple):
