@@ -1,11 +1,13 @@
 """What calling a symbolic value means: inline it, record it in the graph, or break.
 
-`call_value` is the one dispatch point. Python functions (the user's, and the
-methods of torch.nn modules) are inlined into a new `Frame`; torch functions,
-Tensor methods and operators become graph nodes; builtins and methods of
-modelled values go to `builtin_calls` and `methods`. Before anything else,
-`marked_behaviour` asks whether the callable carries a user marking
-(graph_break, disable, and the rules registry of nonstrict_trace and friends).
+`call_value` is the one dispatch point. Python functions (the user's, and
+torch's own but for its operators) are inlined into a new `Frame`; torch
+operators, Tensor methods and Python operators become graph nodes; builtins and
+methods of modelled values go to `builtin_calls` and `methods`. Before anything
+else, `modelled_call` asks whether the callable has a meaning of its own: a
+user marking (graph_break, disable, the rules registry of nonstrict_trace and
+friends), a library function modelled in `builtin_calls`, or an autograd or
+global-state call.
 """
 from __future__ import annotations
 
@@ -105,23 +107,41 @@ def _specialised(tracer: "Tracer", value: Value) -> Value:
     return value
 
 
-def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """The value of a call the tracer gives its own meaning, whatever kind of callable `target`
+    is (a C function, or a Python function it could trace into): a user marking, a library
+    function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
+    None for any other callable."""
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
+    handler = builtin_calls.handler_for(target)
+    if handler is not None:
+        return handler(tracer, args, kwargs)
+    if _is_one_of(target, _AUTOGRAD_CALLS):
+        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
+    if _is_one_of(target, _GLOBAL_STATE_CALLS):
+        raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
+    return None
+
+
+def _is_one_of(target: Any, callables: set) -> bool:
+    try:
+        return target in callables
+    except TypeError:  # an unhashable callable
+        return False
+
+
+def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    modelled = modelled_call(tracer, target, args, kwargs)
+    if modelled is not None:
+        return modelled
     if isinstance(target, functools._lru_cache_wrapper):
         # the cache is an optimisation of a pure function: trace the function itself
         return call_value(tracer, tracer.wrap(target.__wrapped__, None), args, kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
         return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
-    handler = builtin_calls.handler_for(target)
-    if handler is not None:
-        return handler(tracer, args, kwargs)
-    if target in _AUTOGRAD_CALLS:
-        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
-    if target in _GLOBAL_STATE_CALLS:
-        raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
@@ -241,12 +261,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
-        marked = marked_behaviour(tracer, function.fn, self_args, kwargs)
-        if marked is not None:
-            return marked
-        handler = builtin_calls.handler_for(function.fn)
-        if handler is not None:  # a library function the tracer models (checkpoint, logging.info)
-            return handler(tracer, self_args, kwargs)
+        modelled = modelled_call(tracer, function.fn, self_args, kwargs)
+        if modelled is not None:
+            return modelled
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)
