@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
+import typing
 
 import torch
 
@@ -234,3 +236,113 @@ def _(x, log):
         {}["missing"]
     with contextlib.nullcontext(y) as same:
         return same + 1
+
+
+# -- classes, sets and mapping proxies read from outside --------------------------------
+
+class _Base:
+    scale = 2
+
+    def base_method(self):
+        return 1
+
+
+class _Child(_Base):
+    """Child doc."""
+
+    def child_method(self):
+        return 2
+
+
+@program("class_mro_bases_dict_and_names_are_facts", lambda: rand(3))
+def _(x):
+    cls = _Child
+    names = [klass.__name__ for klass in cls.__mro__]
+    own = "child_method" in cls.__dict__ and "base_method" not in cls.__dict__
+    return (x * len(names), names, own, cls.__bases__[0] is _Base, cls.__qualname__, cls.__doc__,
+            _Base.__dict__["scale"], sorted(k for k in cls.__dict__ if not k.startswith("__")),
+            hasattr(_Child(), "__mro__"))
+
+
+def _set_class_flag(present):
+    def make():
+        if present:
+            _Child.flag = True
+        elif "flag" in _Child.__dict__:
+            del _Child.flag
+        return rand(3)
+    return make
+
+
+@program("attribute_added_to_a_class_dict_recompiles", _set_class_flag(False),
+         changed=_set_class_flag(True), frames_changed=2, reset=_set_class_flag(False))
+def _(x):
+    return x * 2 if "flag" in _Child.__dict__ else x * 3
+
+
+def _filter_kwargs(func, allowed):
+    """The shape of transformers' `filter_out_non_signature_kwargs`: a set in a closure."""
+    valid = set(allowed)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **{key: value for key, value in kwargs.items() if key in valid})
+
+    return wrapper
+
+
+_filtered = _filter_kwargs(lambda x, scale=1.0: x * scale, ["scale"])
+
+
+@program("set_in_a_closure_filters_keyword_arguments", lambda: rand(3))
+def _(x):
+    return _filtered(x, scale=2.0, unknown=3)
+
+
+_NAMES = {"weight", "bias"}
+
+
+def _set_names(*names):
+    def make():
+        _NAMES.clear()
+        _NAMES.update(names)
+        return rand(3)
+    return make
+
+
+@program("global_set_changed_between_calls_recompiles", _set_names("weight", "bias"),
+         changed=_set_names("weight"), frames_changed=2, reset=_set_names("weight", "bias"))
+def _(x):
+    return x * len(_NAMES) if "bias" in _NAMES else x
+
+
+# -- inspect and typing on constant callables -------------------------------------------
+
+def _target(a, b=2, *rest, c, **extra):
+    return a * b + c
+
+
+@functools.wraps(_target)
+def _wrapped_target(*args, **kwargs):
+    return _target(*args, **kwargs)
+
+
+_SIGNATURE = inspect.signature(_target)
+
+
+@program("inspect_signature_of_a_constant_callable_is_a_constant", lambda: rand(3))
+def _(x, **kwargs):
+    signature = inspect.signature(_wrapped_target)
+    names = list(signature.parameters)
+    kinds = [parameter.kind.name for parameter in signature.parameters.values()]
+    default = signature.parameters["b"].default
+    return (x * default, names, kinds, inspect.isfunction(_target), inspect.isclass(_Child),
+            inspect.unwrap(_wrapped_target) is _target, typing.cast(torch.Tensor, x) + 1)
+
+
+@program("signature_bind_on_traced_arguments", lambda: rand(3))
+def _(x):
+    # transformers' `select_hidden_states`: a signature made at import binds the call's arguments
+    bound = _SIGNATURE.bind(x, 3, c=4)
+    bound.apply_defaults()
+    return bound.arguments["a"] * bound.arguments["b"], sorted(bound.arguments)

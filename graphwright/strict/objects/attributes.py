@@ -63,7 +63,7 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
-        return _method_if(value, name, dict if value.kind is dict else set)
+        return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
     if isinstance(value, FunctionValue):
         return _function_attr(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
@@ -151,16 +151,18 @@ def _structseq_index(cls: type, name: str) -> int:
 
 def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source: Any) -> Value | None:
     """Attribute `name` found on `cls` (through the MRO), bound to `receiver` as Python would."""
+    is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
     for klass in cls.__mro__:
         if name in klass.__dict__:
             raw = klass.__dict__[name]
             break
     else:
-        real = getattr(cls, name, _MISSING)  # slots of `type` itself: __name__, __mro__, ...
-        return None if real is _MISSING else tracer.wrap(real, None)
+        if not is_class:  # __name__, __mro__...: attributes of the class object, not of instances
+            return None
+        real = getattr(cls, name, _MISSING)  # slots of `type` itself, or the metaclass's attributes
+        return None if real is _MISSING else tracer.wrap(real, source)
     from ..interpreter import calls
 
-    is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
     if is_class and source is not None and type(raw) is types.FunctionType:
         tracer.add_guard(source, "id", raw)
     if isinstance(raw, staticmethod):

@@ -22,7 +22,7 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, operations
+from . import attributes, introspection, operations
 from .values import (
     NONE,
     ConstantValue,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = {}
+_HANDLERS: dict[Any, Handler] = dict(introspection.HANDLERS)
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 _LOGGING_FUNCTIONS = {logging.debug, logging.info, logging.warning, logging.error,
                       logging.critical, logging.exception, logging.log}

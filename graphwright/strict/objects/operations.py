@@ -7,6 +7,7 @@ item. Anything else is a graph break naming the operation and the types.
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -307,14 +308,22 @@ def setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> Non
             container.items[index] = value
         return
     if isinstance(container, DictValue) and container.kind is dict:
+        _check_writable(tracer, container)
         tracer.side_effects.mutate(container)
         container.items[hashable_key(tracer, key)] = value
         return
     raise _unsupported(tracer, operator.setitem, container, key, value)
 
 
+def _check_writable(tracer: "Tracer", container: Value) -> None:
+    """A mappingproxy (a class's `__dict__`) reads like a dict but refuses writes, as in Python."""
+    if isinstance(container, DictValue) and container.cls is types.MappingProxyType:
+        raise tracer.user_error(TypeError("'mappingproxy' object does not support item assignment"))
+
+
 def delitem(tracer: "Tracer", container: Value, key: Value) -> None:
     if isinstance(container, (SequenceValue, DictValue)) and container.kind in (list, dict):
+        _check_writable(tracer, container)
         tracer.side_effects.mutate(container)
         try:
             del container.items[hashable_key(tracer, key) if container.kind is dict

@@ -134,13 +134,18 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
-    if cls is dict or cls is collections.OrderedDict:
+    if cls is dict or cls is collections.OrderedDict or cls is types.MappingProxyType:
         if not all(is_constant(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
+    if cls is set and all(is_constant(item) for item in real):
+        # the order too: code that iterates the set must see the order it was traced with
+        tracer.add_guard(source, "type", set)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({item: ConstantValue(item) for item in real}, set, source)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
