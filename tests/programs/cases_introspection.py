@@ -8,11 +8,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import operator
 import typing
 
 import torch
 
-from .harness import program_decorator, rand
+from .harness import corpus_logger, program_decorator, rand
 
 PROGRAMS = []
 
@@ -346,3 +347,63 @@ def _(x):
     bound = _SIGNATURE.bind(x, 3, c=4)
     bound.apply_defaults()
     return bound.arguments["a"] * bound.arguments["b"], sorted(bound.arguments)
+
+
+# -- functools caches, operator getters, bound methods ---------------------------------
+
+@functools.lru_cache(None)
+def _warn_once(message):
+    corpus_logger.warning(message)
+
+
+class _Reporter:
+    @functools.lru_cache(None)  # noqa: B019 (transformers' Logger.warning_once is built this way)
+    def report_once(self, message):
+        corpus_logger.info(message)
+
+
+_REPORTER = _Reporter()
+
+
+def _clear_caches():
+    _warn_once.cache_clear()
+    _Reporter.report_once.cache_clear()
+
+
+@program("cached_logging_helper_logs_once_across_calls", lambda: rand(3), repeats=3, reset=_clear_caches,
+         reference={"xfail": "logging.Logger methods are a graph break under fullgraph",
+                    "why": "PyTorch 2.13 does not replay logging calls outside export"})
+def _(x):
+    _warn_once("deprecated argument")
+    _warn_once("deprecated argument")
+    _REPORTER.report_once("using the fast path")
+    return x * 2
+
+
+class _Config:
+    hidden = 4
+
+    class attention:
+        heads = 2
+
+
+_GET_SIZES = operator.attrgetter("hidden", "attention.heads")
+
+
+@program("operator_attrgetter_itemgetter_methodcaller", lambda: (rand(4), _Config()),
+         reference={"xfail": "Dynamo does not know how to trace method `__call__` of class `attrgetter`",
+                    "why": "PyTorch 2.13 does not model operator.attrgetter"})
+def _(x, config):
+    hidden, heads = _GET_SIZES(config)
+    first = operator.itemgetter(0)([x, x + 1])
+    pair = operator.itemgetter("a", "b")({"a": x, "b": heads})
+    total = operator.methodcaller("sum", dim=0)(x)
+    return x * hidden + heads, first, pair, operator.attrgetter("shape")(x), total
+
+
+_LAYER = _Layer()
+
+
+@program("bound_method_argument_does_not_recompile", lambda: (rand(3), _LAYER.forward), repeats=3)
+def _(x, method):
+    return method(x) + 1

@@ -62,6 +62,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return tracer.wrap(function.value(), source)
     if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
         return _call_partial(tracer, function, args, kwargs)
+    if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
+        return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
         return call_constant(tracer, function.value, args, kwargs)
     if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
@@ -137,8 +139,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     if modelled is not None:
         return modelled
     if isinstance(target, functools._lru_cache_wrapper):
-        # the cache is an optimisation of a pure function: trace the function itself
-        return call_value(tracer, tracer.wrap(target.__wrapped__, None), args, kwargs)
+        return _call_cached(tracer, target, args, kwargs)
+    if type(target) is types.MethodType and isinstance(target.__func__, functools._lru_cache_wrapper):
+        return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
         return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
@@ -154,6 +157,27 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     module = getattr(target, "__module__", None)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {module}.{name}",
                              name=f"{module}.{name}" if module else name)
+
+
+def _call_cached(tracer: "Tracer", cached: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """A function under `functools.lru_cache`/`cache`: the cache is an optimisation of a pure
+    function, so the function itself is traced. One whose only effects are replayed calls
+    (transformers' `logger.warning_once`) has them once per distinct arguments: the cached call
+    itself is replayed instead, so that the real cache decides at run time, as in Python."""
+    effects = tracer.side_effects
+    before = effects.counts()
+    result = call_value(tracer, tracer.wrap(cached.__wrapped__, None), args, kwargs)
+    after = effects.counts()
+    if after == before:
+        return result
+    if after[1:] != before[1:] or not all(operations.is_constant_tree(arg) or arg.source is not None
+                                          for arg in [*args, *kwargs.values()]):
+        name = getattr(cached, "__qualname__", repr(cached))
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"cached {name} with side effects",
+                                 name=f"{name} (a cached function that changes state)")
+    del effects.replayed_calls[before[0]:]
+    effects.replay_call(cached, args, kwargs)
+    return result
 
 
 def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -174,7 +198,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
-    if issubclass(cls, BaseException):
+    if issubclass(cls, BaseException) or cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)

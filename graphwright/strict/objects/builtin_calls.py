@@ -396,6 +396,38 @@ def _reduce(tracer, args, kwargs):
     return total
 
 
+GETTER_TYPES = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
+
+
+def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """An `operator.attrgetter`/`itemgetter`/`methodcaller` applied to a value: the attribute
+    reads, item reads or method call it stands for, read off the getter's own arguments."""
+    from ..interpreter import calls
+
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"{type(getter).__name__} expected 1 argument, got {len(args)}"))
+    (target,) = args
+    made_by, stored = getter.__reduce__()[:2]
+    if type(getter) is operator.attrgetter:
+        found = []
+        for path in stored:
+            value = target
+            for name in path.split("."):
+                value = attributes.load_attr(tracer, value, name)
+            found.append(value)
+        return found[0] if len(found) == 1 else SequenceValue(found, tuple)
+    if type(getter) is operator.itemgetter:
+        found = [operations.getitem(tracer, target, tracer.wrap(key, None)) for key in stored]
+        return found[0] if len(found) == 1 else SequenceValue(found, tuple)
+    if isinstance(made_by, functools.partial):  # methodcaller with keywords
+        name, call_args, call_kwargs = made_by.args[0], stored, made_by.keywords
+    else:
+        name, call_args, call_kwargs = stored[0], stored[1:], {}
+    method = attributes.load_attr(tracer, target, name)
+    return calls.call_value(tracer, method, [tracer.wrap(arg, None) for arg in call_args],
+                            {key: tracer.wrap(arg, None) for key, arg in call_kwargs.items()})
+
+
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)

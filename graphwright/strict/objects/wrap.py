@@ -32,9 +32,11 @@ from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    TensorValue,
     Value,
 )
 
@@ -154,11 +156,15 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "id", real)
         return function_value(real, source)
-    if cls is types.MethodType and type(real.__func__) is types.FunctionType \
-            and not is_graph_operator(real):
+    if cls is types.MethodType:
+        # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
-        return function_value(real.__func__, None).bind(receiver)
+        if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
+            return function_value(real.__func__, None).bind(receiver)
+        if isinstance(receiver, TensorValue):
+            return MethodValue(receiver, real.__func__.__name__)
+        return ConstantValue(real, source)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
