@@ -13,6 +13,7 @@ from . import (
     cases_graph_breaks,
     cases_guards,
     cases_idioms,
+    cases_introspection,
     cases_language,
     cases_models,
     cases_modules,
@@ -25,7 +26,7 @@ ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
-    *cases_classes.PROGRAMS,
+    *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS,
 ]
 
 

@@ -87,7 +87,6 @@ class Frame(Instructions311):
         self.checkpoint: tuple[int, dis.Instruction] | None = None
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
-        self.yielded: list[Value] | None = None
 
     def run(self) -> Value:
         self.tracer.frames.append(self)

@@ -18,7 +18,9 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     SequenceValue,
 )
 from . import calls, contexts
@@ -298,7 +300,7 @@ class Instructions311:
 
     def op_GET_ITER(self, inst):
         iterable = self.pop()
-        if not isinstance(iterable, IteratorValue):
+        if not isinstance(iterable, (IteratorValue, LazyIteratorValue)):
             iterable = IteratorValue(operations.iterate(self.tracer, iterable))
         self.push(iterable)
 
@@ -360,10 +362,24 @@ class Instructions311:
         self.push(NONE)
 
     def op_YIELD_VALUE(self, inst):
-        if self.yielded is None:
-            raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
-        self.yielded.append(self.pop())
-        self.push(NONE)
+        # the compiled function itself is a generator (those called inside it run in a GeneratorFrame)
+        raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
+
+    def op_GET_YIELD_FROM_ITER(self, inst):
+        if not isinstance(self.stack[-1], (IteratorValue, LazyIteratorValue)):
+            self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
+
+    def op_SEND(self, inst):
+        from . import generators  # generators' frames are frames: imported late
+
+        sent = self.pop()
+        item = generators.delegate(self.tracer, self.stack[-1], sent)
+        if item is None:
+            receiver = self.stack[-1]
+            self.stack[-1] = receiver.returned if isinstance(receiver, GeneratorValue) else NONE
+            self.jump_to(inst.argval)
+        else:
+            self.push(item)
 
     # -- calls ---------------------------------------------------------------------------
     def op_KW_NAMES(self, inst):

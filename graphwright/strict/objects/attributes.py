@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ModuleDictSource
+from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from . import classes
 from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    GeneratorValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
@@ -41,6 +42,7 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
+GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
 
@@ -67,13 +69,15 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
-        return _method_if(value, name, dict if value.kind is dict else set)
+        return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
-    if isinstance(value, FunctionValue) and name in ("__name__", "__qualname__", "__module__"):
-        return ConstantValue(value.name if name != "__module__" else value.globals.get("__name__"))
-    if isinstance(value, FunctionValue) and name == "__self__" and value.bound_self is not None:
-        return value.bound_self
+    if isinstance(value, FunctionValue):
+        return _function_attr(tracer, value, name)
+    if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
+        from .values import MethodValue
+
+        return MethodValue(value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 
@@ -121,8 +125,10 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if isinstance(value.value, type):
         return classes.class_attribute(tracer, value, name)
-    if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
-        return MethodValue(value, name)
+    if is_constant(value.value):
+        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
+            return MethodValue(value, name)
+        return tracer.wrap(real, None)  # a fact of an immutable object: nothing more to guard
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
 
 
@@ -150,6 +156,52 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
 def _structseq_index(cls: type, name: str) -> int:
     sample = cls(tuple(range(cls.n_fields)))
     return getattr(sample, name)
+
+
+def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """Any attribute of a function. A real function (`fn` set) answers from itself, read by
+    source so that a changed attribute recompiles; a function made in the region answers from
+    its code object and the state recorded when it was made. A bound method forwards every
+    read but `__self__` and `__func__` to its function, as Python's method objects do."""
+    if value.bound_self is not None:
+        if name == "__self__":
+            return value.bound_self
+        value = FunctionValue(value.code, value.globals, value.name, value.defaults, value.kwdefaults,
+                              value.closure, fn=value.fn)
+        if name == "__func__":
+            return value
+    if value.fn is not None:
+        if callable(getattr(types.FunctionType, name, None)):  # __get__, __call__: not modelled
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"function.{name}", name=name, type="function")
+        real = getattr(value.fn, name, _MISSING)
+        if real is _MISSING:
+            return None
+        base = value.source or ConstantSource(id(value.fn), value.fn)
+        return tracer.wrap(real, AttrSource(base, name))
+    return _made_function_attr(tracer, value, name)
+
+
+def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """A function made by MAKE_FUNCTION while tracing has no attributes but those it was made with:
+    stores on it are not modelled, so nothing else can have been added."""
+    code = value.code
+    if name == "__code__":
+        return ConstantValue(code)
+    if name in ("__name__", "__qualname__"):
+        return ConstantValue(value.name if name == "__name__" else code.co_qualname)
+    if name == "__module__":
+        return ConstantValue(value.globals.get("__name__"))
+    if name == "__doc__":  # CPython 3.11 takes the first constant when it is a string
+        first = code.co_consts[0] if code.co_consts else None
+        return ConstantValue(first if isinstance(first, str) else None)
+    if name == "__defaults__":
+        return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
+    if name == "__kwdefaults__":
+        return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
+    if hasattr(types.FunctionType, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
+                                 type="function made in the compiled region")
+    return None
 
 
 def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:

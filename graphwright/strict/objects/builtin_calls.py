@@ -22,13 +22,14 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, classes, copying, instances, operations
+from . import attributes, classes, copying, instances, introspection, operations
 from .values import (
     NONE,
     ConstantValue,
     DictValue,
     FunctionValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = {}
+_HANDLERS: dict[Any, Handler] = dict(introspection.HANDLERS)
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 _LOGGING_FUNCTIONS = {logging.debug, logging.info, logging.warning, logging.error,
                       logging.critical, logging.exception, logging.log}
@@ -238,18 +239,37 @@ def _range(tracer, args, kwargs):
     return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
 
 
+def _lazy_rows(tracer, iterables: list[Value], cls: type, make_item: Callable) -> Value:
+    """`make_item(row)` for each row taken from `iterables` together (zip's rule: the shortest
+    ends it). Over a lazy iterator (a generator) the rows are taken when the consumer asks."""
+    if not any(isinstance(arg, LazyIteratorValue) for arg in iterables):
+        columns = [operations.iterate(tracer, arg) for arg in iterables]
+        return IteratorValue([make_item(list(row)) for row in zip(*columns)])
+    iterators = [arg if isinstance(arg, (IteratorValue, LazyIteratorValue))
+                 else IteratorValue(operations.iterate(tracer, arg)) for arg in iterables]
+
+    def advance() -> Value | None:
+        row = []
+        for iterator in iterators:
+            item = iterator.next_item()
+            if item is None:
+                return None
+            row.append(item)
+        return make_item(row)
+    return LazyIteratorValue(advance, cls)
+
+
 @handles(enumerate)
 def _enumerate(tracer, args, kwargs):
     start_value = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    start = operations.python_value(tracer, start_value)
-    items = operations.iterate(tracer, args[0])
-    return IteratorValue([SequenceValue([ConstantValue(start + i), item], tuple) for i, item in enumerate(items)])
+    counter = itertools.count(operations.python_value(tracer, start_value))
+    return _lazy_rows(tracer, [args[0]], enumerate,
+                      lambda row: SequenceValue([ConstantValue(next(counter)), row[0]], tuple))
 
 
 @handles(zip)
 def _zip(tracer, args, kwargs):
-    columns = [operations.iterate(tracer, arg) for arg in args]
-    return IteratorValue([SequenceValue(list(row), tuple) for row in zip(*columns)])
+    return _lazy_rows(tracer, list(args), zip, lambda row: SequenceValue(row, tuple))
 
 
 @handles(reversed)
@@ -259,7 +279,7 @@ def _reversed(tracer, args, kwargs):
 
 @handles(iter)
 def _iter(tracer, args, kwargs):
-    if isinstance(args[0], IteratorValue):
+    if isinstance(args[0], (IteratorValue, LazyIteratorValue)):
         return args[0]
     method = classes.special_method(tracer, args[0], "__iter__")
     if method is not None:
@@ -280,7 +300,7 @@ def _next(tracer, args, kwargs):
         from ..interpreter import calls
 
         return calls.call_value(tracer, method, [], {})
-    if not isinstance(iterator, IteratorValue):
+    if not isinstance(iterator, (IteratorValue, LazyIteratorValue)):
         raise _unsupported(tracer, "next", args)
     item = iterator.next_item()
     if item is not None:
@@ -294,8 +314,7 @@ def _next(tracer, args, kwargs):
 def _map(tracer, args, kwargs):
     from ..interpreter import calls
 
-    columns = [operations.iterate(tracer, arg) for arg in args[1:]]
-    return IteratorValue([calls.call_value(tracer, args[0], list(row), {}) for row in zip(*columns)])
+    return _lazy_rows(tracer, list(args[1:]), map, lambda row: calls.call_value(tracer, args[0], row, {}))
 
 
 @handles(filter)
@@ -306,7 +325,15 @@ def _filter(tracer, args, kwargs):
         if operations.is_none(args[0]):
             return operations.truth(tracer, item)
         return operations.truth(tracer, calls.call_value(tracer, args[0], [item], {}))
-    return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
+    if not isinstance(args[1], LazyIteratorValue):
+        return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
+
+    def advance() -> Value | None:
+        while (item := args[1].next_item()) is not None:
+            if keep(item):
+                return item
+        return None
+    return LazyIteratorValue(advance, filter)
 
 
 @handles(sorted)
@@ -463,6 +490,38 @@ def _reduce(tracer, args, kwargs):
     for item in items[1:]:
         total = calls.call_value(tracer, args[0], [total, item], {})
     return total
+
+
+GETTER_TYPES = (operator.attrgetter, operator.itemgetter, operator.methodcaller)
+
+
+def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """An `operator.attrgetter`/`itemgetter`/`methodcaller` applied to a value: the attribute
+    reads, item reads or method call it stands for, read off the getter's own arguments."""
+    from ..interpreter import calls
+
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"{type(getter).__name__} expected 1 argument, got {len(args)}"))
+    (target,) = args
+    made_by, stored = getter.__reduce__()[:2]
+    if type(getter) is operator.attrgetter:
+        found = []
+        for path in stored:
+            value = target
+            for name in path.split("."):
+                value = attributes.load_attr(tracer, value, name)
+            found.append(value)
+        return found[0] if len(found) == 1 else SequenceValue(found, tuple)
+    if type(getter) is operator.itemgetter:
+        found = [operations.getitem(tracer, target, tracer.wrap(key, None)) for key in stored]
+        return found[0] if len(found) == 1 else SequenceValue(found, tuple)
+    if isinstance(made_by, functools.partial):  # methodcaller with keywords
+        name, call_args, call_kwargs = made_by.args[0], stored, made_by.keywords
+    else:
+        name, call_args, call_kwargs = stored[0], stored[1:], {}
+    method = attributes.load_attr(tracer, target, name)
+    return calls.call_value(tracer, method, [tracer.wrap(arg, None) for arg in call_args],
+                            {key: tracer.wrap(arg, None) for key, arg in call_kwargs.items()})
 
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)

@@ -43,7 +43,7 @@ from .values import (
     SuperValue,
     Value,
 )
-from .wrap import function_value, is_torch_function
+from .wrap import function_value, is_graph_operator
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -170,8 +170,9 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw.__func__)
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
-        if is_torch_function(raw.__func__):  # e.g. autograd.Function.apply: one opaque call
-            return ConstantValue(getattr(cls, name))
+        bound = getattr(cls, name)
+        if is_graph_operator(bound):  # e.g. autograd.Function.apply: one opaque call
+            return ConstantValue(bound)
         tracer.add_guard(_entry_source(owner, name), "id", raw)
         return function_value(raw.__func__, None).bind(cls_value)
     if isinstance(raw, property):
@@ -194,10 +195,14 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
     if isinstance(raw, _BUILTIN_METHODS):
         return MethodValue(instance, name) if instance is not None else ConstantValue(raw)
     if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
-        # the cache is an optimisation of a pure function: trace the function itself
+        # a cached function: called through the tracer's model of the cache (`calls`), bound
+        # to the real instance; on an instance made in the region, the function itself
         tracer.add_guard(_entry_source(owner, name), "id", raw)
-        function = function_value(raw.__wrapped__, None)
-        return function if instance is None else function.bind(instance)
+        if instance is None:
+            return ConstantValue(raw)
+        if real_object(instance) is not None:
+            return ConstantValue(types.MethodType(raw, real_object(instance)))
+        return function_value(raw.__wrapped__, None).bind(instance)
     real = real_object(instance) if instance is not None else None
     if real is not None and instance.source is not None:
         return tracer.wrap(getattr(real, name), AttrSource(instance.source, name))
@@ -217,7 +222,7 @@ def _accessor(tracer: "Tracer", function: Any) -> Value:
 
 def _bind_function(tracer: "Tracer", owner: type, raw: types.FunctionType, name: str,
                    instance: Value | None, cls: type) -> Value:
-    if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
+    if is_graph_operator(raw):
         if instance is None:
             return ConstantValue(raw)
         if isinstance(instance, ConstantValue):
@@ -355,7 +360,7 @@ def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value 
         return None if real is _MISSING else tracer.wrap(real, source)
     owner, raw = found
     if type(raw) is types.FunctionType:
-        if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
+        if is_graph_operator(raw):
             return ConstantValue(raw)
         if source is not None:
             tracer.add_guard(source, "id", raw)

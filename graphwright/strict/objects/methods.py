@@ -21,6 +21,7 @@ from .values import (
     ConstantValue,
     ContextValue,
     DictValue,
+    GeneratorValue,
     IteratorValue,
     ModuleValue,
     ObjectValue,
@@ -54,6 +55,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return _constant_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ModuleValue):
         return _module_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, GeneratorValue):
+        from ..interpreter import generators
+
+        return generators.call_method(tracer, receiver, name, args)
     if isinstance(receiver, ContextValue) and name == "__exit__":
         from ..interpreter import contexts
 

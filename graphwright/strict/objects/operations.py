@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -25,6 +26,7 @@ from .values import (
     DictValue,
     FunctionValue,
     IteratorValue,
+    LazyIteratorValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
@@ -108,7 +110,7 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return items if value.cls is None else value.cls(items)
     if isinstance(value, ModuleValue):
         return value.module
-    if isinstance(value, IteratorValue):
+    if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
         what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
@@ -378,6 +380,11 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         items = value.items[value.position:]
         value.position = len(value.items)
         return items
+    if isinstance(value, LazyIteratorValue):
+        items = []
+        while (item := value.next_item()) is not None:
+            items.append(item)
+        return items
     if isinstance(value, ConstantValue) and type(value.value) in (range, str, bytes, torch.Size,
                                                                    frozenset, tuple):
         return [constant(item) for item in value.value]
@@ -494,10 +501,17 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
             container.items[index] = value
         return
     if isinstance(container, DictValue) and container.kind is dict:
+        _check_writable(tracer, container)
         tracer.side_effects.mutate(container)
         container.items[hashable_key(tracer, key)] = value
         return
     raise _unsupported(tracer, operator.setitem, container, key, value)
+
+
+def _check_writable(tracer: "Tracer", container: Value) -> None:
+    """A mappingproxy (a class's `__dict__`) reads like a dict but refuses writes, as in Python."""
+    if isinstance(container, DictValue) and container.cls is types.MappingProxyType:
+        raise tracer.user_error(TypeError("'mappingproxy' object does not support item assignment"))
 
 
 def delitem(tracer: "Tracer", container: Value, key: Value) -> None:
@@ -517,6 +531,7 @@ def _check_supports(tracer: "Tracer", container: Value, method: str, message: st
 def native_delitem(tracer: "Tracer", container: Value, key: Value) -> None:
     _check_supports(tracer, container, "__delitem__", "doesn't support item deletion")
     if isinstance(container, (SequenceValue, DictValue)) and container.kind in (list, dict):
+        _check_writable(tracer, container)
         tracer.side_effects.mutate(container)
         try:
             del container.items[hashable_key(tracer, key) if container.kind is dict

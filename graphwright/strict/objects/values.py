@@ -17,6 +17,8 @@ One class per kind of Python behaviour, not per type:
 - `MethodValue`: a method of a value the tracer models natively (list.append,
   Tensor.add, str.format, Logger.info).
 - `IteratorValue`: an iterator over an already known list of values.
+- `LazyIteratorValue`: an iterator whose items are made when asked for: a generator
+  made in the region (`GeneratorValue`), or map/zip/filter/enumerate over one.
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
 
@@ -25,7 +27,7 @@ Values read from outside carry a `source`; values created while tracing have non
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -229,6 +231,44 @@ class IteratorValue(Value):
 
     def python_type(self) -> type:
         return type(iter(()))
+
+
+class LazyIteratorValue(Value):
+    """An iterator whose items are made on demand, in the consumer's order, so that side
+    effects interleave as in Python: `advance()` returns the next item, or None at the end."""
+
+    __slots__ = ("advance", "cls", "done")
+
+    def __init__(self, advance: Callable[[], Value | None], cls: type) -> None:
+        super().__init__(None)
+        self.advance = advance
+        self.cls = cls
+        self.done = False
+
+    def next_item(self) -> Value | None:
+        if self.done:
+            return None
+        item = self.advance()
+        self.done = item is None
+        return item
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class GeneratorValue(LazyIteratorValue):
+    """A generator made in the region: `frame` runs its code and is suspended at each `yield`
+    (`interpreter/generators.py` resumes it); `returned` is its return value once done."""
+
+    __slots__ = ("frame", "started", "returned")
+
+    def __init__(self, frame: Any) -> None:
+        from ..interpreter.generators import resume
+
+        super().__init__(lambda: resume(self, NONE), types.GeneratorType)
+        self.frame = frame
+        self.started = False
+        self.returned: Value = NONE
 
 
 class ContextValue(Value):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dis
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
