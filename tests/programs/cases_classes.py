@@ -450,6 +450,14 @@ def _(x):
     return total, logged.reads
 
 
+@program("getattribute_override_on_an_object_passed_in", lambda: (rand(3), Logged(2)),
+         changed=lambda: (rand(3), Logged(5)), frames_changed=2,
+         reference=dict(xfail="2.13 cannot trace a class that overrides __getattribute__",
+                        why="PyTorch breaks the graph here"))
+def _(x, logged):
+    return x * logged.value, logged.reads
+
+
 class Interval:
     def __init__(self, low, high):
         self.low, self.high = low, high

@@ -94,6 +94,23 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class InstanceDictSource(Source):
+    """An object's own `__dict__`, read without its class's `__getattribute__` (a Python one
+    would run on every guard check)."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(object.__getattribute__)}({writer.expr(self.base)}, '__dict__')"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return object.__getattribute__(self.base.read(fn, local_values), "__dict__")
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__dict__"
+
+
+@dataclass(frozen=True)
 class ModuleDictSource(Source):
     """An entry of an nn.Module's `_parameters`, `_buffers` or `_modules`: fast to re-read."""
 

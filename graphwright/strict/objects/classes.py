@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ConstantSource, ItemSource, Source
+from ..guards.sources import AttrSource, ConstantSource, InstanceDictSource, ItemSource, Source
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from .values import (
@@ -298,7 +298,23 @@ def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
     state = instance_dict_of(real)
     if state is None or name not in state:
         return None
-    return tracer.wrap(state[name], _attr(instance.source, name))
+    return tracer.wrap(state[name], _own_source(tracer, instance, name))
+
+
+def _own_source(tracer: "Tracer", instance: Value, name: str) -> Source | None:
+    """Where the guards re-read an instance's own attribute: `x.name`, or the entry of its
+    `__dict__` when its class's `__getattribute__` is Python (a config's: slow to run per guard)."""
+    if instance.source is None:
+        return None
+    if _python_hook(tracer, instance.python_type(), "__getattribute__") is None:
+        return AttrSource(instance.source, name)
+    return ItemSource(dict_source(tracer, instance), name)
+
+
+def dict_source(tracer: "Tracer", instance: Value) -> Source:
+    if _python_hook(tracer, instance.python_type(), "__getattribute__") is None:
+        return AttrSource(instance.source, "__dict__")
+    return InstanceDictSource(instance.source)
 
 
 def instance_dict_of(real: Any) -> dict | None:
@@ -337,7 +353,7 @@ def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.__dict__ after stores",
                                  name="__dict__ (after attributes were set in the region)",
                                  type=cls.__name__)
-    return tracer.wrap(instance_dict_of(real), _attr(instance.source, "__dict__"))
+    return tracer.wrap(instance_dict_of(real), None if instance.source is None else dict_source(tracer, instance))
 
 
 def has_instance_dict(cls: type) -> bool:
@@ -345,7 +361,7 @@ def has_instance_dict(cls: type) -> bool:
 
 
 def _dict_was_read(tracer: "Tracer", instance: Value) -> bool:
-    return instance.source is not None and AttrSource(instance.source, "__dict__") in tracer.memo_by_source
+    return instance.source is not None and dict_source(tracer, instance) in tracer.memo_by_source
 
 
 def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
