@@ -167,7 +167,7 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
     if cls_value is None:
         cls_value = class_value(cls)
     if isinstance(raw, staticmethod):
-        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw.__func__)
+        tracer.add_guard(_resolution_source(cls, owner, name, raw.__func__), "id", raw.__func__)
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
         bound = getattr(cls, name)
@@ -193,7 +193,13 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         tracer.add_guard(_entry_source(owner, name), "id", raw)
         return _call(tracer, function_value(getter, None), [descriptor, instance or ConstantValue(None), cls_value])
     if isinstance(raw, _BUILTIN_METHODS):
-        return MethodValue(instance, name) if instance is not None else ConstantValue(raw)
+        if instance is None:
+            return ConstantValue(raw)
+        if isinstance(instance, ObjectValue) and instance.obj is not None \
+                and raw.__objclass__ not in MODELLED_BASES:
+            # a C method of a real object (a regex, a generator): called as the constant it is
+            return tracer.wrap(getattr(real_object(instance), name), None)
+        return MethodValue(instance, name)
     if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
         # a cached function: called through the tracer's model of the cache (`calls`), bound
         # to the real instance; on an instance made in the region, the function itself
@@ -232,11 +238,18 @@ def _bind_function(tracer: "Tracer", owner: type, raw: types.FunctionType, name:
             qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
             raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
     # the class is guarded (by type or identity); a method replaced on it must recompile too
-    resolved = cls.__dict__.get(name, _MISSING) is raw or getattr(cls, name, None) is raw
-    source = AttrSource(ConstantSource(id(cls), cls), name) if resolved else _entry_source(owner, name)
-    tracer.add_guard(source, "id", raw)
+    tracer.add_guard(_resolution_source(cls, owner, name, raw), "id", raw)
     function = function_value(raw, None)
     return function if instance is None else function.bind(instance)
+
+
+def _resolution_source(cls: type, owner: type, name: str, function: Any) -> Source:
+    """Where a guard re-reads a function found on `owner`: `cls.name` when that is how it is
+    reached (so that a method added to a subclass is noticed too), else the entry itself (a
+    function reached through super())."""
+    if getattr(cls, name, None) is function:
+        return AttrSource(ConstantSource(id(cls), cls), name)
+    return _entry_source(owner, name)
 
 
 # -- reading attributes ---------------------------------------------------------------------
