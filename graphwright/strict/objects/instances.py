@@ -155,6 +155,24 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     instance.items.update(pairs)
 
 
+def make_empty(cls: type, base: type, items: tuple | None) -> Any:
+    """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
+    runs); a tuple's items are given here. Used by residual code and for pytree templates."""
+    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+
+
+def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
+    """Give an instance made by `make_empty` its items and attributes as the builtin base and
+    `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    if isinstance(contents, dict):
+        for key, value in contents.items():
+            base.__setitem__(instance, key, value)
+    elif contents is not None:
+        list.extend(instance, contents)
+    for name, value in state.items():
+        object.__setattr__(instance, name, value)
+
+
 def handle_builtin_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`object.__new__(cls)`, `tuple.__new__(cls, items)`, `dict.__new__(cls)`...: called
     explicitly, usually from a class's own `__new__` through super()."""
