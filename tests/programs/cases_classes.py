@@ -550,13 +550,19 @@ class Access(enum.Flag):
     WRITE = 2
 
 
+class Permission(enum.IntFlag):
+    READ = 1
+    WRITE = 2
+
+
 @program("enum_members_and_classes", lambda: rand(3))
 def _(x):
     color = Color(2)
     named = Color["RED"]
     members = [member.name for member in Color]
     both = Access.READ | Access.WRITE
-    return (x * color.scale() + Level.HIGH, named is Color.RED, members, len(Color),
+    return (x * color.scale() + Level.HIGH, x * (Permission.READ | Permission.WRITE), named is Color.RED,
+            members, len(Color),
             Access.WRITE in both, Level(1) < Level.HIGH, color.name)
 
 
