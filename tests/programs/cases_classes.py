@@ -788,6 +788,39 @@ def _(x, by_color):
     return x * scale + by_color[Color.GREEN], list(by_color)
 
 
+class Delegating(nn.Module):
+    """A wrapper module that forwards unknown attributes to the wrapped one (as adapters do)
+    and keeps a setting behind a property."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self._scale = 1.0
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.inner, name)
+
+    @property
+    def scale(self):
+        return self._scale
+
+    @scale.setter
+    def scale(self, value):
+        self._scale = value
+
+    def forward(self, x):
+        self.scale = 2.0
+        return self.inner(x) * self.scale + self.bias.sum(), self.out_features
+
+
+PROGRAMS.append(module_program(
+    "module_getattr_override_and_property_setter", Delegating, lambda: rand(2, 3),
+    observe=lambda world: world.scale))
+
+
 # -- objects that escape the region ---------------------------------------------------------
 
 

@@ -162,6 +162,8 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
             return raw.bind(instance)
         return raw
+    if raw is torch.nn.Module.__getattr__ and isinstance(instance, ModuleValue):
+        return MethodValue(instance, "__getattr__")  # modelled: the module's tables
     if type(raw) is types.FunctionType:
         return _bind_function(tracer, owner, raw, name, instance, cls)
     if cls_value is None:
@@ -264,12 +266,19 @@ def get_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
             tracer, bind(tracer, *hook, "__getattribute__", instance, cls), [ConstantValue(name)]))
     else:
         found = generic_get(tracer, instance, name)
-    if found is None:
-        hook = _python_hook(tracer, cls, "__getattr__")
-        if hook is not None:
-            found = _unless_attribute_error(tracer, lambda: _call(
-                tracer, bind(tracer, *hook, "__getattr__", instance, cls), [ConstantValue(name)]))
-    return found
+    return found if found is not None else user_getattr(tracer, instance, name)
+
+
+def user_getattr(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """What a Python `__getattr__` of the instance's class (torch.nn's own excepted: modules'
+    tables are modelled) gives for an attribute the normal lookup did not find; None when
+    there is none, or it raises AttributeError."""
+    cls = instance.python_type()
+    hook = _python_hook(tracer, cls, "__getattr__")
+    if hook is None or hook[0] is torch.nn.Module:
+        return None
+    return _unless_attribute_error(tracer, lambda: _call(
+        tracer, bind(tracer, *hook, "__getattr__", instance, cls), [ConstantValue(name)]))
 
 
 def _unless_attribute_error(tracer: "Tracer", read: Any) -> Value | None:

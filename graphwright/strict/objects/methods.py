@@ -251,6 +251,12 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     from . import attributes
 
     real = module.module
+    if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
+        key = operations.python_value(tracer, args[0])
+        found = attributes.module_table_entry(tracer, module, key)
+        if found is None:
+            raise tracer.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{key}'"))
+        return found
     if name in ("items", "keys", "values"):
         keys = [item.value for item in attributes.module_children_for_iteration(tracer, module)]
         if name == "keys":
