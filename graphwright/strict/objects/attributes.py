@@ -210,6 +210,8 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     module, source = value.module, value.source
     if name == "__class__":
         return ConstantValue(type(module))
+    if name == "__dict__":
+        return classes.instance_dict(tracer, value)
     found = classes.find(tracer, type(module), name)
     if found is not None and isinstance(found[1], property):
         return classes.bind(tracer, *found, name, value, type(module))
@@ -259,7 +261,7 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         if found is not None and isinstance(found[1], property):
             classes.generic_set(tracer, owner, name, value)  # its setter, inlined
             return
-        tracer.side_effects.store_attr(owner, name, value)
+        classes.store_raw(tracer, owner, name, value)
         return
     if isinstance(owner, ConstantValue) and owner.source is not None \
             and isinstance(owner.value, (type, types.ModuleType)):
