@@ -821,6 +821,34 @@ PROGRAMS.append(module_program(
     observe=lambda world: world.scale))
 
 
+class ScaledCall(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.calls = 0
+
+    def __call__(self, x, scale=1.0):
+        self.calls += 1
+        return super().__call__(x) * scale
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class CallsScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scaled = ScaledCall()
+
+    def forward(self, x):
+        return self.scaled(x, scale=3.0)
+
+
+PROGRAMS.append(module_program(
+    "module_class_overriding_call", CallsScaled, lambda: rand(1, 2), frames=[1, 2],
+    observe=lambda world: world.scaled.calls))
+
+
 # -- objects that escape the region ---------------------------------------------------------
 
 

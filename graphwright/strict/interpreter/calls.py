@@ -219,7 +219,16 @@ def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwar
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """`module(*args, **kwargs)`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
+    """`module(*args, **kwargs)`: the module class's own `__call__` when it overrides
+    nn.Module's, else `module_call`."""
+    override = classes.special_method(tracer, module, "__call__")
+    if override is not None:
+        return call_value(tracer, override, args, kwargs)
+    return module_call(tracer, module, args, kwargs)
+
+
+def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """nn.Module's `__call__`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
     from ..objects import attributes
 
     real = module.module

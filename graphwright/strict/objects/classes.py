@@ -57,6 +57,7 @@ _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # C classes whose attribute stores are object's generic ones
 _GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__)
 _GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__)
+_MODULE_CALL = torch.nn.Module.__dict__["__call__"]
 
 
 def builtin_base(cls: type) -> type:
@@ -162,8 +163,8 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
             return raw.bind(instance)
         return raw
-    if raw is torch.nn.Module.__getattr__ and isinstance(instance, ModuleValue):
-        return MethodValue(instance, "__getattr__")  # modelled: the module's tables
+    if isinstance(instance, ModuleValue) and (raw is torch.nn.Module.__getattr__ or raw is _MODULE_CALL):
+        return MethodValue(instance, name)  # nn.Module's own, modelled: its tables, its hooks
     if type(raw) is types.FunctionType:
         return _bind_function(tracer, owner, raw, name, instance, cls)
     if cls_value is None:

@@ -251,6 +251,10 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     from . import attributes
 
     real = module.module
+    if name == "__call__":  # nn.Module's, reached by super() from a class's own __call__
+        from ..interpreter import calls
+
+        return calls.module_call(tracer, module, args, kwargs)
     if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
         key = operations.python_value(tracer, args[0])
         found = attributes.module_table_entry(tracer, module, key)
