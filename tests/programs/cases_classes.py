@@ -849,6 +849,80 @@ PROGRAMS.append(module_program(
     observe=lambda world: world.scaled.calls))
 
 
+Item = typing.TypeVar("Item")
+
+
+class Box(typing.Generic[Item]):
+    def __init__(self, content):
+        self.content = content
+
+
+class Registered(type):
+    def __call__(cls, *args, **kwargs):
+        instance = super().__call__(*args, **kwargs)
+        instance.registered = True
+        return instance
+
+
+class Tracked2(metaclass=Registered):
+    def __init__(self, value):
+        self.value = value
+
+
+class Only:
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+
+class Padding(str, enum.Enum):
+    LONGEST = "longest"
+    MAX = "max_length"
+
+
+@program("generic_alias_metaclass_call_singleton_and_str_enum", lambda: rand(3),
+         reset=lambda: setattr(Only, "_instance", None), frames=[1, 2],  # the singleton is made once
+         reference=dict(xfail="2.13 cannot call typing's Box[int]", why="PyTorch breaks the graph here"))
+def _(x):
+    boxed = Box[int](x)
+    tracked = Tracked2(x * 2)
+    return (boxed.content, boxed.__orig_class__ is Box[int], tracked.value, tracked.registered,
+            Only() is Only(), Padding("longest") is Padding.LONGEST, Padding.MAX == "max_length")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class Slotted2:
+    weight: torch.Tensor
+    bias: float = 0.0
+
+
+@dataclasses.dataclass(order=True, frozen=True)
+class Version:
+    major: int
+    minor: int
+
+
+@dataclasses.dataclass
+class Rescaled:
+    values: torch.Tensor
+    factor: dataclasses.InitVar[float] = 1.0
+
+    def __post_init__(self, factor):
+        self.values = self.values * factor
+
+
+@program("dataclass_slots_kw_only_order_and_init_var", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot sort objects by their __lt__", why="PyTorch breaks the graph here"))
+def _(x):
+    slotted = Slotted2(weight=x, bias=1.0)
+    versions = sorted([Version(1, 2), Version(0, 9), Version(1, 0)])
+    return (slotted, slotted.weight + slotted.bias, [(v.major, v.minor) for v in versions],
+            Version(1, 2) > Version(1, 0), Rescaled(x, 3.0))
+
+
 # -- objects that escape the region ---------------------------------------------------------
 
 

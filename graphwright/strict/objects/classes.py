@@ -58,6 +58,7 @@ _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 _GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__)
 _GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__)
 _MODULE_CALL = torch.nn.Module.__dict__["__call__"]
+_TYPE_CALL = type.__dict__["__call__"]
 
 
 def builtin_base(cls: type) -> type:
@@ -165,6 +166,8 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         return raw
     if isinstance(instance, ModuleValue) and (raw is torch.nn.Module.__getattr__ or raw is _MODULE_CALL):
         return MethodValue(instance, name)  # nn.Module's own, modelled: its tables, its hooks
+    if raw is _TYPE_CALL and isinstance(instance, ConstantValue) and isinstance(instance.value, type):
+        return MethodValue(instance, name)  # type.__call__, from a metaclass's own __call__
     if type(raw) is types.FunctionType:
         return _bind_function(tracer, owner, raw, name, instance, cls)
     if cls_value is None:

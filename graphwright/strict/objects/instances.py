@@ -44,10 +44,16 @@ def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str
 
 def call_class(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`cls(*args, **kwargs)` for a class the tracer does not model natively."""
-    cls_value = class_value(cls)
     meta_call = find(tracer, type(cls), "__call__")
     if meta_call is not None and is_python_function(meta_call[1]):
-        return _call(tracer, bind(tracer, *meta_call, "__call__", cls_value, type(cls)), args, kwargs)
+        return _call(tracer, bind(tracer, *meta_call, "__call__", class_value(cls), type(cls)), args, kwargs)
+    return type_call(tracer, cls, args, kwargs)
+
+
+def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`type.__call__(cls, *args, **kwargs)`: `__new__`, then `__init__` on what it made
+    (also what a metaclass's own `__call__` reaches through super())."""
+    cls_value = class_value(cls)
     base = builtin_base(cls)
     if base not in MODELLED_BASES:
         raise _unmodelled_base(tracer, cls, base)

@@ -51,6 +51,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return _sequence_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictValue):
         return _dict_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
+        from . import instances  # type.__call__ on a class: __new__ then __init__
+
+        return instances.type_call(tracer, receiver.value, args, kwargs)
     if isinstance(receiver, ConstantValue):
         return _constant_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ModuleValue):
