@@ -137,3 +137,16 @@ def test_model_output_passes_into_and_out_of_a_nonstrict_trace_call_as_itself():
     _assert_same(_state(expected[0]), _state(actual[0]))
     _assert_same(list(expected[1:]), list(actual[1:]))
     assert counter.frame_count == 1
+
+
+def _from_pairs(x):
+    out = outputs.BaseModelOutput({"last_hidden_state": x * 3, "hidden_states": (x,)})
+    return out, out.last_hidden_state, list(out.keys())
+
+
+def test_model_output_built_from_a_mapping_sets_each_pair_as_eager_does():
+    compiled = graphwright.compile(_from_pairs, backend="eager", fullgraph=True)
+    x = torch.randn(2)
+    expected, actual = _from_pairs(x), compiled(x)
+    _assert_same(_state(expected[0]), _state(actual[0]))
+    _assert_same(list(expected[1:]), list(actual[1:]))
