@@ -14,6 +14,7 @@ from . import (
     cases_language,
     cases_models,
     cases_modules,
+    cases_real_models,
     cases_side_effects,
     cases_tensors,
 )
@@ -22,7 +23,7 @@ from .harness import REFERENCE, check_program
 ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
-    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS,
+    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_real_models.PROGRAMS,
 ]
 
 

@@ -110,6 +110,8 @@ def is_symbolic(value: Value) -> bool:
 
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
+        if isinstance(lhs, ConstantValue):  # a number has no in-place form: `n += t` is `n = n + t`
+            op = _PLAIN_OPS.get(op, op)
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
