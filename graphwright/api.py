@@ -16,6 +16,7 @@ from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
+from .strict.entries import CompileSettings
 from .strict.explain import ExplainOutput, explain_call
 from .strict.marked.markers import disable, graph_break, mark_dynamic, mark_static
 
@@ -99,7 +100,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if disable or getattr(model, "_graphwright_disabled", False) or getattr(model, "_torchdynamo_disable", False):
         return model
     compiler = lookup_backend(backend)
-    specialises = _specialises_sizes(compiler)
+    settings = CompileSettings(compiler, fullgraph, dynamic, _specialises_sizes(compiler))
     if isinstance(model, torch.nn.Module):
         forward = model.forward
         if not (isinstance(forward, types.MethodType) and forward.__self__ is model
@@ -108,15 +109,14 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
                 f"Cannot compile module {type(model).__name__}",
                 explanation="Its `forward` is not a Python method defined on its class.",
                 hints=["Define `forward` as a method of the module's class."])
-        return OptimizedModule(model, lambda fn: CompiledFunction(fn, compiler, fullgraph, dynamic, specialises))
+        return OptimizedModule(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
-        return types.MethodType(CompiledFunction(model.__func__, compiler, fullgraph, dynamic, specialises), model.__self__)
+        return types.MethodType(CompiledFunction(model.__func__, settings), model.__self__)
     if isinstance(model, types.FunctionType):
-        return CompiledFunction(model, compiler, fullgraph, dynamic, specialises)
+        return CompiledFunction(model, settings)
     if callable(model):  # a functools.partial, a callable object
         name = getattr(getattr(model, "func", model), "__qualname__", type(model).__qualname__)
-        return CompiledFunction(_calling(model, f"{type(model).__name__}({name})"), compiler, fullgraph,
-                                dynamic, specialises)
+        return CompiledFunction(_calling(model, f"{type(model).__name__}({name})"), settings)
     raise GraphwrightError(
         f"Cannot compile an object of type {type(model).__name__}",
         explanation="`graphwright.compile` takes a Python function, method or `nn.Module`.",

@@ -18,7 +18,7 @@ from .._core import config
 from .._core.counters import counters
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
-from .entries import build_entry, cache_limit_warning, changed_sizes, failure_reason
+from .entries import CompileSettings, build_entry, cache_limit_warning, changed_sizes, failure_reason
 from .guards.codegen import MISS
 from .interpreter.graph_builder import prepare_fake_tensors
 
@@ -49,16 +49,13 @@ class CompiledFunction:
 
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
-    def __init__(self, fn: types.FunctionType, backend: Callable, fullgraph: bool,
-                 dynamic: bool | None = False, backend_specialises: bool = False) -> None:
+    def __init__(self, fn: types.FunctionType, settings: CompileSettings) -> None:
         prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
-        self._backend = backend
-        self._fullgraph = fullgraph
-        self._dynamic = dynamic
-        self._backend_specialises = backend_specialises
-        key = (fn.__code__, backend, fullgraph, dynamic)  # the backend itself: an id could be reused
+        self._settings = settings
+        # the backend itself in the key: an id could be reused
+        key = (fn.__code__, settings.backend, settings.fullgraph, settings.dynamic)
         self._cache = _CACHES.setdefault(key, CodeCache())
         self._entries = self._cache.entries
         self.__name__ = fn.__name__
@@ -74,17 +71,25 @@ class CompiledFunction:
                 return result
         return self._miss(args, kwargs)
 
+    def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+        """Call through this cache as function `fn` (the same code, its own closure cells)."""
+        for entry in self._entries:
+            result = entry(fn, *args, **kwargs)
+            if result is not MISS:
+                return result
+        return self._miss(args, kwargs, fn)
+
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)
 
-    def _miss(self, args: tuple, kwargs: dict) -> Any:
-        fn, cache = self._fn, self._cache
+    def _miss(self, args: tuple, kwargs: dict, fn: types.FunctionType | None = None) -> Any:
+        fn, cache, settings = fn or self._fn, self._cache, self._settings
         if cache.exhausted:
             return fn(*args, **kwargs)
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:
-                if self._fullgraph:
+                if settings.fullgraph:
                     raise GraphwrightError(
                         f"Hit config.cache_size_limit ({config.cache_size_limit}) with fullgraph=True",
                         explanation=f"Compiling '{fn.__qualname__}' again would exceed the limit; "
@@ -96,11 +101,14 @@ class CompiledFunction:
                 warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
                 return fn(*args, **kwargs)
             counters["recompiles"][reason] += 1
-            if self._dynamic is None:
+            if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        entry = build_entry(fn, args, kwargs, self._backend, self._fullgraph,
-                            self._dynamic is True, cache.dynamic_dims, self._backend_specialises)
+        entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result
+
+    def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
+        """A resume function or a callee the residual code calls, compiled with these settings."""
+        return CompiledFunction(fn, self._settings.for_residual_calls())

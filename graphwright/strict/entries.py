@@ -1,14 +1,19 @@
 """Building cache entries: trace, hand the graph to the backend, generate the entry.
 
-`build_entry` returns the generated entry function for one call's inputs:
-the captured graph plus residual code, or, after a graph break under
-`fullgraph=False`, the guards met so far in front of the original function
-(the whole function runs eagerly). `failure_reason` explains a miss.
+`build_entry` returns the generated entry function for one call's inputs: the
+guards, the captured graph and the residual code. After a graph break under
+`fullgraph=False` it asks `residual.split` where to split, traces again up to
+that point, and generates an entry that runs the graph so far and continues
+in Python (a resume function, or the rest of the function uncompiled); when
+no split is possible the entry runs the whole function in Python.
+`failure_reason` explains a miss.
 """
 from __future__ import annotations
 
 import inspect
+import types
 import warnings
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
@@ -22,7 +27,26 @@ from .guards.guards import Guard, ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR
-from .interpreter.tracer import describe, trace_function
+from .interpreter.tracer import TraceResult, describe, trace_function
+from .residual.call_routing import CallRouter
+from .residual.rebuild import ResidualWriter
+from .residual.split import CannotResume, Continuation, SplitPlan, checkpoint_plan, exit_open_contexts, plan_split
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    """How a function is compiled; resume functions and callees inherit them (never fullgraph)."""
+
+    backend: Callable
+    fullgraph: bool = False
+    dynamic: bool | None = False
+    backend_specialises: bool = False  # the backend's output serves only the sizes it saw
+
+    def for_residual_calls(self) -> "CompileSettings":
+        return replace(self, fullgraph=False)
+
+
+CompileFunction = Callable[[types.FunctionType], Callable]
 
 
 class PerShapeCompiled:
@@ -46,67 +70,115 @@ class PerShapeCompiled:
         return compiled(*inputs)
 
 
-def build_entry(fn: Callable, args: tuple, kwargs: dict, backend: Callable, fullgraph: bool,
-                dynamic_all: bool = False, dynamic_dims: dict | None = None,
-                backend_specialises: bool = False) -> Callable:
-    """`backend_specialises`: the backend's output only serves the sizes it was compiled for."""
+def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings,
+                dynamic_dims: dict | None, compile_function: CompileFunction) -> Callable:
+    """The entry for `fn(*args, **kwargs)`; `compile_function` compiles resume functions and
+    callees that the residual code calls."""
+    dynamic_all = settings.dynamic is True
     try:
         result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims)
-        try:
-            return _graph_entry(fn, result, backend, backend_specialises)
-        except (GraphBreak, BackendError):
-            raise
-        except Exception as error:  # a bug after tracing: never the user's crash
-            brk = GraphBreak(gb.INTERNAL_ERROR, gb.INTERNAL_ERROR.explanation.format(error=describe(error)),
-                             f"{type(error).__name__} while generating the entry", result.final_stack)
-            brk.guards = result.guards
-            raise brk from error
+        return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
-        if fullgraph:
+        if settings.fullgraph:
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
-                          f"{brk.to_unsupported()}", stacklevel=4)
-        else:
-            counters["graph_break"][brk.kind.title] += 1
-        entry = _eager_entry(fn, getattr(brk, "guards", []))
-        entry.graph_break = brk
-        return entry
+                          f"{brk.to_unsupported()}", stacklevel=5)
+            return _eager_entry(fn, brk)
+        gb.report(brk)
+        return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
 
 
-def _graph_entry(fn: Callable, result: Any, backend: Callable, backend_specialises: bool) -> Callable:
-    writer = EntryWriter(fn.__code__, _late_break(result))
-    guard_lines = writer.guard_lines(result.guards)
-    writer.lines = pre = []
-    replays = writer.replay_lines(result.side_effects)
-    returned = writer.rebuild(result.output)
-    graph = result.graph
-    body = list(pre)
-    if graph.op_count() or writer.rebuilt_tensor:
-        inputs = [writer.expr(source) for source in graph.input_sources]
-        body = list(pre)
-        gm = graph.finish(writer.outputs)
+def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
+                 router: CallRouter, brk: GraphBreak) -> Callable:
+    plan = plan_split(brk)
+    while plan.kind != "skip":
         try:
-            if graph.symbolic is not None and backend_specialises:
-                compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
-            else:
-                compiled = backend(gm, list(graph.example_inputs))
-        except Exception as error:
-            raise BackendError(
-                f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
-                explanation=f"{type(error).__name__}: {error}",
-                hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
-        counters["stats"]["unique_graphs"] += 1
-        writer.namespace["___graph"] = compiled
-        body.append(f"___out = ___graph({', '.join(inputs)})")
-    body += replays
-    body.append(f"return {returned}")
+            result = trace_function(fn, args, kwargs, settings.dynamic is True, dynamic_dims, stop_at=plan.step)
+        except GraphBreak:
+            break  # the trace did not repeat itself: keep to plain Python
+        if result.stopped is None:
+            break
+        try:
+            entry = _internal_errors_as_breaks(result, lambda: _stopped_entry(
+                fn, result, settings, router, plan, nested_break=len(brk.frames) > 1))
+            entry.graph_break = brk
+            return entry
+        except (CannotResume, GraphBreak) as why:
+            if isinstance(why, GraphBreak) and why.kind is gb.INTERNAL_ERROR:
+                warnings.warn(f"graphwright could not split {fn.__qualname__} at a graph break, running it "
+                              f"eagerly:\n{why.to_unsupported()}", stacklevel=6)
+                break
+            plan = checkpoint_plan(result.stopped.frame) if plan.kind == "resume" else SplitPlan("skip")
+    brk.split_note = plan.reason or "the function runs in plain Python, the functions it calls are compiled"
+    return _eager_entry(fn, brk, router)
+
+
+def _internal_errors_as_breaks(result: TraceResult, make: Callable[[], Callable]) -> Callable:
+    """A bug after tracing is never the user's crash: it becomes an internal-error break."""
+    try:
+        return make()
+    except (GraphBreak, BackendError, CannotResume):
+        raise
+    except Exception as error:
+        brk = GraphBreak(gb.INTERNAL_ERROR, gb.INTERNAL_ERROR.explanation.format(error=describe(error)),
+                         f"{type(error).__name__} while generating the entry", result.final_stack)
+        brk.guards = result.guards
+        raise brk from error
+
+
+def _stopped_entry(fn: Callable, result: TraceResult, settings: CompileSettings, router: CallRouter,
+                   plan: SplitPlan, nested_break: bool) -> Callable:
+    writer = ResidualWriter(fn.__code__, _late_break(result))
+    guard_lines = writer.guard_lines(result.guards)
+    stop = result.stopped
+    continuation = Continuation(writer, stop.frame, stop.inst, router, nested_break)
+    tail = continuation.resume_tail() if plan.kind == "resume" else continuation.rest_tail()
+    exit_open_contexts(result.graph, continuation.contexts)
+    return _graph_entry(fn, result, settings, tail, writer, guard_lines)
+
+
+def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, tail: list[str] = (),
+                 writer: ResidualWriter | None = None, guard_lines: list[str] | None = None) -> Callable:
+    """Guards, the graph, the rebuilt values and replayed side effects, then `tail` (or, for a
+    finished trace, the return of its output)."""
+    finished = writer is None
+    if finished:
+        writer = ResidualWriter(fn.__code__, _late_break(result))
+        guard_lines = writer.guard_lines(result.guards)
+        tail = [f"return {writer.rebuild(result.output)}"]
+    replays = writer.replay_lines(result.side_effects)
+    graph = result.graph
+    call = []
+    # As in PyTorch, returning tensors makes a graph even without operations; live
+    # inputs at a graph break do not.
+    if graph.op_count() or writer.outputs or (finished and writer.rebuilt_tensor):
+        inputs = [writer.expr(source) for source in graph.input_sources]
+        gm = graph.finish(writer.outputs)
+        call = [f"___out = {writer.ref(_compiled_graph(settings, gm, graph))}({', '.join(inputs)})"]
+    body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]
     entry = assemble(writer, fn, guard_lines, body, fn.__qualname__)
     entry.guards = result.guards
     return entry
 
 
-def _late_break(result: Any) -> Callable[..., Exception]:
+def _compiled_graph(settings: CompileSettings, gm: torch.fx.GraphModule, graph: Any) -> Callable:
+    backend = settings.backend
+    try:
+        if graph.symbolic is not None and settings.backend_specialises:
+            compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
+        else:
+            compiled = backend(gm, list(graph.example_inputs))
+    except Exception as error:
+        raise BackendError(
+            f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
+            explanation=f"{type(error).__name__}: {error}",
+            hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
+    counters["stats"]["unique_graphs"] += 1
+    return compiled
+
+
+def _late_break(result: TraceResult) -> Callable[..., Exception]:
     def on_break(kind: gb.GraphBreakKind, debug_context: str, **details: Any) -> Exception:
         brk = GraphBreak(kind, kind.explanation.format(**details), debug_context, result.final_stack)
         brk.guards = result.guards
@@ -114,17 +186,29 @@ def _late_break(result: Any) -> Callable[..., Exception]:
     return on_break
 
 
-def _eager_entry(fn: Callable, guards: list[Guard]) -> Callable:
-    writer = EntryWriter(fn.__code__, _no_break)
-    guard_lines = writer.guard_lines(guards)
+def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None) -> Callable:
+    """The whole function in Python: its calls routed to compiled wrappers by `router` (none
+    after an internal error: then the original runs untouched)."""
+    writer = EntryWriter(fn.__code__)
+    guard_lines = writer.guard_lines(getattr(brk, "guards", []))
     _, call = signature_text(fn.__code__)
-    entry = assemble(writer, fn, guard_lines, [f"return ___gw_fn({call})"], fn.__qualname__)
-    entry.guards = guards
+    function = "___gw_fn"
+    if router is not None:
+        writer.namespace["___function_type"] = types.FunctionType
+        function = (f"___function_type({writer.ref(router.routed_code(fn.__code__))}, ___gw_fn.__globals__, "
+                    "None, ___gw_fn.__defaults__, ___gw_fn.__closure__)")
+        if fn.__kwdefaults__:
+            writer.namespace["___with_kwdefaults"] = _with_kwdefaults
+            function = f"___with_kwdefaults({function}, ___gw_fn.__kwdefaults__)"
+    entry = assemble(writer, fn, guard_lines, [f"return {function}({call})"], fn.__qualname__)
+    entry.guards = getattr(brk, "guards", [])
+    entry.graph_break = brk
     return entry
 
 
-def _no_break(kind: gb.GraphBreakKind, debug_context: str, **details: Any) -> Exception:
-    return AssertionError(debug_context)
+def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.FunctionType:
+    function.__kwdefaults__ = kwdefaults
+    return function
 
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
@@ -197,4 +281,3 @@ def cache_limit_warning(fn: Callable, reason: str) -> str:
             f"   last reason: {reason}\n"
             "To avoid recompiling, check why the inputs change (see the reason above), or raise "
             "`graphwright.config.cache_size_limit`. Calls that miss the cache now run eagerly.")
-

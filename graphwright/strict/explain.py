@@ -14,6 +14,8 @@ import torch
 from .._core.flat_call import nonstrict_call_sites
 from .._core.user_stack import format_user_stack
 from .cache import CompiledFunction
+from .entries import CompileSettings
+from .interpreter import graph_breaks as gb
 
 
 @dataclass
@@ -65,11 +67,11 @@ def explain_call(fn: Callable, args: tuple, kwargs: dict) -> ExplainOutput:
         output.ops_per_graph.append([node.target for node in gm.graph.nodes if node.op.startswith("call")])
         return gm.forward
 
-    compiled = CompiledFunction(fn, recording_backend, fullgraph=False)
-    compiled(*args, **kwargs)
-    for entry in compiled._entries:
-        brk = getattr(entry, "graph_break", None)
-        if brk is not None:
-            output.break_reasons.append(BreakReason(f"{brk.kind.title}: {brk.explanation}",
-                                                    brk.user_stack, brk.kind.gb_id))
+    def record_break(brk: gb.GraphBreak) -> None:
+        output.break_reasons.append(BreakReason(f"{brk.kind.title}: {brk.explanation}", brk.user_stack,
+                                                brk.kind.gb_id))
+
+    compiled = CompiledFunction(fn, CompileSettings(recording_backend))
+    with gb.listening(record_break):
+        compiled(*args, **kwargs)
     return output

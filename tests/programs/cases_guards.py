@@ -153,11 +153,8 @@ PROGRAMS.append(module_program(
     changed=lambda: Args(rand(2, 3), swap=True), frames_changed=2))
 
 
-GRAPH_SPLITTING = "graph breaks under fullgraph=False run the whole function eagerly"
-
-
 @program("explicit_graph_break_splits_into_two_graphs", lambda: rand(3), fullgraph=False,
-         frames=2, xfail=GRAPH_SPLITTING)
+         frames=2)
 def _(x):
     y = x * 2
     graph_break()
@@ -165,7 +162,7 @@ def _(x):
 
 
 @program("data_dependent_branch_splits_the_graph", lambda: rand(3).abs() + 1, fullgraph=False,
-         frames=2, changed=lambda: -rand(3).abs() - 5, frames_changed=3, xfail=GRAPH_SPLITTING)
+         frames=2, changed=lambda: -rand(3).abs() - 5, frames_changed=3)
 def _(x):
     y = x + 1
     if y.sum() > 0:
@@ -179,7 +176,7 @@ def _explicit_break_in_helper(x):
 
 
 @program("graph_break_inside_an_inlined_helper", lambda: rand(3), fullgraph=False,
-         frames=3, xfail=GRAPH_SPLITTING)
+         frames=3)
 def _(x):
     y = x.cos()
     z = _explicit_break_in_helper(y)
@@ -187,7 +184,7 @@ def _(x):
 
 
 @program("graph_break_keeps_side_effects_in_order", lambda: (rand(3), []), fullgraph=False,
-         frames=2, xfail=GRAPH_SPLITTING)
+         frames=2)
 def _(x, log):
     log.append("before")
     y = x * 2
@@ -198,8 +195,7 @@ def _(x, log):
 
 PROGRAMS.append(Program(
     name="disabled_function_runs_eagerly_and_splits_the_caller",
-    make=lambda: _calls_disabled, inputs=lambda: rand(3), fullgraph=False, frames=2,
-    xfail=GRAPH_SPLITTING))
+    make=lambda: _calls_disabled, inputs=lambda: rand(3), fullgraph=False, frames=2))
 
 
 @disable

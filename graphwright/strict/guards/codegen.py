@@ -1,4 +1,4 @@
-"""Generating one cache entry: guards, graph call and residual Python, as one function.
+"""Generating one cache entry: guards first, then a body, as one Python function.
 
 The entry has the compiled function's own signature (plus the function
 object first), so arguments bind exactly as they would in the original call:
@@ -15,8 +15,9 @@ object first), so arguments bind exactly as they would in the original call:
 
 This is the hot path of every compiled call: the guard section is straight
 line code, cheapest checks first, and allocates nothing of its own on a hit.
-Values are rebuilt from sources read before any replay, so replays cannot
-change what the return value refers to.
+This module owns the frame of that function (names, references to objects,
+re-reading sources, the guard lines, assembly); what the body does after the
+guards is written by `residual.rebuild`.
 """
 from __future__ import annotations
 
@@ -26,21 +27,6 @@ from typing import Any, Callable
 
 import torch
 
-from ..interpreter import graph_breaks as gb
-from ..interpreter.symbolic_sizes import holds_symbol
-from ..objects.values import (
-    CellValue,
-    ConstantValue,
-    DictValue,
-    FunctionValue,
-    IteratorValue,
-    ModuleValue,
-    ObjectValue,
-    SequenceValue,
-    TensorValue,
-    Value,
-)
-from ..residual.side_effects import SideEffects
 from .guards import Guard, ordered
 from .sources import LocalSource, Source
 
@@ -53,45 +39,25 @@ class _Miss:
 
 
 MISS = _Miss()
-_LITERAL_TYPES = (int, str, bool, type(None))
-
-
-def _make_object(cls: type, state: dict) -> Any:
-    instance = cls.__new__(cls)
-    instance.__dict__.update(state)
-    return instance
-
-
-def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
-                   closure: tuple) -> types.FunctionType:
-    function = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
-    function.__kwdefaults__ = kwdefaults
-    return function
-
-
-def _replace_contents(container: Any, new: Any) -> None:
-    container.clear()
-    container.update(new)
 
 
 class EntryWriter:
-    def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
+    """Names and references shared by the guard lines and the body of one entry.
+
+    Sources are read once each, into `___vN` variables, in the order first needed; the
+    lines that read them (`reads`) run before the graph, so that nothing the body does
+    can change what a source refers to."""
+
+    def __init__(self, code: types.CodeType) -> None:
         self.code = code
         # builtins under names no parameter of the user's function can shadow
         self.namespace: dict[str, Any] = {"___type": type, "___len": len, "___tuple": tuple,
                                           "___hasattr": hasattr,
-                                          "___dispatch_keys": torch._C._dispatch_keys, "___delattr": delattr, "___iter": iter,
-                                          "___Exception": Exception,
-                                          "___MISS": MISS, "___make_object": _make_object,
-                                          "___replace_contents": _replace_contents,
-                                          "___make_function": _make_function}
-        self.lines: list[str] = []
-        self.outputs: list[Value] = []
-        self.rebuilt_tensor = False
-        self._on_break = on_break
+                                          "___dispatch_keys": torch._C._dispatch_keys,
+                                          "___Exception": Exception, "___MISS": MISS}
+        self.reads: list[str] = []
         self._refs: dict[int, str] = {}
         self._vars: dict[Source, str] = {}
-        self._output_index: dict[int, int] = {}
 
     def ref(self, obj: Any) -> str:
         name = self._refs.get(id(obj))
@@ -109,133 +75,17 @@ class EntryWriter:
             text = source.gen(self)
             var = f"___v{len(self._vars)}"
             self._vars[source] = var
-            self.lines.append(f"{var} = {text}")
+            self.reads.append(f"{var} = {text}")
         return var
 
-    # -- guards -------------------------------------------------------------------------
     def guard_lines(self, guards: list[Guard]) -> list[str]:
-        self.lines = []
+        """The guard section; the reads it needs are emitted in line, then `reads` starts afresh."""
+        lines = self.reads = []
         for guard in ordered(guards):
             value = "" if guard.kind in ("grad_mode", "global_state", "sizes") else self.expr(guard.source)
-            self.lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
-        return self.lines
-
-    # -- rebuilding values after the graph ---------------------------------------------
-    def rebuild(self, value: Value) -> str:
-        if isinstance(value, TensorValue):
-            self.rebuilt_tensor = True
-            if value.source is not None:
-                return self.expr(value.source)
-            index = self._output_index.get(id(value))
-            if index is None:
-                index = self._output_index[id(value)] = len(self.outputs)
-                self.outputs.append(value)
-            return f"___out[{index}]"
-        if isinstance(value, ConstantValue) and holds_symbol(value.value):
-            return self._rebuild_symbolic(value)
-        if isinstance(value, ConstantValue):
-            return self.literal(value.value)
-        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
-            return self.expr(value.source)
-        if isinstance(value, SequenceValue):
-            items = "".join(self.rebuild(item) + ", " for item in value.items)
-            if value.cls is not None:
-                cls = self.ref(value.cls)
-                return f"{cls}({items})" if hasattr(value.cls, "_fields") else f"{cls}(({items}))"
-            return f"[{items}]" if value.kind is list else f"({items})"
-        if isinstance(value, DictValue):
-            if value.kind is not dict:
-                return f"{self.ref(value.kind)}(({''.join(self.literal(k) + ', ' for k in value.items)}))"
-            pairs = ", ".join(f"{self.literal(key)}: {self.rebuild(item)}" for key, item in value.items.items())
-            return "{" + pairs + "}"
-        if isinstance(value, ModuleValue):
-            return self.ref(value.module)
-        if isinstance(value, ObjectValue):
-            if value.obj is not None:
-                return self.ref(value.obj)
-            state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
-                              if item is not None)
-            return f"___make_object({self.ref(value.cls)}, {{{state}}})"
-        if isinstance(value, FunctionValue):
-            return self._rebuild_function(value)
-        if isinstance(value, IteratorValue):
-            return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
-        raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
-                             type=value.python_type().__name__)
-
-    def _rebuild_symbolic(self, value: ConstantValue) -> str:
-        """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
-        if isinstance(value.value, (tuple, list)):
-            items = "".join(self.rebuild(ConstantValue(item)) + ", " for item in value.value)
-            if isinstance(value.value, torch.Size):
-                return f"{self.ref(torch.Size)}(({items}))"
-            return f"[{items}]" if isinstance(value.value, list) else f"({items})"
-        self.rebuilt_tensor = True
-        self.outputs.append(value)
-        return f"___out[{len(self.outputs) - 1}]"
-
-    def _rebuild_function(self, value: FunctionValue) -> str:
-        if value.fn is None:
-            defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
-            kwdefaults = self.rebuild(DictValue(value.kwdefaults)) if value.kwdefaults else "None"
-            closure = "(" + "".join(self._rebuild_cell(cell) + ", " for cell in value.closure) + ")"
-            plain = (f"___make_function({self.ref(value.code)}, {self.ref(value.globals)}, "
-                     f"{defaults}, {kwdefaults}, {closure})")
-        else:
-            plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
-        if value.bound_self is None:
-            return plain
-        return f"{self.ref(types.MethodType)}({plain}, {self.rebuild(value.bound_self)})"
-
-    def _rebuild_cell(self, cell: CellValue) -> str:
-        if cell.real is not None and cell.source is not None:
-            return self.expr(cell.source)
-        if cell.real is not None:
-            return self.ref(cell.real)
-        if cell.contents is None:
-            return f"{self.ref(types.CellType)}()"
-        return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
-
-    def literal(self, python_value: Any) -> str:
-        if type(python_value) in _LITERAL_TYPES:
-            return repr(python_value)
-        if type(python_value) is float and python_value == python_value and abs(python_value) != float("inf"):
-            return repr(python_value)
-        return self.ref(python_value)
-
-    def replay_lines(self, effects: SideEffects) -> list[str]:
-        lines = []
-        for container in effects.mutated.values():
-            target = self.expr(container.source)
-            new = self.rebuild(_detached(container))
-            if isinstance(container, SequenceValue):
-                lines.append(f"{target}[:] = {new}")
-            else:
-                lines.append(f"___replace_contents({target}, {new})")
-        for owner, name, value in effects.attribute_stores.values():
-            target = self.expr(owner.source)
-            if value is None:
-                lines.append(f"___delattr({target}, {name!r})")
-            else:
-                lines.append(f"{target}.{name} = {self.rebuild(value)}")
-        for f_globals, name, value in effects.global_stores.values():
-            lines.append(f"{self.ref(f_globals)}[{name!r}] = {self.rebuild(value)}")
-        for cell in effects.cell_stores.values():
-            if cell.source is None:
-                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
-            lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
-        for function, args, kwargs in effects.replayed_calls:
-            arguments = [self.rebuild(arg) for arg in args]
-            arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
-            lines.append(f"{self.ref(function)}({', '.join(arguments)})")
+            lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
+        self.reads = []
         return lines
-
-
-def _detached(container: Value) -> Value:
-    """The container's new contents as a fresh value, so it is rebuilt item by item."""
-    if isinstance(container, SequenceValue):
-        return SequenceValue(container.items, list)
-    return DictValue(container.items, container.kind)
 
 
 def signature_text(code: types.CodeType) -> tuple[str, str]:
@@ -275,4 +125,3 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
     entry.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
     entry.source = source
     return entry
-

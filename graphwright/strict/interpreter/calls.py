@@ -35,6 +35,7 @@ from ..objects.values import (
     Value,
 )
 from ..objects.wrap import function_value, is_torch_function
+from ..residual.callees import global_module_hooks
 from . import contexts
 from . import graph_breaks as gb
 
@@ -198,7 +199,7 @@ def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     from ..objects import attributes
 
     real = module.module
-    if real._backward_hooks or real._backward_pre_hooks or _global_hooks():
+    if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
     if not (real._forward_hooks or real._forward_pre_hooks):
@@ -235,12 +236,6 @@ def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any,
     tracer.add_guard(source, "keys", tuple(real))
     return [(hook_id, tracer.wrap(hook, None if source is None else ItemSource(source, hook_id)))
             for hook_id, hook in real.items()]
-
-
-def _global_hooks() -> bool:
-    hooks = torch.nn.modules.module
-    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks
-                or hooks._global_backward_hooks or hooks._global_backward_pre_hooks)
 
 
 def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:

@@ -2,9 +2,14 @@
 
 `Frame.run` fetches instructions and dispatches each to the handler named
 `op_<OPNAME>` of the opcode table for the running Python version
-(`instructions_311.py` for CPython 3.11). Exceptions are not modelled: an
-instruction that only runs while an exception propagates is never reached
-because any exception during tracing stops the trace.
+(`instructions_311.py` for CPython 3.11). Exceptions the traced program raises
+and catches are modelled through the exception table (`unwind_to_handler`).
+
+Graph breaks leave a frame with the frame and instruction recorded on the
+`GraphBreak` (`frames`, innermost first), so the caller can tell where in the
+compiled function's own code the break happened. A re-trace can stop the
+compiled function's frame just before a given step (`stop_at`), leaving its
+stack and locals as they were there: the state a resume function continues from.
 """
 from __future__ import annotations
 
@@ -22,18 +27,30 @@ from .instructions_311 import Instructions311
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int], list]] = {}
+_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int], list, frozenset[int]]] = {}
 
 
-def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list]:
-    """The instructions of `code` (caches skipped), offset -> index, and the exception table."""
+def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list, frozenset[int]]:
+    """The instructions of `code` (caches skipped), offset -> index, the exception table, and
+    the offsets it covers (inside a `try` or `with` block)."""
     entry = _DECODED.get(code)
     if entry is None:
         instructions = list(dis.get_instructions(code))
-        entry = (instructions, {inst.offset: index for index, inst in enumerate(instructions)},
-                 dis._parse_exception_table(code))
+        table = dis._parse_exception_table(code)
+        covered = frozenset(inst.offset for inst in instructions
+                            if any(row.start <= inst.offset < row.end for row in table))
+        entry = (instructions, {inst.offset: index for index, inst in enumerate(instructions)}, table, covered)
         _DECODED[code] = entry
     return entry
+
+
+class StopTrace(Exception):
+    """Raised by a frame at the step a re-trace was asked to stop before."""
+
+    def __init__(self, frame: "Frame", inst: dis.Instruction) -> None:
+        super().__init__(inst.opname)
+        self.frame = frame
+        self.inst = inst
 
 
 class Frame(Instructions311):
@@ -47,9 +64,15 @@ class Frame(Instructions311):
         self.closure = closure
         self.stack: list[Value] = []
         self.kw_names: tuple[str, ...] = ()
-        self.instructions, self.offset_index, self.exception_table = decoded(code)
+        self.instructions, self.offset_index, self.exception_table, self.covered = decoded(code)
         self.handling: list[Value] = []
         self.index = 0
+        self.steps = 0
+        self.stop_at: int | None = None  # the step to stop before (a re-trace of the compiled function)
+        self.is_root = False
+        # The last step at which the compiled function could hand over to plain Python:
+        # an empty stack, no `try`/`with` block, and some graph to run before it.
+        self.checkpoint: tuple[int, dis.Instruction] | None = None
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
         self.yielded: list[Value] | None = None
@@ -59,6 +82,12 @@ class Frame(Instructions311):
         try:
             while self.result is None:
                 inst = self.instructions[self.index]
+                if self.is_root:
+                    if self.steps == self.stop_at:
+                        raise StopTrace(self, inst)
+                    if not self.stack and inst.offset not in self.covered and self.tracer.graph.call_count:
+                        self.checkpoint = (self.steps, inst)
+                self.steps += 1
                 self.index += 1
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
@@ -71,8 +100,13 @@ class Frame(Instructions311):
                 except gb.UserException as raised:
                     self.unwind_to_handler(inst.offset, raised)
             return self.result
+        except gb.GraphBreak as brk:
+            brk.frames.append((self, inst))
+            raise
+        except StopTrace:
+            raise
         except Exception as error:
-            if not hasattr(error, "graphwright_user_stack") and not isinstance(error, gb.GraphBreak):
+            if not hasattr(error, "graphwright_user_stack"):
                 error.graphwright_user_stack = self.tracer.user_stack()
             raise
         finally:

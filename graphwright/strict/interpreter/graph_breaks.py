@@ -8,9 +8,12 @@ with an id that never changes meaning (`GB001`...). The tracer raises
 """
 from __future__ import annotations
 
+import contextlib
 import traceback
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
+from ..._core.counters import counters
 from ..._core.errors import Unsupported
 
 
@@ -32,6 +35,8 @@ class GraphBreak(Exception):
         self.explanation = explanation
         self.debug_context = debug_context
         self.user_stack = user_stack
+        self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
+        self.split_note = ""  # set when the function could not be split here: what runs instead
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -59,6 +64,26 @@ class UserException(Exception):
         text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
         return GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
                           self.debug_context, self.user_stack)
+
+
+_LISTENERS: list[Callable[[GraphBreak], None]] = []
+
+
+def report(brk: GraphBreak) -> None:
+    """A graph break split (or gave up on) a function: count it under its title, tell listeners."""
+    counters["graph_break"][brk.kind.title] += 1
+    for listener in _LISTENERS:
+        listener(brk)
+
+
+@contextlib.contextmanager
+def listening(listener: Callable[[GraphBreak], None]) -> Iterator[None]:
+    """Call `listener` with every graph break reported inside the block (`explain` uses it)."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
 
 
 REGISTRY: dict[str, GraphBreakKind] = {}
@@ -192,8 +217,11 @@ def render_markdown() -> str:
         "",
         "Every reason the strict tracer can stop capturing a graph, with its stable id.",
         "Under `fullgraph=True` each raises `graphwright.Unsupported` naming the id; under",
-        "`fullgraph=False` the function runs eagerly and `graphwright.counters[\"graph_break\"]`",
-        "counts the title. This file is generated from `graphwright/strict/interpreter/graph_breaks.py`.",
+        "`fullgraph=False` the function is split there: the graph captured so far runs, the",
+        "breaking instruction runs in Python, and a resume function (compiled in turn) continues;",
+        "`graphwright.counters[\"graph_break\"]` counts the title. Inside a loop or a `try` block the",
+        "function runs in Python instead (its callees are still compiled). This file is generated",
+        "from `graphwright/strict/interpreter/graph_breaks.py`.",
         "",
     ]
     for kind in graph_break_kinds():

@@ -4,6 +4,8 @@
 real arguments and returns a `TraceResult`: the graph, its inputs' sources,
 the guards collected, the returned value and the side effects to replay.
 Graph breaks propagate out as `GraphBreak`; the caller decides what they mean.
+Asked to stop at a step of the function's own frame (a re-trace after a graph
+break), it returns that frame as it was there instead of a returned value.
 Tracing never changes the user's objects or the grad mode it started with.
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..objects import wrap as wrapping
 from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
-from .frame import Frame
+from .frame import Frame, StopTrace
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .graph_builder import GraphBuilder
 from .symbolic_sizes import has_marked_tensor
@@ -42,9 +44,10 @@ _MAX_DISTINCT_CHECKED = 8
 class TraceResult:
     graph: GraphBuilder
     guards: list[Guard]
-    output: Value
+    output: Value | None
     side_effects: SideEffects
     final_stack: list[traceback.FrameSummary]
+    stopped: StopTrace | None = None  # where a re-trace stopped: the frame and its next instruction
 
 
 class Tracer:
@@ -122,10 +125,12 @@ def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict)
 
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = False,
-                   dynamic_dims: dict[Source, frozenset[int]] | None = None) -> TraceResult:
+                   dynamic_dims: dict[Source, frozenset[int]] | None = None,
+                   stop_at: int | None = None) -> TraceResult:
     """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops.
 
-    `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes."""
+    `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes;
+    `stop_at` is a step of `fn`'s frame to stop before (see `Frame.checkpoint`)."""
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)))
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
@@ -134,7 +139,13 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
         local_values = bind_root_arguments(tracer, fn, args, kwargs)
         closure = wrapping.closure_cells(fn, FunctionSource())
         frame = Frame(tracer, fn.__code__, fn.__globals__, local_values, closure)
-        output = frame.run()
+        frame.is_root = True
+        frame.stop_at = stop_at
+        stopped = None
+        try:
+            output = frame.run()
+        except StopTrace as stop:
+            output, stopped = None, stop
         add_distinct_input_guards(tracer)
         add_size_guards(tracer)
     except GraphBreak as brk:
@@ -154,7 +165,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
         for context in reversed(tracer.open_contexts):
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
-    return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()])
+    return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()],
+                       stopped)
 
 
 def add_size_guards(tracer: Tracer) -> None:

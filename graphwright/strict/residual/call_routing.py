@@ -1,0 +1,213 @@
+"""Running a function in plain Python while still compiling the functions it calls.
+
+Where a function cannot be split at a graph break (a break in a loop, in a
+`try` block, or with no point to resume from), it runs uncompiled. TorchDynamo
+still compiles every function such a frame calls, through CPython's frame
+evaluation hook; graphwright has no hook, so it rewrites the frame's code
+instead: every call site goes through `CallRouter`, which calls a Python
+function (or a module's `forward`) through its compiled wrapper and anything
+else as it is.
+
+The rewrite, on CPython 3.11 bytecode (assembled with the `bytecode` package):
+
+    LOAD_METHOD name            ->  LOAD_ATTR name; PUSH_NULL; SWAP 2
+    [KW_NAMES k] PRECALL n; CALL n
+                                ->  BUILD_TUPLE n; LOAD_CONST k; LOAD_CONST router;
+                                    SWAP 4; SWAP 3; SWAP 2; PRECALL 3; CALL 3
+    CALL_FUNCTION_EX flags      ->  [LOAD_CONST None]; LOAD_CONST router.call_ex;
+                                    SWAP 4; SWAP 3; SWAP 2; PRECALL 3; CALL 3
+
+so that a call `f(a, b=c)` becomes `router(f, (a, c), ("b",))`. Only call sites
+whose callable has a NULL below it are rewritten (every call but a `with`
+block's exit and an `assert`'s error), which a small abstract interpretation of
+the stack finds.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import inspect
+import os
+import sysconfig
+import types
+import weakref
+from typing import Any, Callable
+
+import torch
+from bytecode import Bytecode, Instr
+
+from .callees import module_call
+
+_NULL, _VALUE = "null", "value"
+_GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+                    | inspect.CO_ITERABLE_COROUTINE)
+_SKIPPED_DIRS = tuple(os.path.realpath(path) + os.sep for path in {
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
+    os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+_COMPILED_TORCH_DIRS = (os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "nn", "modules") + os.sep,)
+
+
+class CallRouter:
+    """Calls made from plain-Python code: user functions and modules through compiled wrappers."""
+
+    def __init__(self, compile_function: Callable[[types.FunctionType], Callable]) -> None:
+        self.compile_function = compile_function
+        self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._routed: dict[types.CodeType, types.CodeType] = {}
+
+    def routed_code(self, code: types.CodeType) -> types.CodeType:
+        """`code` with every call site going through this router."""
+        routed = self._routed.get(code)
+        if routed is None:
+            routed = self._routed[code] = _rewrite_calls(code, self)
+        return routed
+
+    def __call__(self, target: Any, args: tuple, names: tuple) -> Any:
+        target = self.route(target)
+        if not names:
+            return target(*args)
+        split = len(args) - len(names)
+        return target(*args[:split], **dict(zip(names, args[split:])))
+
+    def call_ex(self, target: Any, args: Any, kwargs: Any) -> Any:
+        return self.route(target)(*args, **(kwargs or {}))
+
+    def route(self, target: Any) -> Any:
+        if type(target) is types.FunctionType:
+            return self._compiled_function(target) or target
+        if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
+            compiled = self._compiled_function(target.__func__)
+            return target if compiled is None else types.MethodType(compiled, target.__self__)
+        if isinstance(target, torch.nn.Module):
+            forward = getattr(type(target), "forward", None)
+            compiled = self._compiled_function(forward) if type(forward) is types.FunctionType else None
+            return target if compiled is None else types.MethodType(module_call(compiled), target)
+        return target
+
+    def _compiled_function(self, fn: types.FunctionType) -> Callable | None:
+        compiled = self._compiled.get(fn)
+        if compiled is None:
+            if not compiles_when_called(fn):
+                return None
+            compiled = self._compiled[fn] = self.compile_function(fn)
+        return compiled
+
+
+def compiles_when_called(fn: types.FunctionType) -> bool:
+    """Whether a call from plain Python compiles `fn`, as TorchDynamo's frame hook would: user
+    and library code does; the standard library, torch (but for `torch.nn` modules),
+    graphwright itself, generators and functions marked `disable` do not."""
+    if getattr(fn, "_graphwright_disabled", False) or getattr(fn, "_torchdynamo_disable", False):
+        return False
+    code = fn.__code__
+    if code.co_flags & _GENERATOR_FLAGS:
+        return False
+    filename = _real_path(code.co_filename)
+    return filename.startswith(_COMPILED_TORCH_DIRS) or not filename.startswith(_SKIPPED_DIRS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_path(filename: str) -> str:
+    return os.path.realpath(filename)
+
+
+def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
+    null_heads = _calls_with_null_heads(code)
+    program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    body: list[Any] = []
+    position = 0
+    names: tuple = ()
+    for item in program:
+        if not isinstance(item, Instr):
+            body.append(item)
+            continue
+        offset, position = real[position].offset, position + 1
+        here = item.location
+        if item.name == "LOAD_METHOD":
+            body += [Instr("LOAD_ATTR", item.arg, location=here), Instr("PUSH_NULL", location=here),
+                     Instr("SWAP", 2, location=here)]
+        elif item.name == "KW_NAMES" and real[position].offset in null_heads.get("precall", ()):
+            names = item.arg
+        elif item.name == "PRECALL" and offset in null_heads.get("precall", ()):
+            body += [Instr("BUILD_TUPLE", item.arg, location=here), Instr("LOAD_CONST", names, location=here),
+                     *_call_three(router, here)]
+            names = ()
+        elif item.name == "CALL" and offset in null_heads.get("call", ()):
+            continue  # the PRECALL before it made the call
+        elif item.name == "CALL_FUNCTION_EX":
+            keywords = [] if item.arg & 1 else [Instr("LOAD_CONST", None, location=here)]
+            body += [*keywords, *_call_three(router.call_ex, here)]
+        else:
+            body.append(item)
+    program.clear()
+    program.extend(body)
+    return program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+
+
+def _call_three(function: Any, location: Any) -> list[Instr]:
+    """With [NULL, a, b, c] on the stack: call `function(a, b, c)`."""
+    return [Instr("LOAD_CONST", function, location=location), Instr("SWAP", 4, location=location),
+            Instr("SWAP", 3, location=location), Instr("SWAP", 2, location=location),
+            Instr("PRECALL", 3, location=location), Instr("CALL", 3, location=location)]
+
+
+def _calls_with_null_heads(code: types.CodeType) -> dict[str, set[int]]:
+    """The offsets of PRECALL/CALL pairs whose callable has a NULL below it.
+
+    Tracks, per reachable instruction, which stack slots hold NULL: only PUSH_NULL,
+    LOAD_GLOBAL (with the NULL bit) and LOAD_METHOD (rewritten to always push one) make
+    them, and only CALL and CALL_FUNCTION_EX consume them."""
+    instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    index_of = {inst.offset: index for index, inst in enumerate(instructions)}
+    table = dis._parse_exception_table(code)
+    result: dict[str, set[int]] = {"precall": set(), "call": set()}
+    seen: set[int] = set()
+    work: list[tuple[int, tuple[str, ...]]] = [(0, ())]
+    while work:
+        index, stack = work.pop()
+        while index < len(instructions) and index not in seen:
+            seen.add(index)
+            inst = instructions[index]
+            for entry in table:
+                if entry.start <= inst.offset < entry.end:
+                    work.append((index_of[entry.target], stack[:entry.depth] + (_VALUE,) * (1 + entry.lasti)))
+            name = inst.opname
+            if name == "PRECALL":
+                if len(stack) >= inst.arg + 2 and stack[-inst.arg - 2] == _NULL:
+                    result["precall"].add(inst.offset)
+                    result["call"].add(instructions[index + 1].offset)
+            if name in ("RETURN_VALUE", "RAISE_VARARGS", "RERAISE"):
+                break
+            jumps = inst.opcode in dis.hasjrel or inst.opcode in dis.hasjabs
+            if jumps:
+                work.append((index_of[inst.argval], _after(inst, stack, jump=True)))
+                if name.startswith("JUMP_") and "IF" not in name:
+                    break
+            stack = _after(inst, stack, jump=False)
+            index += 1
+    return result
+
+
+def _after(inst: dis.Instruction, stack: tuple[str, ...], jump: bool) -> tuple[str, ...]:
+    name = inst.opname
+    if name == "PUSH_NULL":
+        return stack + (_NULL,)
+    if name == "LOAD_GLOBAL":
+        return stack + ((_NULL, _VALUE) if inst.arg & 1 else (_VALUE,))
+    if name == "LOAD_METHOD":
+        return stack[:-1] + (_NULL, _VALUE)
+    if name == "PRECALL":
+        return stack
+    if name == "CALL":
+        return stack[:len(stack) - inst.arg - 2] + (_VALUE,)
+    if name == "CALL_FUNCTION_EX":
+        return stack[:len(stack) - 3 - (inst.arg & 1)] + (_VALUE,)
+    if name == "SWAP":
+        items = list(stack)
+        items[-1], items[-inst.arg] = items[-inst.arg], items[-1]
+        return tuple(items)
+    if name == "COPY":
+        return stack + (stack[-inst.arg],)
+    effect = dis.stack_effect(inst.opcode, inst.arg if inst.opcode >= dis.HAVE_ARGUMENT else None, jump=jump)
+    return stack[:len(stack) + effect] if effect < 0 else stack + (_VALUE,) * effect

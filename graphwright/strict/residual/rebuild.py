@@ -1,0 +1,209 @@
+"""Rebuilding Python values after the graph, and replaying side effects.
+
+After the graph runs, the entry must hand back real Python values for what
+the traced code produced: the return value, and at a graph break the live
+stack and locals. `ResidualWriter.rebuild` turns a symbolic value into an
+expression: tensors the graph computed are its outputs, values read from
+outside are re-read by source, constants are literals, and containers,
+functions and objects created while tracing are built anew. A value built
+anew is built once, into a `___rN` variable, so that two places holding the
+same list still hold the same list. `replay_lines` writes the side effects.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+
+from ..guards.codegen import EntryWriter
+from ..interpreter import graph_breaks as gb
+from ..interpreter.symbolic_sizes import holds_symbol
+from ..objects.values import (
+    CellValue,
+    ConstantValue,
+    ContextValue,
+    DictValue,
+    FunctionValue,
+    IteratorValue,
+    MethodValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+)
+from .side_effects import SideEffects
+
+_LITERAL_TYPES = (int, str, bool, type(None))
+
+
+def _make_object(cls: type, state: dict) -> Any:
+    instance = cls.__new__(cls)
+    instance.__dict__.update(state)
+    return instance
+
+
+def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
+                   closure: tuple) -> types.FunctionType:
+    function = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
+    function.__kwdefaults__ = kwdefaults
+    return function
+
+
+def _replace_contents(container: Any, new: Any) -> None:
+    container.clear()
+    container.update(new)
+
+
+class ResidualWriter(EntryWriter):
+    """The body of an entry after its guards: `reads`, the graph call, `rebuilt`, replays, tail.
+
+    `on_break(kind, debug_context, **details)` makes the exception raised when a value
+    cannot be rebuilt."""
+
+    def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
+        super().__init__(code)
+        self.namespace.update({"___delattr": delattr, "___iter": iter, "___make_object": _make_object,
+                               "___replace_contents": _replace_contents, "___make_function": _make_function})
+        self.outputs: list[Value] = []
+        self.rebuilt: list[str] = []
+        self.rebuilt_tensor = False
+        self._on_break = on_break
+        self._output_index: dict[int, int] = {}
+        self._built: dict[int, str] = {}
+
+    def rebuild(self, value: Value) -> str:
+        """An expression for `value` after the graph has run (`___out` holds its outputs)."""
+        if isinstance(value, TensorValue):
+            self.rebuilt_tensor = True
+            if value.source is not None:
+                return self.expr(value.source)
+            index = self._output_index.get(id(value))
+            if index is None:
+                index = self._output_index[id(value)] = len(self.outputs)
+                self.outputs.append(value)
+            return f"___out[{index}]"
+        if isinstance(value, ConstantValue) and holds_symbol(value.value):
+            return self._rebuild_symbolic(value)
+        if isinstance(value, ConstantValue):
+            return self.literal(value.value)
+        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
+            return self.expr(value.source)
+        if isinstance(value, ModuleValue):
+            return self.ref(value.module)
+        if isinstance(value, ObjectValue) and value.obj is not None:
+            return self.ref(value.obj)
+        built = self._built.get(id(value))
+        if built is None:
+            text = self._build(value)
+            if isinstance(value, SequenceValue) and value.kind is tuple:
+                return text  # immutable: no identity to keep
+            built = self._built[id(value)] = f"___r{len(self._built)}"
+            self.rebuilt.append(f"{built} = {text}")
+        return built
+
+    def _build(self, value: Value) -> str:
+        if isinstance(value, SequenceValue):
+            items = "".join(self.rebuild(item) + ", " for item in value.items)
+            if value.cls is not None:
+                cls = self.ref(value.cls)
+                return f"{cls}({items})" if hasattr(value.cls, "_fields") else f"{cls}(({items}))"
+            return f"[{items}]" if value.kind is list else f"({items})"
+        if isinstance(value, DictValue):
+            if value.kind is not dict:
+                return f"{self.ref(value.kind)}(({''.join(self.literal(k) + ', ' for k in value.items)}))"
+            pairs = ", ".join(f"{self.literal(key)}: {self.rebuild(item)}" for key, item in value.items.items())
+            return "{" + pairs + "}"
+        if isinstance(value, ObjectValue):
+            state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                              if item is not None)
+            return f"___make_object({self.ref(value.cls)}, {{{state}}})"
+        if isinstance(value, FunctionValue):
+            return self._build_function(value)
+        if isinstance(value, MethodValue) and not isinstance(value.receiver, ContextValue):
+            return f"{self.rebuild(value.receiver)}.{value.name}"
+        if isinstance(value, IteratorValue):
+            return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
+        if isinstance(value, CellValue):
+            return self._build_cell(value)
+        raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
+                             type=value.python_type().__name__)
+
+    def _rebuild_symbolic(self, value: ConstantValue) -> str:
+        """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
+        if isinstance(value.value, (tuple, list)):
+            items = "".join(self.rebuild(ConstantValue(item)) + ", " for item in value.value)
+            if isinstance(value.value, torch.Size):
+                return f"{self.ref(torch.Size)}(({items}))"
+            return f"[{items}]" if isinstance(value.value, list) else f"({items})"
+        self.rebuilt_tensor = True
+        self.outputs.append(value)
+        return f"___out[{len(self.outputs) - 1}]"
+
+    def _build_function(self, value: FunctionValue) -> str:
+        if value.fn is None:
+            defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
+            kwdefaults = self.rebuild(DictValue(value.kwdefaults)) if value.kwdefaults else "None"
+            closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in value.closure) + ")"
+            plain = (f"___make_function({self.ref(value.code)}, {self.ref(value.globals)}, "
+                     f"{defaults}, {kwdefaults}, {closure})")
+        else:
+            plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
+        if value.bound_self is None:
+            return plain
+        return f"{self.ref(types.MethodType)}({plain}, {self.rebuild(value.bound_self)})"
+
+    def rebuild_cell(self, cell: CellValue) -> str:
+        """The cell object itself: the pre-existing one, or one made once per entry call."""
+        if cell.real is not None and cell.source is not None:
+            return self.expr(cell.source)
+        if cell.real is not None:
+            return self.ref(cell.real)
+        return self.rebuild(cell)
+
+    def _build_cell(self, cell: CellValue) -> str:
+        if cell.contents is None:
+            return f"{self.ref(types.CellType)}()"
+        return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
+
+    def literal(self, python_value: Any) -> str:
+        if type(python_value) in _LITERAL_TYPES:
+            return repr(python_value)
+        if type(python_value) is float and python_value == python_value and abs(python_value) != float("inf"):
+            return repr(python_value)
+        return self.ref(python_value)
+
+    def replay_lines(self, effects: SideEffects) -> list[str]:
+        lines = []
+        for container in effects.mutated.values():
+            target = self.expr(container.source)
+            new = self.rebuild(_detached(container))
+            if isinstance(container, SequenceValue):
+                lines.append(f"{target}[:] = {new}")
+            else:
+                lines.append(f"___replace_contents({target}, {new})")
+        for owner, name, value in effects.attribute_stores.values():
+            target = self.expr(owner.source)
+            if value is None:
+                lines.append(f"___delattr({target}, {name!r})")
+            else:
+                lines.append(f"{target}.{name} = {self.rebuild(value)}")
+        for f_globals, name, value in effects.global_stores.values():
+            lines.append(f"{self.ref(f_globals)}[{name!r}] = {self.rebuild(value)}")
+        for cell in effects.cell_stores.values():
+            if cell.source is None:
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
+            lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
+        for function, args, kwargs in effects.replayed_calls:
+            arguments = [self.rebuild(arg) for arg in args]
+            arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+            lines.append(f"{self.ref(function)}({', '.join(arguments)})")
+        return lines
+
+
+def _detached(container: Value) -> Value:
+    """The container's new contents as a fresh value, so it is rebuilt item by item."""
+    if isinstance(container, SequenceValue):
+        return SequenceValue(container.items, list)
+    return DictValue(container.items, container.kind)
