@@ -1,7 +1,10 @@
 """Corpus programs for constructs met in real Hugging Face models (tests/real_models/),
 each reduced to the general Python behaviour the tracer must model: an augmented
-assignment whose left operand is a number and right operand a tensor, ..."""
+assignment whose left operand is a number and right operand a tensor, a registry
+dict keyed by classes and typing forms, ..."""
 from __future__ import annotations
+
+import typing
 
 import torch
 
@@ -18,3 +21,19 @@ def _(x):
     scale = 1.5
     scale *= x
     return buckets, scale
+
+
+_HANDLERS = {list: lambda items: len(items), dict: lambda items: len(items) + 1,
+             typing.Union: lambda items: 2.0}
+_ANNOTATION = typing.Optional[int]
+
+
+@program("registry_dict_keyed_by_classes_and_typing_forms", lambda: rand(3))
+def _(x):
+    # huggingface_hub's strict dataclasses look validators up by `typing.get_origin(annotation)`
+    for kind in (list, dict, tuple):
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            x = x * handler([1, 2])
+    union = _HANDLERS[typing.get_origin(_ANNOTATION)]
+    return x + union([]), tuple in _HANDLERS, dict in _HANDLERS

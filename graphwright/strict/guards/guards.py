@@ -15,7 +15,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ..interpreter.symbolic_sizes import substitute_inputs
-from .sources import ExprWriter, Source
+from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
@@ -94,11 +94,11 @@ class Guard:
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
-            return f"___type({value}) is {ref(type(expected))} and {value} == {_literal(expected, ref)}"
+            return f"___type({value}) is {ref(type(expected))} and {value} == {literal(expected, ref)}"
         if kind == "len":
             return f"___len({value}) == {expected}"
         if kind == "keys":
-            return f"___tuple({value}) == {_literal(expected, ref)}"
+            return f"___tuple({value}) == {literal(expected, ref)}"
         if kind == "no_hooks":
             return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
@@ -154,15 +154,6 @@ class Guard:
         if kind == "tensor":
             return _tensor_failure(name, expected, actual)
         return None
-
-
-def _literal(value: Any, ref: Callable[[Any], str]) -> str:
-    if type(value) in (int, str, bytes) or (type(value) is float and value == value
-                                            and value not in (float("inf"), float("-inf"))):
-        return repr(value)
-    if type(value) is tuple:
-        return "(" + "".join(_literal(item, ref) + ", " for item in value) + ")"
-    return ref(value)
 
 
 def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -> str:

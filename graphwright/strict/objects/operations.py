@@ -24,6 +24,7 @@ from .values import (
     TensorValue,
     Value,
 )
+from .wrap import is_identity_key
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -90,6 +91,9 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, ObjectValue) and value.obj is not None and is_identity_key(value.obj):
+        tracer.add_guard(value.source, "id", value.obj)  # found by identity: the same object
+        return value.obj
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 

@@ -68,6 +68,14 @@ def is_constant(real: Any) -> bool:
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
 
 
+def is_identity_key(real: Any) -> bool:
+    """An object that hashes and compares by identity (a class, a function, a typing form):
+    as a dict key it is found exactly when the same object is looked up (registries keyed by
+    class)."""
+    cls = type(real)
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+
+
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if source is not None:
         known = tracer.memo_by_source.get(source)
@@ -113,7 +121,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_constant(key) for key in real):
+        if not all(is_constant(key) or is_identity_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
