@@ -78,12 +78,14 @@ def breaks_on_print(x):
     return x
 
 
-def _yield(x):
-    yield x
+async def _add_one(x):
+    return x + 1
 
 
-def breaks_on_generator(x):
-    return sum(_yield(x))
+def breaks_on_coroutine(x):
+    pending = _add_one(x)
+    pending.close()
+    return x
 
 
 def breaks_on_backward(x):
@@ -107,7 +109,7 @@ def breaks_on_class_statement(x):
 
 @pytest.mark.parametrize("fn, gb_id", [
     (breaks_on_item, "GB003"), (breaks_on_branch, "GB002"), (breaks_on_c_function, "GB005"),
-    (breaks_on_print, "GB008"), (breaks_on_generator, "GB007"), (breaks_on_backward, "GB013"),
+    (breaks_on_print, "GB008"), (breaks_on_coroutine, "GB007"), (breaks_on_backward, "GB013"),
     (breaks_on_nonzero, "GB004"), (breaks_on_class_statement, "GB006"),
     (breaks_on_formatting_a_tensor, "GB003"),
 ], ids=lambda value: getattr(value, "__name__", value))

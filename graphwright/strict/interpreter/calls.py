@@ -1,15 +1,16 @@
 """What calling a symbolic value means: inline it, record it in the graph, or break.
 
-`call_value` is the one dispatch point. Python functions (the user's, and the
-methods of torch.nn modules) are inlined into a new `Frame`; torch functions,
-Tensor methods and operators become graph nodes; builtins and methods of
-modelled values go to `builtin_calls` and `methods`. Before anything else,
-`marked_behaviour` asks whether the callable carries a user marking
-(graph_break, disable, and the rules registry of nonstrict_trace and friends).
+`call_value` is the one dispatch point. Python functions (the user's, and
+torch's own but for its operators) are inlined into a new `Frame`; torch
+operators, Tensor methods and Python operators become graph nodes; builtins and
+methods of modelled values go to `builtin_calls` and `methods`. Before anything
+else, `modelled_call` asks whether the callable has a meaning of its own: a
+user marking (graph_break, disable, the rules registry of nonstrict_trace and
+friends), a library function modelled in `builtin_calls`, or an autograd or
+global-state call.
 """
 from __future__ import annotations
 
-import abc
 import functools
 import inspect
 import sys
@@ -22,19 +23,17 @@ import torch
 from ..._core import rules
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, methods, operations
+from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
-    IteratorValue,
     MethodValue,
     ModuleValue,
-    ObjectValue,
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_torch_function
+from ..objects.wrap import function_value, is_graph_operator
 from ..residual.callees import global_module_hooks
 from . import contexts
 from . import graph_breaks as gb
@@ -61,6 +60,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return tracer.wrap(function.value(), source)
     if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
         return _call_partial(tracer, function, args, kwargs)
+    if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
+        return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
         return call_constant(tracer, function.value, args, kwargs)
     if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
@@ -68,12 +69,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         for child in function.items:
             result = call_value(tracer, child, [result], {})
         return result
-    if isinstance(function, ObjectValue):
-        from ..objects import attributes
-
-        method = attributes.lookup(tracer, function, "__call__")
-        if isinstance(method, FunctionValue):
-            return inline(tracer, method, args, kwargs)
+    method = classes.special_method(tracer, function, "__call__")
+    if method is not None and not isinstance(function, ModuleValue):
+        return call_value(tracer, method, args, kwargs)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {function!r}",
                              name=function.python_type().__name__)
 
@@ -106,26 +104,48 @@ def _specialised(tracer: "Tracer", value: Value) -> Value:
     return value
 
 
-def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """The value of a call the tracer gives its own meaning, whatever kind of callable `target`
+    is (a C function, or a Python function it could trace into): a user marking, a library
+    function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
+    None for any other callable."""
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
-    if isinstance(target, functools._lru_cache_wrapper):
-        # the cache is an optimisation of a pure function: trace the function itself
-        return call_value(tracer, tracer.wrap(target.__wrapped__, None), args, kwargs)
-    compiled_original = getattr(target, "_graphwright_original", None)
-    if compiled_original is not None:
-        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
     handler = builtin_calls.handler_for(target)
     if handler is not None:
         return handler(tracer, args, kwargs)
-    if target in _AUTOGRAD_CALLS:
+    unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
+    if unbound is not None:
+        return unbound
+    if _is_one_of(target, _AUTOGRAD_CALLS):
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
-    if target in _GLOBAL_STATE_CALLS:
+    if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
+    return None
+
+
+def _is_one_of(target: Any, callables: set) -> bool:
+    try:
+        return target in callables
+    except TypeError:  # an unhashable callable
+        return False
+
+
+def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    modelled = modelled_call(tracer, target, args, kwargs)
+    if modelled is not None:
+        return modelled
+    if isinstance(target, functools._lru_cache_wrapper):
+        return _call_cached(tracer, target, args, kwargs)
+    if type(target) is types.MethodType and isinstance(target.__func__, functools._lru_cache_wrapper):
+        return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
+    compiled_original = getattr(target, "_graphwright_original", None)
+    if compiled_original is not None:
+        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
-    if is_torch_callable(target):
+    if is_graph_operator(target):
         return tracer.graph.call("call_function", target, args, kwargs)
     if type(target) is types.FunctionType:
         return inline(tracer, function_value(target, None), args, kwargs)
@@ -135,6 +155,27 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     module = getattr(target, "__module__", None)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {module}.{name}",
                              name=f"{module}.{name}" if module else name)
+
+
+def _call_cached(tracer: "Tracer", cached: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """A function under `functools.lru_cache`/`cache`: the cache is an optimisation of a pure
+    function, so the function itself is traced. One whose only effects are replayed calls
+    (transformers' `logger.warning_once`) has them once per distinct arguments: the cached call
+    itself is replayed instead, so that the real cache decides at run time, as in Python."""
+    effects = tracer.side_effects
+    before = effects.counts()
+    result = call_value(tracer, tracer.wrap(cached.__wrapped__, None), args, kwargs)
+    after = effects.counts()
+    if after == before:
+        return result
+    if after[1:] != before[1:] or not all(operations.is_constant_tree(arg) or arg.source is not None
+                                          for arg in [*args, *kwargs.values()]):
+        name = getattr(cached, "__qualname__", repr(cached))
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"cached {name} with side effects",
+                                 name=f"{name} (a cached function that changes state)")
+    del effects.replayed_calls[before[0]:]
+    effects.replay_call(cached, args, kwargs)
+    return result
 
 
 def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -150,39 +191,22 @@ def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], k
     return call_value(tracer, function, [*bound, *args], {**keywords, **kwargs})
 
 
-def is_torch_callable(target: Any) -> bool:
-    if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
-        return True
-    return is_torch_function(target) and callable(target)
-
-
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     if cls in contexts.GRAD_MODE_CLASSES or cls in contexts.AUTOCAST_CLASSES:
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
-    if issubclass(cls, BaseException):
+    if issubclass(cls, BaseException) or cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
-        return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module) or cls.__new__ is not object.__new__ \
-            or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
+    if issubclass(cls, torch.nn.Module):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    instance = ObjectValue(None, cls)
-    init = cls.__init__
-    if type(init) is types.FunctionType:
-        inline(tracer, function_value(init, None).bind(instance), args, kwargs)
-    elif args or kwargs:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    return instance
+                                 name=f"{cls.__qualname__} (an nn.Module built in the region)")
+    return instances.call_class(tracer, cls, args, kwargs)
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -240,28 +264,24 @@ def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any,
 
 def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """Run a Python function's bytecode in a new frame on these symbolic arguments."""
+    from . import generators
     from .frame import Frame
 
     code = function.code
-    if code.co_flags & _UNSUPPORTED_FLAGS or (code.co_flags & inspect.CO_GENERATOR
-                                              and code.co_name != "<genexpr>"):
+    if code.co_flags & _UNSUPPORTED_FLAGS:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
-        marked = marked_behaviour(tracer, function.fn, self_args, kwargs)
-        if marked is not None:
-            return marked
+        modelled = modelled_call(tracer, function.fn, self_args, kwargs)
+        if modelled is not None:
+            tracer.add_guard(function.source, "id", function.fn)  # the meaning belongs to this object
+            return modelled
     if function.bound_self is not None:
         args = [function.bound_self, *args]
     local_values = bind_arguments(tracer, function, args, kwargs)
-    frame = Frame(tracer, code, function.globals, local_values, function.closure)
     if code.co_flags & inspect.CO_GENERATOR:
-        # Run the generator expression to exhaustion now: its items are symbolic, so nothing
-        # is lost unless it interleaves side effects with its consumer.
-        frame.yielded = []
-        frame.run()
-        return IteratorValue(frame.yielded)
-    return frame.run()
+        return generators.make_generator(tracer, function, local_values)
+    return Frame(tracer, code, function.globals, local_values, function.closure).run()
 
 
 def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
@@ -318,6 +338,4 @@ def _as_value(tracer: "Tracer", default: Any, function_source: Any, table: str, 
     return tracer.wrap(default, source)
 
 
-def _bind(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
-    return bind_arguments(tracer, function_value(fn, None), args, kwargs)
 

@@ -166,7 +166,7 @@ class GraphBuilder:
             raise self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
-            if isinstance(result, (str, bytes)) or (
+            if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
                     and not holds_symbol(result)):
                 # e.g. `"%s" % tensor`: Python formatted the fake tensor; eager would use its data

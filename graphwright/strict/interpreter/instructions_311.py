@@ -10,7 +10,7 @@ import collections.abc
 import dis
 import operator
 
-from ..objects import attributes, operations
+from ..objects import attributes, builtin_calls, operations
 from ..objects.values import (
     NONE,
     NULL,
@@ -18,7 +18,9 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     SequenceValue,
 )
 from . import calls, contexts
@@ -62,7 +64,7 @@ class Instructions311:
         self.push(operations.constant(inst.argval))
 
     def op_LOAD_FAST(self, inst):
-        value = self.locals.get(inst.argval)
+        value = self.local(inst.argval)
         if value is None:
             raise self.tracer.user_error(UnboundLocalError(
                 f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
@@ -83,11 +85,13 @@ class Instructions311:
         self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
 
     def op_MAKE_CELL(self, inst):
-        self.cells[inst.argval] = CellValue(self.locals.pop(inst.argval, None))
+        contents = self.local(inst.argval)
+        self.locals.pop(inst.argval, None)
+        self.cells[inst.argval] = CellValue(contents)
 
     def op_COPY_FREE_VARS(self, inst):
         for name, cell in zip(self.code.co_freevars, self.closure):
-            self.cells[name] = cell
+            self.cells[name] = self.tracer.canonical_cell(cell)
 
     def op_LOAD_CLOSURE(self, inst):
         self.push(self.cells[inst.argval])
@@ -196,8 +200,16 @@ class Instructions311:
 
     def op_FORMAT_VALUE(self, inst):
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
-        value = operations.python_value(self.tracer, self.pop(), purpose="an f-string")
+        value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
+        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if text is not None:  # a user class's __str__ / __repr__
+            value, conversion = text, None
+        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if text is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(text)
+            return
+        value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:
             value = conversion(value)
         self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))
@@ -288,7 +300,7 @@ class Instructions311:
 
     def op_GET_ITER(self, inst):
         iterable = self.pop()
-        if not isinstance(iterable, IteratorValue):
+        if not isinstance(iterable, (IteratorValue, LazyIteratorValue)):
             iterable = IteratorValue(operations.iterate(self.tracer, iterable))
         self.push(iterable)
 
@@ -350,10 +362,24 @@ class Instructions311:
         self.push(NONE)
 
     def op_YIELD_VALUE(self, inst):
-        if self.yielded is None:
-            raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
-        self.yielded.append(self.pop())
-        self.push(NONE)
+        # the compiled function itself is a generator (those called inside it run in a GeneratorFrame)
+        raise self.tracer.graph_break(gb.GENERATOR, self.code.co_name, name=self.code.co_name)
+
+    def op_GET_YIELD_FROM_ITER(self, inst):
+        if not isinstance(self.stack[-1], (IteratorValue, LazyIteratorValue)):
+            self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
+
+    def op_SEND(self, inst):
+        from . import generators  # generators' frames are frames: imported late
+
+        sent = self.pop()
+        item = generators.delegate(self.tracer, self.stack[-1], sent)
+        if item is None:
+            receiver = self.stack[-1]
+            self.stack[-1] = receiver.returned if isinstance(receiver, GeneratorValue) else NONE
+            self.jump_to(inst.argval)
+        else:
+            self.push(item)
 
     # -- calls ---------------------------------------------------------------------------
     def op_KW_NAMES(self, inst):

@@ -1,10 +1,12 @@
 """Attribute access on symbolic values, following Python's lookup rules per kind.
 
-Tensor metadata is read from the fake tensor (sizes are static); module and
-object attributes are read through to the real object by source, with the
-overlay of stores made while tracing taking precedence; methods become bound
-function values (inlined when called) or `MethodValue`s for natively modelled
-receivers. Stores go to `SideEffects`, never to the real object.
+Tensor metadata is read from the fake tensor (sizes are static); module
+attributes are read through to the real module by source, with the overlay
+of stores made while tracing taking precedence; instances of user classes
+(and of dict and list subclasses) follow Python's object protocol, modelled
+in `classes`; methods become bound function values (inlined when called) or
+`MethodValue`s for natively modelled receivers. Stores go to `SideEffects`,
+never to the real object.
 """
 from __future__ import annotations
 
@@ -16,17 +18,20 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
+from . import classes
 from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    GeneratorValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    SuperValue,
     TensorValue,
     Value,
 )
-from .wrap import function_value, is_constant, is_torch_function
+from .wrap import is_constant
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -37,6 +42,7 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
+GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
 
@@ -58,14 +64,20 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _object_attr(tracer, value, name)
     if isinstance(value, ConstantValue):
         return _constant_attr(tracer, value, name)
+    if classes.is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        return classes.get_attribute(tracer, value, name)
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
-        return _method_if(value, name, dict if value.kind is dict else set)
-    if isinstance(value, FunctionValue) and name in ("__name__", "__qualname__", "__module__"):
-        return ConstantValue(value.name if name != "__module__" else value.globals.get("__name__"))
-    if isinstance(value, FunctionValue) and name == "__self__" and value.bound_self is not None:
-        return value.bound_self
+        return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
+    if isinstance(value, SuperValue):
+        return classes.super_attribute(tracer, value, name)
+    if isinstance(value, FunctionValue):
+        return _function_attr(tracer, value, name)
+    if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
+        from .values import MethodValue
+
+        return MethodValue(value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 
@@ -112,9 +124,11 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
     if isinstance(value.value, types.ModuleType):
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if isinstance(value.value, type):
-        return _class_attr(tracer, value.value, name, value, _attr(value.source, name))
-    if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) and is_constant(value.value):
-        return MethodValue(value, name)
+        return classes.class_attribute(tracer, value, name)
+    if is_constant(value.value):
+        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
+            return MethodValue(value, name)
+        return tracer.wrap(real, None)  # a fact of an immutable object: nothing more to guard
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
 
 
@@ -132,7 +146,8 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property) or \
                 (attr is not None and not hasattr(value.kind, name)):
-            return _class_attr(tracer, cls, name, value, None)
+            found = classes.find(tracer, cls, name)
+            return None if found is None else classes.bind(tracer, *found, name, value, cls)
         if attr is not None and not callable(attr):
             return tracer.wrap(attr, None)
     return _method_if(value, name, value.kind)
@@ -143,49 +158,50 @@ def _structseq_index(cls: type, name: str) -> int:
     return getattr(sample, name)
 
 
-def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source: Any) -> Value | None:
-    """Attribute `name` found on `cls` (through the MRO), bound to `receiver` as Python would."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            raw = klass.__dict__[name]
-            break
-    else:
-        real = getattr(cls, name, _MISSING)  # slots of `type` itself: __name__, __mro__, ...
-        return None if real is _MISSING else tracer.wrap(real, None)
-    from ..interpreter import calls
+def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """Any attribute of a function. A real function (`fn` set) answers from itself, read by
+    source so that a changed attribute recompiles; a function made in the region answers from
+    its code object and the state recorded when it was made. A bound method forwards every
+    read but `__self__` and `__func__` to its function, as Python's method objects do."""
+    if value.bound_self is not None:
+        if name == "__self__":
+            return value.bound_self
+        value = FunctionValue(value.code, value.globals, value.name, value.defaults, value.kwdefaults,
+                              value.closure, fn=value.fn)
+        if name == "__func__":
+            return value
+    if value.fn is not None:
+        if callable(getattr(types.FunctionType, name, None)):  # __get__, __call__: not modelled
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"function.{name}", name=name, type="function")
+        real = getattr(value.fn, name, _MISSING)
+        if real is _MISSING:
+            return None
+        base = value.source or ConstantSource(id(value.fn), value.fn)
+        return tracer.wrap(real, AttrSource(base, name))
+    return _made_function_attr(tracer, value, name)
 
-    is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
-    if is_class and source is not None and type(raw) is types.FunctionType:
-        tracer.add_guard(source, "id", raw)
-    if isinstance(raw, staticmethod):
-        return tracer.wrap(raw.__func__, None)
-    if isinstance(raw, classmethod):
-        if is_torch_function(raw.__func__):  # e.g. autograd.Function.apply: one opaque call
-            return ConstantValue(getattr(cls, name))
-        return function_value(raw.__func__, None).bind(ConstantValue(cls))
-    if isinstance(raw, property):
-        if is_class:
-            return ConstantValue(raw)
-        return calls.inline(tracer, function_value(raw.fget, None), [receiver], {})
-    if type(raw) is types.FunctionType:
-        if is_torch_function(raw) and not issubclass(cls, torch.nn.Module):
-            if is_class:
-                return ConstantValue(raw)
-            if isinstance(receiver, ConstantValue):
-                return ConstantValue(getattr(receiver.value, name))
-            # a method of a torch object with state (an optimizer, a scaler): not modelled
-            qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
-            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
-        function = function_value(raw, None)
-        if is_class:
-            return function
-        # the instance's class is guarded by type; a method replaced on it must recompile too
-        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw)
-        return function.bind(receiver)
-    if is_class:
-        return tracer.wrap(getattr(receiver.value, name), source)
-    instance = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
-    return tracer.wrap(getattr(cls, name) if instance is None else getattr(instance, name), source)
+
+def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
+    """A function made by MAKE_FUNCTION while tracing has no attributes but those it was made with:
+    stores on it are not modelled, so nothing else can have been added."""
+    code = value.code
+    if name == "__code__":
+        return ConstantValue(code)
+    if name in ("__name__", "__qualname__"):
+        return ConstantValue(value.name if name == "__name__" else code.co_qualname)
+    if name == "__module__":
+        return ConstantValue(value.globals.get("__name__"))
+    if name == "__doc__":  # CPython 3.11 takes the first constant when it is a string
+        first = code.co_consts[0] if code.co_consts else None
+        return ConstantValue(first if isinstance(first, str) else None)
+    if name == "__defaults__":
+        return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
+    if name == "__kwdefaults__":
+        return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
+    if hasattr(types.FunctionType, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
+                                 type="function made in the compiled region")
+    return None
 
 
 def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
@@ -194,8 +210,9 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     module, source = value.module, value.source
     if name == "__class__":
         return ConstantValue(type(module))
-    if isinstance(getattr(type(module), name, None), property):
-        return _class_attr(tracer, type(module), name, value, None)
+    found = classes.find(tracer, type(module), name)
+    if found is not None and isinstance(found[1], property):
+        return classes.bind(tracer, *found, name, value, type(module))
     if name in module.__dict__:
         return tracer.wrap(module.__dict__[name], _attr(source, name))
     for table in ("_parameters", "_buffers", "_modules"):
@@ -207,31 +224,15 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
         from .values import MethodValue
 
         return MethodValue(value, name)
-    return _class_attr(tracer, type(module), name, value, _attr(source, name))
+    return None if found is None else classes.bind(tracer, *found, name, value, type(module))
 
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
-    if name in value.overlay:
-        return value.overlay[name]
-    obj, source = value.obj, value.source
-    if isinstance(obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
+    if isinstance(value.obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)
-    if name == "__class__":
-        return ConstantValue(value.cls)
-    descriptor = getattr(value.cls, name, None)
-    if isinstance(descriptor, property) or type(descriptor) is types.FunctionType:
-        return _class_attr(tracer, value.cls, name, value, None)
-    stored = tracer.side_effects.load_shared_attr(value.cls, name)
-    if stored is not None and (obj is None or name not in getattr(obj, "__dict__", {})):
-        return stored  # a class attribute written earlier in this trace
-    if obj is not None:
-        real = getattr(obj, name, _MISSING)
-        if real is _MISSING:
-            return None
-        return tracer.wrap(real, _attr(source, name))
-    return _class_attr(tracer, value.cls, name, value, None)
+    return classes.get_attribute(tracer, value, name)
 
 
 def _attr(source: Any, name: str) -> Any:
@@ -239,8 +240,12 @@ def _attr(source: Any, name: str) -> Any:
 
 
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
-    if isinstance(owner, (ModuleValue, ObjectValue)):
-        if isinstance(getattr(owner.python_type(), name, None), property):
+    if classes.is_instance_value(owner):
+        classes.set_attribute(tracer, owner, name, value)
+        return
+    if isinstance(owner, ModuleValue):
+        found = classes.find(tracer, type(owner.module), name)
+        if found is not None and isinstance(found[1], property):
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
                                      type=owner.python_type().__name__)
         tracer.side_effects.store_attr(owner, name, value)
@@ -254,8 +259,8 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
 
 
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:
-    if isinstance(owner, ObjectValue):
-        tracer.side_effects.store_attr(owner, name, None)
+    if classes.is_instance_value(owner):
+        classes.delete_attribute(tracer, owner, name)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"delattr {owner!r}.{name}", name=f"deleting {name}",
                              type=owner.python_type().__name__)

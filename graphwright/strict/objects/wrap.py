@@ -22,6 +22,7 @@ from ..guards.sources import (
     AttrSource,
     CellContentsSource,
     ClosureCellSource,
+    ContentsSource,
     ItemSource,
     ModuleDictSource,
     Source,
@@ -32,9 +33,11 @@ from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    TensorValue,
     Value,
 )
 
@@ -43,24 +46,46 @@ if TYPE_CHECKING:
 
 CONSTANT_TYPES = frozenset({int, float, bool, str, bytes, complex, type(None), type(Ellipsis),
                             type(NotImplemented), torch.dtype, torch.device, torch.Size, slice,
-                            range, torch.layout, torch.memory_format, frozenset})
-_OPAQUE_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, types.ModuleType,
-                          types.MethodDescriptorType, types.WrapperDescriptorType,
-                          types.MethodWrapperType, types.ClassMethodDescriptorType,
-                          types.GetSetDescriptorType, types.MemberDescriptorType,
-                          functools.partial, type)
+                            range, torch.layout, torch.memory_format, frozenset, types.CodeType})
+# Constants compared by identity in guards: cheaper than `==` and exact for these.
+_IDENTITY_CONSTANT_TYPES = (torch.dtype, torch.layout, torch.memory_format, types.CodeType)
+# Operators of `torch.ops` (their `__call__` is Python, but each is one operator).
+_TORCH_OPERATOR_TYPES = (torch._ops.OperatorBase, torch._ops.OpOverloadPacket)
+_C_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                     types.MethodWrapperType, types.ClassMethodDescriptorType)
+_OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDescriptorType,
+                          types.MemberDescriptorType, functools.partial, type, *_TORCH_OPERATOR_TYPES)
+# `autograd.Function.apply` enters C++ autograd: the graph calls it, AOT traces into it.
+_AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
 
-# Python functions of torch that are traced into rather than called as one node.
-# clip_grad reads and scales each parameter's `.grad`, state the graph does not
-# carry: as one node, AOT backends would run it on stand-in tensors (wrong result).
-_INLINED_TORCH_MODULES = ("torch.nn.modules", "torch.utils._contextlib", "torch.nn.utils.clip_grad")
+def _python_operators() -> frozenset:
+    """The Python functions of torch that are operators: those `torch.overrides` lists as
+    overridable (torch.*, torch.nn.functional.*, ...) and the Python methods of Tensor."""
+    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values()]
+    return frozenset(fn for table in tables for fn in table if type(fn) is types.FunctionType)
 
 
-def is_torch_function(fn: Any) -> bool:
-    """A Python function of torch that goes into the graph as one call, not inlined."""
-    module = getattr(fn, "__module__", None) or ""
-    return module.startswith("torch") and not module.startswith(_INLINED_TORCH_MODULES)
+# Built at import (a few milliseconds), not by the first compiled call.
+_PYTHON_OPERATORS = _python_operators()
+
+
+def is_graph_operator(target: Any) -> bool:
+    """A torch operator, which becomes one graph node: a function written in C, an operator of
+    `torch.ops`, a Tensor method, or a Python function PyTorch lets `__torch_function__`
+    override. Every other Python function of torch is traced into like user code."""
+    cls = type(target)
+    if cls is types.FunctionType:
+        return target in _PYTHON_OPERATORS
+    if cls is types.MethodType:
+        return target.__func__ is _AUTOGRAD_APPLY or target.__func__ in _PYTHON_OPERATORS
+    if isinstance(target, _TORCH_OPERATOR_TYPES):
+        return True
+    if isinstance(target, _C_CALLABLE_TYPES):
+        if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
+            return True
+        return (getattr(target, "__module__", None) or "").startswith("torch")
+    return False
 
 
 def is_constant(real: Any) -> bool:
@@ -101,7 +126,7 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if type(real) is int and source is not None and tracer.graph.wants_symbolic_int(source, real):
         tracer.add_guard(source, "type", int)
         return tracer.graph.add_int_input(real, source)
-    if type(real) in (torch.dtype, torch.layout, torch.memory_format) or isinstance(real, enum.Enum):
+    if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
     else:
         tracer.add_guard(source, "const", real)
@@ -127,23 +152,71 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
+    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
+        # a class's __dict__: read-only, its items read by source
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
+                         dict, source, cls=cls, obj=real)
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
+    if cls is set and all(is_constant(item) for item in real):
+        # the order too: code that iterates the set must see the order it was traced with
+        tracer.add_guard(source, "type", set)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({item: ConstantValue(item) for item in real}, set, source)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
     if cls is types.FunctionType:
-        if is_torch_function(real):
+        if is_graph_operator(real):
             return _opaque(tracer, real, source)
-        tracer.add_guard(source, "id", real)
+        if real.__closure__:
+            # a closure is made anew by each call of its maker: the code is what stays (the
+            # cells it reads are guarded when read), as TorchDynamo guards closures
+            tracer.add_guard(_attr(source, "__code__"), "id", real.__code__)
+        else:
+            tracer.add_guard(source, "id", real)
         return function_value(real, source)
-    if cls is types.MethodType and type(real.__func__) is types.FunctionType \
-            and not is_torch_function(real.__func__):
+    if cls is types.MethodType:
+        # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
-        return function_value(real.__func__, None).bind(receiver)
+        if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
+            return function_value(real.__func__, None).bind(receiver)
+        if isinstance(receiver, TensorValue):
+            return MethodValue(receiver, real.__func__.__name__)
+        return ConstantValue(real, source)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
     return ObjectValue(real, cls, source)
+
+
+def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
+    """An instance of a subclass of dict, OrderedDict, defaultdict, list or tuple: its items
+    are read through the builtin base (no overridden method runs), its attributes by source."""
+    from .classes import builtin_base
+
+    base = builtin_base(cls)
+    if base not in (dict, collections.OrderedDict, collections.defaultdict, list, tuple):
+        return None
+    contents = None if source is None else ContentsSource(source, base)
+    if isinstance(real, dict):
+        keys = list(base.__iter__(real))
+        if not all(is_constant(key) for key in keys):
+            return None
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(contents, "keys", tuple(keys))
+        items = {key: wrap(tracer, dict.__getitem__(real, key), _item(contents, key)) for key in keys}
+        return DictValue(items, dict, source, cls=cls, obj=real)
+    tracer.add_guard(source, "type", cls)
+    elements = list(base.__iter__(real))
+    tracer.add_guard(contents, "len", len(elements))
+    items = [wrap(tracer, item, _item(contents, index)) for index, item in enumerate(elements)]
+    return SequenceValue(items, list if base is list else tuple, source, cls=cls, obj=real)
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:
@@ -172,7 +245,7 @@ def _is_named_tuple(cls: type) -> bool:
 def _is_user_instance(real: Any) -> bool:
     """An instance of a user class with `__call__` is read through, not called opaquely."""
     call = getattr(type(real), "__call__", None)
-    return type(call) is types.FunctionType and not is_torch_function(call)
+    return type(call) is types.FunctionType and not is_graph_operator(call)
 
 
 def _item(source: Source | None, key: Any) -> Source | None:

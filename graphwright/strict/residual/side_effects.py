@@ -57,6 +57,11 @@ class SideEffects:
         """Call `function` (a real callable) after the graph, with these arguments rebuilt."""
         self.replayed_calls.append((function, args, kwargs))
 
+    def counts(self) -> tuple[int, ...]:
+        """How many effects of each kind are recorded (replayed calls first): what a call added."""
+        return (len(self.replayed_calls), len(self.mutated), len(self.attribute_stores),
+                len(self.global_stores), len(self.cell_stores))
+
     def is_empty(self) -> bool:
         return not (self.mutated or self.attribute_stores or self.global_stores
                     or self.cell_stores or self.replayed_calls)

@@ -1,0 +1,85 @@
+"""Introspection of constant objects, run for real: `inspect` and `typing` helpers.
+
+Real code asks questions about functions and classes (`inspect.signature(func)`,
+`inspect.isclass(obj)`, `typing.get_type_hints(cls)`). Where every argument is a real
+object the region did not make or change (a function, a class, a module, a constant,
+an object read by source), the helper runs now on those objects and its result is a
+constant fact of the trace, as valid as the guards on the arguments. Interpreting
+these helpers' own Python instead would be slow and would gain nothing.
+An argument made or changed in the region is a graph break.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..interpreter import graph_breaks as gb
+from . import operations
+from .values import (
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+_NOT_REAL = object()
+
+# Helpers that only read the objects they are given (no frames, files or arguments' data).
+INTROSPECTION_FUNCTIONS = (
+    inspect.signature, inspect.getfullargspec, inspect.unwrap, inspect.getmro, inspect.getdoc,
+    inspect.getmodule, inspect.getattr_static, inspect.get_annotations, inspect.cleandoc,
+    inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.ismodule, inspect.isbuiltin,
+    inspect.isroutine, inspect.isabstract, inspect.ismethoddescriptor, inspect.isdatadescriptor,
+    inspect.isgeneratorfunction, inspect.iscoroutinefunction, inspect.isasyncgenfunction,
+    typing.get_type_hints, typing.get_origin, typing.get_args,
+)
+
+
+def real_object(tracer: "Tracer", value: Value) -> Any:
+    """The real object behind `value`, or `_NOT_REAL` when the region made or changed it."""
+    if isinstance(value, ConstantValue):
+        return _NOT_REAL if operations.is_symbolic(value) else value.value
+    if isinstance(value, FunctionValue):
+        if value.fn is None:
+            return _NOT_REAL
+        if value.bound_self is None:
+            return value.fn
+        receiver = real_object(tracer, value.bound_self)
+        return _NOT_REAL if receiver is _NOT_REAL else types.MethodType(value.fn, receiver)
+    if isinstance(value, ObjectValue):
+        return _NOT_REAL if value.obj is None or value.overlay else value.obj
+    if isinstance(value, ModuleValue):
+        return _NOT_REAL if value.overlay else value.module
+    if isinstance(value, (SequenceValue, DictValue)) and operations.is_constant_tree(value):
+        return operations.python_value(tracer, value)
+    return _NOT_REAL
+
+
+def run_for_real(tracer: "Tracer", target: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`target(*args, **kwargs)` on the real objects; its result is a constant fact."""
+    name = f"{target.__module__}.{target.__qualname__}"
+    real_args = [real_object(tracer, arg) for arg in args]
+    real_kwargs = {key: real_object(tracer, arg) for key, arg in kwargs.items()}
+    for value, real in [*zip(args, real_args), *zip(kwargs.values(), real_kwargs.values())]:
+        if real is _NOT_REAL:
+            raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"{name} on {value!r}", name=name,
+                                     types=f"`{value.python_type().__name__}` made or changed in the region")
+    try:
+        result = target(*real_args, **real_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"{name}(...)")
+    return tracer.wrap(result, None)
+
+
+HANDLERS: dict[Any, Callable] = {
+    target: lambda tracer, args, kwargs, target=target: run_for_real(tracer, target, args, kwargs)
+    for target in INTROSPECTION_FUNCTIONS
+}
