@@ -1,7 +1,7 @@
 """Corpus programs for constructs met in real Hugging Face models (tests/real_models/),
 each reduced to the general Python behaviour the tracer must model: an augmented
 assignment whose left operand is a number and right operand a tensor, a registry
-dict keyed by classes and typing forms, ..."""
+dict keyed by classes and typing forms, the `delattr` builtin, ..."""
 from __future__ import annotations
 
 import typing
@@ -37,3 +37,18 @@ def _(x):
             x = x * handler([1, 2])
     union = _HANDLERS[typing.get_origin(_ANNOTATION)]
     return x + union([]), tuple in _HANDLERS, dict in _HANDLERS
+
+
+class _Settings:
+    def __init__(self):
+        self.encoder_layers = 2
+        self.decoder_layers = 3
+
+
+@program("delattr_builtin_on_an_object_made_in_the_region", lambda: rand(3))
+def _(x):
+    # T5's config.get_text_config(decoder=True) deletes the keys of the other side by name
+    settings = _Settings()
+    for key in ("encoder_layers",):
+        delattr(settings, key)
+    return x * settings.decoder_layers, hasattr(settings, "encoder_layers")
