@@ -1,9 +1,11 @@
 """Corpus programs for constructs met in real Hugging Face models (tests/real_models/),
 each reduced to the general Python behaviour the tracer must model: an augmented
 assignment whose left operand is a number and right operand a tensor, a registry
-dict keyed by classes and typing forms, the `delattr` builtin, ..."""
+dict keyed by classes and typing forms, the `delattr` builtin, a dict read by key
+(guarded on the keys read, not all of them), ..."""
 from __future__ import annotations
 
+import os
 import typing
 
 import torch
@@ -52,3 +54,45 @@ def _(x):
     for key in ("encoder_layers",):
         delattr(settings, key)
     return x * settings.decoder_layers, hasattr(settings, "encoder_layers")
+
+
+_ENV = {"GW_SCALE": "2"}
+
+
+def _env_with(**extra):
+    def make():
+        _ENV.clear()
+        _ENV.update(GW_SCALE="2", **extra)
+        return rand(3)
+    return make
+
+
+@program("dict_read_by_key_does_not_recompile_when_another_key_is_added", _env_with(),
+         changed=_env_with(GW_OTHER="1"), frames_changed=1, reset=_env_with())
+def _(x):
+    # os.environ.get in library code: Inductor sets variables of its own between calls
+    scale = float(_ENV.get("GW_SCALE", "1"))
+    return x * scale if _ENV.get("GW_DEBUG") is None else x
+
+
+@program("dict_read_by_key_recompiles_when_an_absent_key_appears", _env_with(),
+         changed=_env_with(GW_DEBUG="1"), frames_changed=2, reset=_env_with())
+def _(x):
+    return x * 2 if "GW_DEBUG" not in _ENV else x - 1
+
+
+@program("dict_read_by_key_recompiles_when_its_value_changes", _env_with(),
+         changed=lambda: (_env_with()(), _ENV.update(GW_SCALE="3"))[0], frames_changed=2, reset=_env_with())
+def _(x):
+    return x * float(_ENV["GW_SCALE"])
+
+
+@program("dict_iterated_recompiles_when_another_key_is_added", _env_with(),
+         changed=_env_with(GW_OTHER="1"), frames_changed=2, reset=_env_with())
+def _(x):
+    return x * len([key for key in _ENV if key.startswith("GW_")])
+
+
+@program("environment_variable_read_through_os_environ", lambda: rand(3))
+def _(x):
+    return x * 2 if os.environ.get("GW_CORPUS_UNSET_VARIABLE") is None else x

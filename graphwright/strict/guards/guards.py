@@ -18,7 +18,8 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
+_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+         "no_hooks": 3, "lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 
@@ -99,6 +100,9 @@ class Guard:
             return f"___len({value}) == {expected}"
         if kind == "keys":
             return f"___tuple({value}) == {literal(expected, ref)}"
+        if kind == "contains":  # one key of a dict, present or absent
+            key, present = expected
+            return f"{literal(key, ref)} {'in' if present else 'not in'} {value}"
         if kind == "no_hooks":
             return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
@@ -139,6 +143,8 @@ class Guard:
             return f"length of '{name}' changed: expected {expected}, actual {len(actual)}"
         if kind == "keys" and tuple(actual) != expected:
             return f"keys of '{name}' changed: expected {list(expected)}, actual {list(actual)}"
+        if kind == "contains" and (expected[0] in actual) is not expected[1]:
+            return f"'{name}' {'lacks' if expected[1] else 'has'} the key {expected[0]!r} now"
         if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
                                    or actual._backward_hooks or actual._backward_pre_hooks):
             return f"module '{name}' has hooks now"

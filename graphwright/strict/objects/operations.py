@@ -324,7 +324,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     if isinstance(container, DictValue):
-        return hashable_key(tracer, item) in container.items
+        return container.lookup(hashable_key(tracer, item)) is not None
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
@@ -451,9 +451,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
-        if python_key in container.items:
-            return container.items[python_key]
-        return _missing(tracer, container, key, python_key)
+        found = container.lookup(python_key)
+        return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
         try:
             return constant_result(container.value[python_value(tracer, key, "an index")])
