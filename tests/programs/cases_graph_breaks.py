@@ -851,3 +851,26 @@ def _(x):
     y = x * 2
     graph_break()
     return y.sum() + y
+
+
+# -- instructions the tracer does not model --------------------------------------------
+
+
+@breaks("class_statement_inside_the_function_splits_at_the_class", lambda: rand(3), frames=[2, 3])
+def _(x):
+    y = x.sin() * 2
+    z = y + 1
+
+    class Local:
+        scale = 3
+
+    return z * Local.scale
+
+
+@breaks("deleted_local_is_not_passed_to_the_resume_function", lambda: rand(3), frames=2)
+def _(x):
+    y = x.exp() + 1
+    z = y * 2
+    del y
+    graph_break()
+    return z - 1

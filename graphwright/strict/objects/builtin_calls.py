@@ -599,6 +599,12 @@ def _checkpoint(tracer, args, kwargs):
     return calls.call_value(tracer, args[0], list(args[1:]), call_kwargs)
 
 
+@handles(builtins.__build_class__)
+def _build_class(tracer, args, kwargs):
+    name = operations.python_value(tracer, args[1]) if len(args) > 1 else "?"
+    raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name)
+
+
 @handles(print)
 def _print(tracer, args, kwargs):
     if not config.reorderable_print:
