@@ -116,6 +116,8 @@ class ResidualWriter(EntryWriter):
                 self.outputs.append(value)
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
+            if value.source is not None:
+                return self.expr(value.source)  # a symbolic input, unchanged: read it again
             return self._rebuild_symbolic(value)
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
