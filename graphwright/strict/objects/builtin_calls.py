@@ -218,6 +218,12 @@ def _setattr(tracer, args, kwargs):
     return NONE
 
 
+@handles(delattr)
+def _delattr(tracer, args, kwargs):
+    attributes.delete_attr(tracer, args[0], operations.python_value(tracer, args[1]))
+    return NONE
+
+
 @handles(vars)
 def _vars(tracer, args, kwargs):
     if len(args) != 1:
