@@ -8,7 +8,7 @@ hashable, so one value read twice is guarded once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class ExprWriter(Protocol):
@@ -128,29 +128,29 @@ class ModuleDictSource(Source):
         return f"{self.base.name()}.{self.key}"
 
 
+def literal(value: Any, ref: Callable[[Any], str]) -> str:
+    """`value` as Python text: a literal where its repr is one, else a reference to the object."""
+    if type(value) in (int, str, bytes) or (type(value) is float and value == value
+                                            and value not in (float("inf"), float("-inf"))):
+        return repr(value)
+    if type(value) is tuple:
+        return "(" + "".join(literal(item, ref) + ", " for item in value) + ")"
+    return ref(value)
+
+
 @dataclass(frozen=True)
 class ItemSource(Source):
     base: Source
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.expr(self.base)}[{_key_text(self.key, writer)}]"
+        return f"{writer.expr(self.base)}[{literal(self.key, writer.ref)}]"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
         return self.base.read(fn, local_values)[self.key]
 
     def name(self) -> str:
         return f"{self.base.name()}[{self.key!r}]"
-
-
-def _key_text(key: Any, writer: ExprWriter) -> str:
-    """A key as code: a literal when its repr is one, else a reference (a class, an enum)."""
-    if type(key) in (int, str, bytes, bool, type(None)) or type(key) is float and key == key \
-            and key not in (float("inf"), float("-inf")):
-        return repr(key)
-    if type(key) is tuple:
-        return "(" + "".join(_key_text(item, writer) + ", " for item in key) + ")"
-    return writer.ref(key)
 
 
 @dataclass(frozen=True)

@@ -161,8 +161,15 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
 
 def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
                  kwargs: dict[str, Value]) -> Value:
-    items = mapping.items
     key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
+    if name == "get":
+        found = mapping.lookup(key)
+        return found if found is not None else args[1] if len(args) > 1 else NONE
+    if name == "__getitem__":
+        return operations.native_getitem(tracer, mapping, args[0])
+    if name == "__contains__":
+        return ConstantValue(mapping.lookup(key) is not None)
+    items = mapping.items
     if name == "keys":  # a set-like view: iteration keeps the dict's order
         return DictValue({key: ConstantValue(key) for key in items}, set)
     if name == "__iter__":
@@ -171,12 +178,6 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
         return SequenceValue(list(items.values()), list)
     if name == "items":
         return SequenceValue([SequenceValue([ConstantValue(k), v], tuple) for k, v in items.items()], list)
-    if name == "get":
-        return items.get(key, args[1] if len(args) > 1 else NONE)
-    if name == "__getitem__":
-        return operations.native_getitem(tracer, mapping, args[0])
-    if name == "__contains__":
-        return ConstantValue(key in items)
     if name == "__len__":
         return ConstantValue(len(items))
     if name == "copy":

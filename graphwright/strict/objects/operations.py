@@ -20,7 +20,6 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
-from .wrap import is_key
 from .values import (
     ConstantValue,
     DictValue,
@@ -33,6 +32,7 @@ from .values import (
     TensorValue,
     Value,
 )
+from .wrap import is_identity_key
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -125,8 +125,9 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
-    if isinstance(value, ObjectValue) and value.obj is not None and is_key(value.obj):
-        return value.obj  # hashed and compared by identity
+    if isinstance(value, ObjectValue) and value.obj is not None and is_identity_key(value.obj):
+        tracer.add_guard(value.source, "id", value.obj)  # found by identity: the same object
+        return value.obj
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 
@@ -151,7 +152,7 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         if result is not None:
             return result
     if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
-        if not isinstance(lhs, TensorValue):  # `n += tensor` with a number n: numbers are immutable
+        if isinstance(lhs, ConstantValue):  # a number has no in-place form: `n += t` is `n = n + t`
             op = _PLAIN_OPS.get(op, op)
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
@@ -323,7 +324,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     if isinstance(container, DictValue):
-        return hashable_key(tracer, item) in container.items
+        return container.lookup(hashable_key(tracer, item)) is not None
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
@@ -450,9 +451,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
-        if python_key in container.items:
-            return container.items[python_key]
-        return _missing(tracer, container, key, python_key)
+        found = container.lookup(python_key)
+        return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
         try:
             return constant_result(container.value[python_value(tracer, key, "an index")])

@@ -93,12 +93,12 @@ def is_constant(real: Any) -> bool:
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
 
 
-def is_key(real: Any) -> bool:
-    """A dict key the tracer models: a constant, a class, or an object that hashes and
-    compares by identity (a registry keyed by type, by typing.Union...)."""
+def is_identity_key(real: Any) -> bool:
+    """An object that hashes and compares by identity (a class, a function, a typing form):
+    as a dict key it is found exactly when the same object is looked up (registries keyed by
+    class)."""
     cls = type(real)
-    return is_constant(real) or isinstance(real, type) or \
-        cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
@@ -146,18 +146,15 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_key(key) for key in real):
+        if not all(is_constant(key) or is_identity_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=None if cls is dict else cls)
-    if cls is types.MappingProxyType and all(is_key(key) for key in real):
+        return DictValue({}, dict, source, cls=None if cls is dict else cls,
+                         reader=_OutsideDict(tracer, real, source))
+    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=cls, obj=real)
+        return DictValue({}, dict, source, cls=cls, obj=real, reader=_OutsideDict(tracer, real, source))
     if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
         value = _wrap_container_subclass(tracer, real, cls, source)
         if value is not None:
@@ -195,6 +192,29 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     return ObjectValue(real, cls, source)
 
 
+class _OutsideDict:
+    """Reads a dict found outside the region as the program reads it. A lookup guards what it
+    saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
+    recompile when another variable is set); using the dict as a whole guards all its keys."""
+
+    __slots__ = ("tracer", "real", "source")
+
+    def __init__(self, tracer: "Tracer", real: Any, source: Source | None) -> None:
+        self.tracer = tracer
+        self.real = real
+        self.source = source
+
+    def read_key(self, key: Any) -> Value | None:
+        if key in self.real:  # re-reading the value fails the guards once the key is gone
+            return wrap(self.tracer, self.real[key], _item(self.source, key))
+        self.tracer.add_guard(self.source, "contains", (key, False))
+        return None
+
+    def read_all(self) -> dict[Any, Value]:
+        self.tracer.add_guard(self.source, "keys", tuple(self.real))
+        return {key: wrap(self.tracer, item, _item(self.source, key)) for key, item in self.real.items()}
+
+
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
     """An instance of a subclass of dict, OrderedDict, defaultdict, list or tuple: its items
     are read through the builtin base (no overridden method runs), its attributes by source."""
@@ -206,7 +226,7 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
         keys = list(base.__iter__(real))
-        if not all(is_key(key) for key in keys):
+        if not all(is_constant(key) or is_identity_key(key) for key in keys):
             return None
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(contents, "keys", tuple(keys))
