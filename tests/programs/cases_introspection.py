@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import operator
 import typing
+import warnings
 
 import torch
 
@@ -407,3 +409,51 @@ _LAYER = _Layer()
 @program("bound_method_argument_does_not_recompile", lambda: (rand(3), _LAYER.forward), repeats=3)
 def _(x, method):
     return method(x) + 1
+
+
+# -- warnings and logging records keep the user's location -----------------------------
+
+class _LocatedWarning(UserWarning):
+    pass
+
+
+def _deprecated_helper(x):
+    warnings.warn("helper is deprecated", _LocatedWarning, stacklevel=2)
+    return x
+
+
+def _warnings_with_locations(world, compiled, args):
+    records = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record):
+            records.append((record.levelname, record.getMessage(), record.filename, record.lineno,
+                            record.funcName))
+
+    recorder = Recorder()
+    corpus_logger.addHandler(recorder)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # once per location: the location must be the user's
+            output = compiled(*args.args)
+    finally:
+        corpus_logger.removeHandler(recorder)
+    located = [(w.category.__name__, str(w.message), w.filename, w.lineno) for w in caught
+               if issubclass(w.category, _LocatedWarning)]
+    return output, located, records
+
+
+@program("warnings_and_log_records_report_the_users_line", lambda: rand(3),
+         call=_warnings_with_locations,
+         reference={"xfail": "logging.Logger methods are a graph break under fullgraph",
+                    "why": "PyTorch 2.13 does not replay logging calls outside export"})
+def _(x):
+    warnings.warn("first", _LocatedWarning)
+    warnings.warn(_LocatedWarning("an instance"))
+    y = _deprecated_helper(x)
+    y = _deprecated_helper(y)  # another line: shown again under the "default" action
+    if corpus_logger.isEnabledFor(logging.DEBUG):
+        corpus_logger.debug("debug %d", 1)
+    corpus_logger.info("scaled by %s", 2)
+    corpus_logger.log(logging.WARNING, "tensor %s", y.shape)
+    return y * 2

@@ -27,6 +27,7 @@ from .values import (
     TensorValue,
     Value,
 )
+from . import output_calls
 from .wrap import function_value, is_constant, is_graph_operator
 
 if TYPE_CHECKING:
@@ -36,8 +37,6 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
                              "is_nested", "itemsize", "nbytes"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
 GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
@@ -269,7 +268,7 @@ def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | Non
     if name in value.overlay:
         return value.overlay[name]
     obj, source = value.obj, value.source
-    if isinstance(obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
+    if isinstance(obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)

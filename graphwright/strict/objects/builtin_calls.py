@@ -1,20 +1,18 @@
 """Python builtins, and pure functions of `math`/`operator`, on symbolic values.
 
-Each builtin the tracer models has a handler here, keyed by the builtin
-itself. Iteration helpers (enumerate, zip, map...) run eagerly over the known
-items. Pure functions of constants are simply computed. Replayable output
-(`print` when `config.reorderable_print`, `warnings.warn`, module-level
-`logging` calls) is recorded as a side effect.
+Each builtin or library function the tracer models has a handler here, keyed
+by the function itself (with those of `introspection` and `output_calls`).
+Iteration helpers (enumerate, zip, map...) run over the known items, or take
+them when asked from a generator. Pure functions of constants are simply
+computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 """
 from __future__ import annotations
 
 import builtins
 import functools
 import itertools
-import logging
 import operator
 import types
-import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -22,7 +20,7 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, introspection, operations
+from . import attributes, introspection, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
@@ -42,10 +40,8 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = dict(introspection.HANDLERS)
+_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **output_calls.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
-_LOGGING_FUNCTIONS = {logging.debug, logging.info, logging.warning, logging.error,
-                      logging.critical, logging.exception, logging.log}
 
 
 def handles(*targets: Any) -> Callable[[Handler], Handler]:
@@ -509,16 +505,6 @@ def _print(tracer, args, kwargs):
         raise tracer.graph_break(gb.PRINT_CALL, f"print with {len(args)} arguments")
     tracer.side_effects.replay_call(print, args, kwargs)
     return NONE
-
-
-for _target in (warnings.warn, *_LOGGING_FUNCTIONS):
-    def _replay(tracer, args, kwargs, target=_target):
-        if not config.reorderable_logging:
-            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {target.__name__}",
-                                     name=f"{target.__module__}.{target.__name__}")
-        tracer.side_effects.replay_call(target, args, kwargs)
-        return NONE
-    _HANDLERS[_target] = _replay
 
 
 @handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
