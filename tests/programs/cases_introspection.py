@@ -457,3 +457,23 @@ def _(x):
     corpus_logger.info("scaled by %s", 2)
     corpus_logger.log(logging.WARNING, "tensor %s", y.shape)
     return y * 2
+
+
+# -- torch's markers ---------------------------------------------------------------------
+
+def _marks_after_the_call(world, compiled, args):
+    x = args.args[0]
+    output = compiled(x)
+    return output, sorted(getattr(x, "_dynamo_dynamic_indices", ())), getattr(x, "_dynamo_static_input_type", None)
+
+
+@program("tensor_markings_inside_the_region_apply_to_the_real_tensor", lambda: rand(3, 4),
+         call=_marks_after_the_call,
+         reference={"xfail": "Attempt to trace forbidden callable mark_dynamic",
+                    "why": "PyTorch 2.13 forbids tensor markings inside a compiled region"})
+def _(x):
+    import torch._dynamo
+
+    torch._dynamo.mark_dynamic(x, 1)
+    torch._dynamo.mark_static_address(x)
+    return x * 2
