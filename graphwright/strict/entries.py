@@ -20,14 +20,15 @@ import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config
-from .._core.counters import counters
 from .._core.errors import BackendError
+from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import Guard, ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
 from .residual.split import CannotResume, Continuation, SplitPlan, checkpoint_plan, exit_open_contexts, plan_split
@@ -85,12 +86,20 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
-        gb.report(brk)
         return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
 
 
 def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
                  router: CallRouter, brk: GraphBreak) -> Callable:
+    try:
+        return _split(fn, args, kwargs, settings, dynamic_dims, router, brk)
+    finally:
+        events.graph_break(fn, brk)
+        brk.frames = []  # the tracer's frames: not kept alive by the entry that keeps `brk`
+
+
+def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
+           router: CallRouter, brk: GraphBreak) -> Callable:
     plan = plan_split(brk)
     while plan.kind != "skip":
         try:
@@ -150,19 +159,21 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
     replays = writer.replay_lines(result.side_effects)
     graph = result.graph
     call = []
-    # As in PyTorch, returning tensors makes a graph even without operations; live
-    # inputs at a graph break do not.
-    if graph.op_count() or writer.outputs or (finished and writer.rebuilt_tensor):
+    # As in PyTorch: a graph when there are operations or computed values; under fullgraph,
+    # also for a function that returns one tensor and does nothing else.
+    returns_tensor_alone = finished and settings.fullgraph and isinstance(result.output, TensorValue) \
+        and result.side_effects.is_empty()
+    if graph.op_count() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
         gm = graph.finish(writer.outputs)
-        call = [f"___out = {writer.ref(_compiled_graph(settings, gm, graph))}({', '.join(inputs)})"]
+        call = [f"___out = {writer.ref(_compiled_graph(fn, settings, gm, graph))}({', '.join(inputs)})"]
     body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]
     entry = assemble(writer, fn, guard_lines, body, fn.__qualname__)
     entry.guards = result.guards
     return entry
 
 
-def _compiled_graph(settings: CompileSettings, gm: torch.fx.GraphModule, graph: Any) -> Callable:
+def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphModule, graph: Any) -> Callable:
     backend = settings.backend
     try:
         if graph.symbolic is not None and settings.backend_specialises:
@@ -174,7 +185,7 @@ def _compiled_graph(settings: CompileSettings, gm: torch.fx.GraphModule, graph: 
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
             explanation=f"{type(error).__name__}: {error}",
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
-    counters["stats"]["unique_graphs"] += 1
+    events.graph_compiled(fn, gm)
     return compiled
 
 

@@ -1,21 +1,32 @@
 """`graphwright.explain`: what compiling a function on given inputs captured and where it broke.
 
 Runs the function once through a fresh cache with a recording backend and
-reports the graphs, their operators and the graph breaks with user stacks.
+reports the graphs (its own, its resume functions' and its callees'), their
+operators and every graph break with the user stack, what runs instead when
+the function could not be split there, and, for a break inside a function
+called with tensors and pytrees, advice: mark that function with
+`nonstrict_trace`, or with `leaf_function` when it prints or has side effects.
 """
 from __future__ import annotations
 
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
 from .._core.flat_call import nonstrict_call_sites
-from .._core.user_stack import format_user_stack
+from .._core.user_stack import format_user_stack, is_user_file
+from . import events
 from .cache import CompiledFunction
 from .entries import CompileSettings
 from .interpreter import graph_breaks as gb
+from .interpreter.frame import UnreadArgument
+from .interpreter.graph_breaks import GraphBreak
+from .objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
+
+_SIDE_EFFECT_KINDS = (gb.PRINT_CALL, gb.TENSOR_TO_PYTHON)
 
 
 @dataclass
@@ -23,10 +34,15 @@ class BreakReason:
     reason: str
     user_stack: list[traceback.FrameSummary]
     graph_break_id: str = ""
+    advice: str = ""  # which function to mark, and how, to remove the break
+    note: str = ""  # what runs instead when the function could not be split here
 
 
 @dataclass
 class ExplainOutput:
+    """`graph_count`: graphs compiled; `graph_break_count`: the graph breaks met (PyTorch's
+    explain counts `graph_count - 1` instead, and lists only breaks that ended a graph)."""
+
     graphs: list[torch.fx.GraphModule] = field(default_factory=list)
     break_reasons: list[BreakReason] = field(default_factory=list)
     ops_per_graph: list[list[Any]] = field(default_factory=list)
@@ -45,6 +61,10 @@ class ExplainOutput:
         for index, brk in enumerate(self.break_reasons, 1):
             lines.append(f"  Break Reason {index}:")
             lines.append(f"    Reason: {brk.reason} ({brk.graph_break_id})")
+            if brk.note:
+                lines.append(f"    Instead: {brk.note}")
+            if brk.advice:
+                lines.append(f"    Advice: {brk.advice}")
             lines.append("    User Stack:")
             lines.append("      " + format_user_stack(brk.user_stack).replace("\n", "\n      "))
         lines.append("Ops per Graph:")
@@ -57,21 +77,103 @@ class ExplainOutput:
             lines.extend(f"  {site.describe()}" for site in sites)
         return "\n".join(lines)
 
+    def record_graph(self, fn: Any, gm: torch.fx.GraphModule) -> None:
+        self.graphs.append(gm)
+        self.ops_per_graph.append([node.target for node in gm.graph.nodes if node.op.startswith("call")])
+
+    def record_break(self, fn: Any, brk: GraphBreak) -> None:
+        self.break_reasons.append(BreakReason(f"{brk.kind.title}: {brk.explanation}", brk.user_stack,
+                                              brk.kind.gb_id, advice(brk), brk.split_note))
+
 
 def explain_call(fn: Callable, args: tuple, kwargs: dict) -> ExplainOutput:
     """Compile `fn` (a Python function; for a method, its function with self in `args`) and run it."""
     output = ExplainOutput()
 
     def recording_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        output.graphs.append(gm)
-        output.ops_per_graph.append([node.target for node in gm.graph.nodes if node.op.startswith("call")])
         return gm.forward
 
-    def record_break(brk: gb.GraphBreak) -> None:
-        output.break_reasons.append(BreakReason(f"{brk.kind.title}: {brk.explanation}", brk.user_stack,
-                                                brk.kind.gb_id))
-
     compiled = CompiledFunction(fn, CompileSettings(recording_backend))
-    with gb.listening(record_break):
+    with events.listening(events.on(output.record_graph, output.record_break)):
         compiled(*args, **kwargs)
     return output
+
+
+def advice(brk: GraphBreak) -> str:
+    """For a break inside a user function called with tensors and pytrees: mark that function."""
+    if len(brk.frames) < 2:
+        return ""
+    frame = brk.frames[0][0]
+    code = frame.code
+    if not is_user_file(code.co_filename) or code.co_name.startswith("<"):
+        return ""
+    parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if not all(_is_pytree(frame.locals.get(name)) for name in parameters):
+        return ""
+    where = f"`{code.co_qualname}` ({code.co_filename}:{code.co_firstlineno}) has only tensor and pytree inputs"
+    if brk.kind in _SIDE_EFFECT_KINDS or not frame.tracer.side_effects.is_empty():
+        return (f"{where}: mark it with `graphwright.leaf_function` (and "
+                "register its fake implementation), which keeps its Python running as it is")
+    return (f"{where}: mark it with `graphwright.nonstrict_trace` to "
+            "capture it without a graph break")
+
+
+def _is_pytree(value: Value | None) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, UnreadArgument):
+        return _is_pytree_object(value.real)
+    if isinstance(value, (TensorValue, ConstantValue)):
+        return True
+    if isinstance(value, SequenceValue):
+        return all(_is_pytree(item) for item in value.items)
+    if isinstance(value, DictValue):
+        return value.kind is dict and all(_is_pytree(item) for item in value.items.values())
+    return False
+
+
+def _is_pytree_object(real: Any) -> bool:
+    if isinstance(real, (torch.Tensor, int, float, bool, str, type(None))):
+        return True
+    if type(real) in (list, tuple):
+        return all(_is_pytree_object(item) for item in real)
+    if type(real) is dict:
+        return all(_is_pytree_object(item) for item in real.values())
+    return False
+
+
+class ScriptReport(events.Listener):
+    """Every compiled function of a run (`python -m graphwright explain`), grouped by the
+    user's function behind it."""
+
+    def __init__(self) -> None:
+        self.by_function: dict[types.CodeType, ExplainOutput] = {}
+
+    def _output(self, fn: Any) -> ExplainOutput:
+        return self.by_function.setdefault(events.user_function(fn), ExplainOutput())
+
+    def graph_compiled(self, fn: Any, gm: torch.fx.GraphModule) -> None:
+        self._output(fn).record_graph(fn, gm)
+
+    def graph_break(self, fn: Any, brk: GraphBreak) -> None:
+        self._output(fn).record_break(fn, brk)
+
+    def __str__(self) -> str:
+        if not self.by_function:
+            return "graphwright explain: nothing was compiled."
+        parts = []
+        for code, output in self.by_function.items():
+            parts.append(f"=== {code.co_qualname} ({code.co_filename}:{code.co_firstlineno}) ===")
+            parts.append(f"Graph Count: {output.graph_count}")
+            parts.append(f"Graph Break Count: {output.graph_break_count}")
+            for index, brk in enumerate(output.break_reasons, 1):
+                frame = brk.user_stack[-1] if brk.user_stack else None
+                place = f" at {frame.filename}:{frame.lineno}" if frame else ""
+                parts.append(f"  Break {index}: {brk.reason.splitlines()[0]} ({brk.graph_break_id}){place}")
+                if frame is not None and frame.line:
+                    parts.append(f"      {frame.line}")
+                if brk.note:
+                    parts.append(f"    Instead: {brk.note}")
+                if brk.advice:
+                    parts.append(f"    Advice: {brk.advice}")
+        return "\n".join(parts)

@@ -7,8 +7,8 @@ first calls and after a call with changed inputs. `check_program` runs the
 program twice from the same seeds, once eagerly and once compiled, and
 compares everything a user could observe after every call: outputs, the
 arguments (mutated lists, dicts, tensors), module state, the program's own
-observed state (globals, attributes), logging records and warnings, and
-gradients.
+observed state (globals, attributes), logging records and warnings, what it
+printed, and gradients.
 
 Adding a program takes a few lines in one of the `cases_*.py` files:
 
@@ -26,7 +26,10 @@ backend behind the counter, in either mode.
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
+import io
 import logging
 import math
 import os
@@ -222,6 +225,7 @@ class CallRecord:
     observed: Any
     module_state: Any
     logs: list
+    printed: str
     grads: Any
     frames: int | None
 
@@ -262,10 +266,13 @@ def _gradients(args: Args, target: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass
 class ObjectState:
-    """A user object as recorded: its class name and a copy of its attributes."""
+    """A user object as recorded: its class name, a copy of its attributes and, for a
+    subclass of dict, list or tuple, of its items (read through the builtin base, so
+    that no overridden method runs)."""
 
     class_name: str
     attributes: dict
+    contents: Any = None
 
 
 @dataclasses.dataclass
@@ -296,12 +303,24 @@ def _attributes(value: Any) -> dict:
     return attributes
 
 
+def _contents(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [(key, dict.__getitem__(value, key)) for key in _builtin_base(type(value)).__iter__(value)]
+    if isinstance(value, (list, tuple)):
+        return list(_builtin_base(type(value)).__iter__(value))
+    return None
+
+
+def _builtin_base(cls: type) -> type:
+    return next(klass for klass in cls.__mro__ if klass in (collections.OrderedDict, dict, list, tuple, object))
+
+
 def _snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
     if _is_user_object(value):
-        return ObjectState(type(value).__name__, _snapshot(_attributes(value)))
+        return ObjectState(type(value).__name__, _snapshot(_attributes(value)), _snapshot(_contents(value)))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_snapshot(v) for v in value)
     if isinstance(value, dict) and type(value) is dict:
@@ -331,7 +350,8 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
             torch.manual_seed(100 + index)
             args = _as_args(maker())
             handler.records = []
-            with warnings.catch_warnings(record=True) as caught:
+            printed = io.StringIO()
+            with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
                 warnings.simplefilter("always")
                 torch.manual_seed(200 + index)
                 output = program.call(world, callee, args)
@@ -348,6 +368,7 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
                 module_state=_snapshot(dict(target.state_dict()))
                 if isinstance(target, torch.nn.Module) else None,
                 logs=logs,
+                printed=printed.getvalue(),
                 grads=_snapshot(_gradients(args, target)) if program.grad else None,
                 frames=counter.frame_count if counter is not None else None,
             ))
@@ -407,6 +428,7 @@ def check_program(program: Program) -> None:
         assert_same(e.observed, c.observed, f"{where} observed state")
         assert_same(e.module_state, c.module_state, f"{where} module state_dict")
         assert_same(e.logs, c.logs, f"{where} logging records and warnings")
+        assert_same(e.printed, c.printed, f"{where} printed output")
         assert_same(e.grads, c.grads, f"{where} gradients")
     expected_frames = (list(program.frames) if isinstance(program.frames, list)
                        else [program.frames] * program.repeats)

@@ -9,6 +9,8 @@ import pytest
 
 from . import (
     cases_bytecode,
+    cases_classes,
+    cases_graph_breaks,
     cases_guards,
     cases_idioms,
     cases_introspection,
@@ -23,7 +25,8 @@ from .harness import REFERENCE, check_program
 ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
-    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_introspection.PROGRAMS,
+    *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
+    *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS,
 ]
 
 

@@ -69,7 +69,7 @@ class EntryWriter:
 
     def expr(self, source: Source) -> str:
         if isinstance(source, LocalSource):
-            return source.local
+            return parameter_name(source.local)
         var = self._vars.get(source)
         if var is None:
             text = source.gen(self)
@@ -88,9 +88,14 @@ class EntryWriter:
         return lines
 
 
+def parameter_name(name: str) -> str:
+    """A parameter's name in generated source: a comprehension's `.0` becomes `___dot0`."""
+    return name if name.isidentifier() else "___dot" + name.lstrip(".")
+
+
 def signature_text(code: types.CodeType) -> tuple[str, str]:
     """(parameter list, call arguments) mirroring `code`'s signature, without defaults."""
-    names = code.co_varnames
+    names = [parameter_name(name) for name in code.co_varnames]
     positional = list(names[:code.co_argcount])
     keyword_only = list(names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
     index = code.co_argcount + code.co_kwonlyargcount

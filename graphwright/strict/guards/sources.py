@@ -189,3 +189,28 @@ class ConstantSource(Source):
 
     def name(self) -> str:
         return getattr(self.value, "__qualname__", repr(self.value))
+
+
+def builtin_contents(container: Any, base: type) -> Any:
+    """The items of an instance of a dict, list or tuple subclass, read through its builtin
+    base (so that no overridden `__iter__` or `__getitem__` runs): a plain dict or list."""
+    if issubclass(base, dict):
+        return dict(base.items(container))
+    return list(base.__iter__(container))
+
+
+@dataclass(frozen=True)
+class ContentsSource(Source):
+    """The items of an instance of a user subclass of dict, list or tuple, as a plain copy."""
+
+    base: Source
+    builtin: type
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(builtin_contents)}({writer.expr(self.base)}, {writer.ref(self.builtin)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return builtin_contents(self.base.read(fn, local_values), self.builtin)
+
+    def name(self) -> str:
+        return f"the items of {self.base.name()}"

@@ -11,7 +11,6 @@ global-state call.
 """
 from __future__ import annotations
 
-import abc
 import functools
 import inspect
 import sys
@@ -24,18 +23,17 @@ import torch
 from ..._core import rules
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, methods, operations
+from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
     MethodValue,
     ModuleValue,
-    ObjectValue,
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_graph_operator
+from ..objects.wrap import function_value, is_cached_function, is_graph_operator
 from ..residual.callees import global_module_hooks
 from . import contexts
 from . import graph_breaks as gb
@@ -71,12 +69,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         for child in function.items:
             result = call_value(tracer, child, [result], {})
         return result
-    if isinstance(function, ObjectValue):
-        from ..objects import attributes
-
-        method = attributes.lookup(tracer, function, "__call__")
-        if isinstance(method, FunctionValue):
-            return inline(tracer, method, args, kwargs)
+    method = classes.special_method(tracer, function, "__call__")
+    if method is not None and not isinstance(function, ModuleValue):
+        return call_value(tracer, method, args, kwargs)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {function!r}",
                              name=function.python_type().__name__)
 
@@ -120,6 +115,11 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     handler = builtin_calls.handler_for(target)
     if handler is not None:
         return handler(tracer, args, kwargs)
+    if is_cached_function(target):
+        return _call_cached(tracer, target, args, kwargs)
+    unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
+    if unbound is not None:
+        return unbound
     if _is_one_of(target, _AUTOGRAD_CALLS):
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
@@ -138,9 +138,7 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     modelled = modelled_call(tracer, target, args, kwargs)
     if modelled is not None:
         return modelled
-    if isinstance(target, functools._lru_cache_wrapper):
-        return _call_cached(tracer, target, args, kwargs)
-    if type(target) is types.MethodType and isinstance(target.__func__, functools._lru_cache_wrapper):
+    if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
@@ -200,26 +198,15 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
     if issubclass(cls, BaseException) or cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        bound = _bind(tracer, cls.__new__, [ConstantValue(cls), *args], kwargs)
-        return SequenceValue([bound[field] for field in cls._fields], tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module) or cls.__new__ is not object.__new__ \
-            or type(cls) not in (type, abc.ABCMeta) or cls.__module__ == "builtins":
+    if issubclass(cls, torch.nn.Module):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    instance = ObjectValue(None, cls)
-    init = cls.__init__
-    if type(init) is types.FunctionType:
-        inline(tracer, function_value(init, None).bind(instance), args, kwargs)
-    elif args or kwargs:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=cls.__qualname__)
-    return instance
+                                 name=f"{cls.__qualname__} (an nn.Module built in the region)")
+    return instances.call_class(tracer, cls, args, kwargs)
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -287,6 +274,7 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
         modelled = modelled_call(tracer, function.fn, self_args, kwargs)
         if modelled is not None:
+            tracer.add_guard(function.source, "id", function.fn)  # the meaning belongs to this object
             return modelled
     if function.bound_self is not None:
         args = [function.bound_self, *args]
@@ -350,6 +338,4 @@ def _as_value(tracer: "Tracer", default: Any, function_source: Any, table: str, 
     return tracer.wrap(default, source)
 
 
-def _bind(tracer: "Tracer", fn: Any, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
-    return bind_arguments(tracer, function_value(fn, None), args, kwargs)
 

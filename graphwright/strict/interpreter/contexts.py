@@ -8,6 +8,7 @@ switch when tracing ends, however it ends.
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import torch
@@ -16,7 +17,6 @@ from ..objects.values import (
     NONE,
     ConstantValue,
     ContextValue,
-    FunctionValue,
     MethodValue,
     ObjectValue,
     Value,
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
                      torch.inference_mode)
 AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
+LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
 def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
@@ -57,7 +58,7 @@ def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
 
 def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
     """BEFORE_WITH: returns (the exit callable, the value bound by `as`)."""
-    from ..objects import attributes
+    from ..objects import classes
     from . import calls
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
@@ -74,11 +75,14 @@ def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
             real.__enter__()
             tracer.open_contexts.append(real)
         return MethodValue(manager, "__exit__"), NONE
-    if isinstance(manager, ObjectValue):
-        enter_method = attributes.lookup(tracer, manager, "__enter__")
-        exit_method = attributes.lookup(tracer, manager, "__exit__")
-        if isinstance(enter_method, FunctionValue) and isinstance(exit_method, FunctionValue):
-            return exit_method, calls.call_value(tracer, enter_method, [], {})
+    if isinstance(manager, ObjectValue) and isinstance(manager.obj, LOCK_TYPES):
+        # A lock read from outside (functools.cached_property takes one): the trace runs in
+        # one thread and the graph holds no Python state another thread could race on.
+        return MethodValue(ContextValue("lock", ()), "__exit__"), manager
+    enter_method = classes.special_method(tracer, manager, "__enter__")
+    exit_method = classes.special_method(tracer, manager, "__exit__")
+    if enter_method is not None and exit_method is not None:
+        return exit_method, calls.call_value(tracer, enter_method, [], {})
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"with {manager!r}",
                              type=manager.python_type().__name__)
 

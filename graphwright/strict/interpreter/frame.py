@@ -44,6 +44,17 @@ def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int]
     return entry
 
 
+class UnreadArgument:
+    """An argument of the compiled function not read yet: wrapped (and guarded) on its first
+    read, so that a value only passed through to a resume function is not guarded."""
+
+    __slots__ = ("real", "source")
+
+    def __init__(self, real: Any, source: Any) -> None:
+        self.real = real
+        self.source = source
+
+
 class StopTrace(Exception):
     """Raised by a frame at the step a re-trace was asked to stop before."""
 
@@ -71,7 +82,8 @@ class Frame(Instructions311):
         self.stop_at: int | None = None  # the step to stop before (a re-trace of the compiled function)
         self.is_root = False
         # The last step at which the compiled function could hand over to plain Python:
-        # an empty stack, no `try`/`with` block, and some graph to run before it.
+        # an empty stack, no `try`/`with` block, and a graph of more than one call before it
+        # (TorchDynamo's threshold, kept so that graph counts agree).
         self.checkpoint: tuple[int, dis.Instruction] | None = None
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
@@ -84,7 +96,7 @@ class Frame(Instructions311):
                 if self.is_root:
                     if self.steps == self.stop_at:
                         raise StopTrace(self, inst)
-                    if not self.stack and inst.offset not in self.covered and self.tracer.graph.call_count:
+                    if not self.stack and inst.offset not in self.covered and self.tracer.graph.call_count > 1:
                         self.checkpoint = (self.steps, inst)
                 self.steps += 1
                 self.index += 1
@@ -125,6 +137,13 @@ class Frame(Instructions311):
 
     def jump_to(self, offset: int) -> None:
         self.index = self.offset_index[offset]
+
+    def local(self, name: str) -> Value | None:
+        """The local's value (None when unbound), reading an argument for the first time."""
+        value = self.locals.get(name)
+        if type(value) is UnreadArgument:
+            value = self.locals[name] = self.tracer.wrap(value.real, value.source)
+        return value
 
     def push(self, value: Value) -> None:
         self.stack.append(value)

@@ -8,12 +8,9 @@ with an id that never changes meaning (`GB001`...). The tracer raises
 """
 from __future__ import annotations
 
-import contextlib
 import traceback
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
-from ..._core.counters import counters
 from ..._core.errors import Unsupported
 
 
@@ -64,26 +61,6 @@ class UserException(Exception):
         text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
         return GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
                           self.debug_context, self.user_stack)
-
-
-_LISTENERS: list[Callable[[GraphBreak], None]] = []
-
-
-def report(brk: GraphBreak) -> None:
-    """A graph break split (or gave up on) a function: count it under its title, tell listeners."""
-    counters["graph_break"][brk.kind.title] += 1
-    for listener in _LISTENERS:
-        listener(brk)
-
-
-@contextlib.contextmanager
-def listening(listener: Callable[[GraphBreak], None]) -> Iterator[None]:
-    """Call `listener` with every graph break reported inside the block (`explain` uses it)."""
-    _LISTENERS.append(listener)
-    try:
-        yield
-    finally:
-        _LISTENERS.remove(listener)
 
 
 REGISTRY: dict[str, GraphBreakKind] = {}

@@ -10,7 +10,7 @@ import collections.abc
 import dis
 import operator
 
-from ..objects import attributes, operations
+from ..objects import attributes, builtin_calls, operations
 from ..objects.values import (
     NONE,
     NULL,
@@ -64,7 +64,7 @@ class Instructions311:
         self.push(operations.constant(inst.argval))
 
     def op_LOAD_FAST(self, inst):
-        value = self.locals.get(inst.argval)
+        value = self.local(inst.argval)
         if value is None:
             raise self.tracer.user_error(UnboundLocalError(
                 f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
@@ -85,11 +85,13 @@ class Instructions311:
         self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
 
     def op_MAKE_CELL(self, inst):
-        self.cells[inst.argval] = CellValue(self.locals.pop(inst.argval, None))
+        contents = self.local(inst.argval)
+        self.locals.pop(inst.argval, None)
+        self.cells[inst.argval] = CellValue(contents)
 
     def op_COPY_FREE_VARS(self, inst):
         for name, cell in zip(self.code.co_freevars, self.closure):
-            self.cells[name] = cell
+            self.cells[name] = self.tracer.canonical_cell(cell)
 
     def op_LOAD_CLOSURE(self, inst):
         self.push(self.cells[inst.argval])
@@ -198,8 +200,16 @@ class Instructions311:
 
     def op_FORMAT_VALUE(self, inst):
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
-        value = operations.python_value(self.tracer, self.pop(), purpose="an f-string")
+        value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
+        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if text is not None:  # a user class's __str__ / __repr__
+            value, conversion = text, None
+        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if text is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(text)
+            return
+        value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:
             value = conversion(value)
         self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))

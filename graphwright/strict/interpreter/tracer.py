@@ -32,7 +32,7 @@ from ..objects import wrap as wrapping
 from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
-from .frame import Frame, StopTrace
+from .frame import Frame, StopTrace, UnreadArgument
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .graph_builder import GraphBuilder
 from .symbolic_sizes import has_marked_tensor
@@ -61,6 +61,7 @@ class Tracer:
         self.memo_by_id: dict[int, tuple[Any, Value]] = {}
         self.real_tensors: dict[int, torch.Tensor] = {}
         self.open_contexts: list = []
+        self.cells_by_id: dict[int, CellValue] = {}
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
@@ -94,6 +95,13 @@ class Tracer:
             return self.wrap(builtins[name], None)
         raise self.user_error(NameError(f"name '{name}' is not defined"))
 
+    def canonical_cell(self, cell: CellValue) -> CellValue:
+        """One value per real closure cell, however it was reached (two functions sharing a
+        cell must see each other's stores)."""
+        if cell.real is None:
+            return cell
+        return self.cells_by_id.setdefault(id(cell.real), cell)
+
     def cell_contents(self, cell: CellValue) -> Value:
         if cell.contents is None and cell.real is not None:
             source = wrapping.cell_contents_source(cell)
@@ -103,8 +111,9 @@ class Tracer:
         return cell.contents
 
 
-def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict) -> dict[str, Value]:
-    """Symbolic values for the compiled function's parameters, each sourced by its name."""
+def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The compiled function's parameters, each sourced by its name: `*args` and `**kwargs` as
+    containers of values, the others read (wrapped and guarded) when the code first reads them."""
     signature = inspect.signature(fn, follow_wrapped=False)
     bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
@@ -120,7 +129,7 @@ def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict)
             values[name] = DictValue({key: tracer.wrap(item, ItemSource(LocalSource(name), key))
                                       for key, item in real.items()})
         else:
-            values[name] = tracer.wrap(real, LocalSource(name))
+            values[name] = UnreadArgument(real, LocalSource(name))
     return values
 
 

@@ -1,10 +1,12 @@
 """Attribute access on symbolic values, following Python's lookup rules per kind.
 
-Tensor metadata is read from the fake tensor (sizes are static); module and
-object attributes are read through to the real object by source, with the
-overlay of stores made while tracing taking precedence; methods become bound
-function values (inlined when called) or `MethodValue`s for natively modelled
-receivers. Stores go to `SideEffects`, never to the real object.
+Tensor metadata is read from the fake tensor (sizes are static); module
+attributes are read through to the real module by source, with the overlay
+of stores made while tracing taking precedence; instances of user classes
+(and of dict and list subclasses) follow Python's object protocol, modelled
+in `classes`; methods become bound function values (inlined when called) or
+`MethodValue`s for natively modelled receivers. Stores go to `SideEffects`,
+never to the real object.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
+from . import classes, output_calls
 from .values import (
     ConstantValue,
     DictValue,
@@ -24,11 +27,11 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    SuperValue,
     TensorValue,
     Value,
 )
-from . import output_calls
-from .wrap import function_value, is_constant, is_graph_operator
+from .wrap import is_constant
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -59,10 +62,14 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _object_attr(tracer, value, name)
     if isinstance(value, ConstantValue):
         return _constant_attr(tracer, value, name)
+    if classes.is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        return classes.get_attribute(tracer, value, name)
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
-        return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
+        return _method_if(value, name, dict if value.kind is dict else set)
+    if isinstance(value, SuperValue):
+        return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):
         return _function_attr(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
@@ -115,7 +122,7 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
     if isinstance(value.value, types.ModuleType):
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if isinstance(value.value, type):
-        return _class_attr(tracer, value.value, name, value, _attr(value.source, name))
+        return classes.class_attribute(tracer, value, name)
     if is_constant(value.value):
         if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
             return MethodValue(value, name)
@@ -137,7 +144,8 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property) or \
                 (attr is not None and not hasattr(value.kind, name)):
-            return _class_attr(tracer, cls, name, value, None)
+            found = classes.find(tracer, cls, name)
+            return None if found is None else classes.bind(tracer, *found, name, value, cls)
         if attr is not None and not callable(attr):
             return tracer.wrap(attr, None)
     return _method_if(value, name, value.kind)
@@ -146,54 +154,6 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
 def _structseq_index(cls: type, name: str) -> int:
     sample = cls(tuple(range(cls.n_fields)))
     return getattr(sample, name)
-
-
-def _class_attr(tracer: "Tracer", cls: type, name: str, receiver: Value, source: Any) -> Value | None:
-    """Attribute `name` found on `cls` (through the MRO), bound to `receiver` as Python would."""
-    is_class = isinstance(receiver, ConstantValue) and receiver.value is cls
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            raw = klass.__dict__[name]
-            break
-    else:
-        if not is_class:  # __name__, __mro__...: attributes of the class object, not of instances
-            return None
-        real = getattr(cls, name, _MISSING)  # slots of `type` itself, or the metaclass's attributes
-        return None if real is _MISSING else tracer.wrap(real, source)
-    from ..interpreter import calls
-
-    if is_class and source is not None and type(raw) is types.FunctionType:
-        tracer.add_guard(source, "id", raw)
-    if isinstance(raw, staticmethod):
-        return tracer.wrap(raw.__func__, None)
-    if isinstance(raw, classmethod):
-        bound = getattr(cls, name)
-        if is_graph_operator(bound):  # e.g. autograd.Function.apply: one opaque call
-            return ConstantValue(bound)
-        return function_value(raw.__func__, None).bind(ConstantValue(cls))
-    if isinstance(raw, property):
-        if is_class:
-            return ConstantValue(raw)
-        return calls.inline(tracer, function_value(raw.fget, None), [receiver], {})
-    if type(raw) is types.FunctionType:
-        if is_graph_operator(raw):
-            if is_class:
-                return ConstantValue(raw)
-            if isinstance(receiver, ConstantValue):
-                return ConstantValue(getattr(receiver.value, name))
-            # a method of a torch object with state (an optimizer, a scaler): not modelled
-            qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
-            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
-        function = function_value(raw, None)
-        if is_class:
-            return function
-        # the instance's class is guarded by type; a method replaced on it must recompile too
-        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw)
-        return function.bind(receiver)
-    if is_class:
-        return tracer.wrap(getattr(receiver.value, name), source)
-    instance = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
-    return tracer.wrap(getattr(cls, name) if instance is None else getattr(instance, name), source)
 
 
 def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
@@ -248,8 +208,9 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     module, source = value.module, value.source
     if name == "__class__":
         return ConstantValue(type(module))
-    if isinstance(getattr(type(module), name, None), property):
-        return _class_attr(tracer, type(module), name, value, None)
+    found = classes.find(tracer, type(module), name)
+    if found is not None and isinstance(found[1], property):
+        return classes.bind(tracer, *found, name, value, type(module))
     if name in module.__dict__:
         return tracer.wrap(module.__dict__[name], _attr(source, name))
     for table in ("_parameters", "_buffers", "_modules"):
@@ -261,31 +222,15 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
         from .values import MethodValue
 
         return MethodValue(value, name)
-    return _class_attr(tracer, type(module), name, value, _attr(source, name))
+    return None if found is None else classes.bind(tracer, *found, name, value, type(module))
 
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
-    if name in value.overlay:
-        return value.overlay[name]
-    obj, source = value.obj, value.source
-    if isinstance(obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
+    if isinstance(value.obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)
-    if name == "__class__":
-        return ConstantValue(value.cls)
-    descriptor = getattr(value.cls, name, None)
-    if isinstance(descriptor, property) or type(descriptor) is types.FunctionType:
-        return _class_attr(tracer, value.cls, name, value, None)
-    stored = tracer.side_effects.load_shared_attr(value.cls, name)
-    if stored is not None and (obj is None or name not in getattr(obj, "__dict__", {})):
-        return stored  # a class attribute written earlier in this trace
-    if obj is not None:
-        real = getattr(obj, name, _MISSING)
-        if real is _MISSING:
-            return None
-        return tracer.wrap(real, _attr(source, name))
-    return _class_attr(tracer, value.cls, name, value, None)
+    return classes.get_attribute(tracer, value, name)
 
 
 def _attr(source: Any, name: str) -> Any:
@@ -293,8 +238,12 @@ def _attr(source: Any, name: str) -> Any:
 
 
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
-    if isinstance(owner, (ModuleValue, ObjectValue)):
-        if isinstance(getattr(owner.python_type(), name, None), property):
+    if classes.is_instance_value(owner):
+        classes.set_attribute(tracer, owner, name, value)
+        return
+    if isinstance(owner, ModuleValue):
+        found = classes.find(tracer, type(owner.module), name)
+        if found is not None and isinstance(found[1], property):
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
                                      type=owner.python_type().__name__)
         tracer.side_effects.store_attr(owner, name, value)
@@ -308,8 +257,8 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
 
 
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:
-    if isinstance(owner, ObjectValue):
-        tracer.side_effects.store_attr(owner, name, None)
+    if classes.is_instance_value(owner):
+        classes.delete_attribute(tracer, owner, name)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"delattr {owner!r}.{name}", name=f"deleting {name}",
                              type=owner.python_type().__name__)

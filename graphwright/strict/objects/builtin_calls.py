@@ -20,7 +20,7 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, introspection, operations, output_calls
+from . import attributes, classes, copying, instances, introspection, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
@@ -32,6 +32,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    SuperValue,
     TensorValue,
     Value,
 )
@@ -89,8 +90,45 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, format, hash, repr, complex, frozenset, slice, ascii, bin, hex, oct,
-      int, float, str)
+_pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float)
+
+
+def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
+    """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
+    or `__format__` of the value's class (object's `__str__` calls `__repr__`); None when
+    no Python method applies."""
+    from ..interpreter import calls
+
+    if conversion is format:
+        method = classes.special_method(tracer, value, "__format__")
+        if method is not None:
+            return calls.call_value(tracer, method, [spec or ConstantValue("")], {})
+        if spec is not None and operations.python_value(tracer, spec) != "":
+            return None
+        conversion = str
+    method = classes.special_method(tracer, value, "__str__") if conversion is str else None
+    if method is None and (conversion is repr or _str_is_repr(tracer, value)):
+        method = classes.special_method(tracer, value, "__repr__")
+    return None if method is None else calls.call_value(tracer, method, [], {})
+
+
+def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
+    found = classes.find(tracer, value.python_type(), "__str__")
+    return found is not None and found[1] is object.__str__
+
+
+def _text(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        if args and not kwargs and len(args) <= (2 if function is format else 1):
+            text = user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
+            if text is not None:
+                return text
+        return evaluate(tracer, function, args, kwargs)
+    return handler
+
+
+for _target in (str, repr, format):
+    _HANDLERS[_target] = _text(_target)
 
 
 @handles(bool)
@@ -101,6 +139,13 @@ def _bool(tracer, args, kwargs):
 @handles(len)
 def _len(tracer, args, kwargs):
     value = args[0]
+    method = classes.special_method(tracer, value, "__len__")
+    if method is not None:
+        from ..interpreter import calls
+
+        return calls.call_value(tracer, method, [], {})
+    if classes.is_instance_value(value) and isinstance(value, ObjectValue):
+        raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("len() of a 0-d tensor"))
@@ -111,8 +156,6 @@ def _len(tracer, args, kwargs):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):
         return ConstantValue(len(operations.iterate(tracer, value)))
-    if isinstance(value, ObjectValue):
-        return operations._call_dunder(tracer, value, "__len__", [], len)
     raise _unsupported(tracer, "len", args)
 
 
@@ -131,7 +174,7 @@ def _issubclass(tracer, args, kwargs):
 def _type(tracer, args, kwargs):
     if len(args) != 1:
         raise _unsupported(tracer, "type", args)
-    return ConstantValue(args[0].python_type())
+    return classes.class_value(args[0].python_type())
 
 
 @handles(callable)
@@ -171,13 +214,14 @@ def _setattr(tracer, args, kwargs):
     return NONE
 
 
-@handles(object.__setattr__)
-def _object_setattr(tracer, args, kwargs):
-    owner = args[0]
-    if not isinstance(owner, ObjectValue):
-        raise _unsupported(tracer, "object.__setattr__", args)
-    tracer.side_effects.store_attr(owner, operations.python_value(tracer, args[1]), args[2])
-    return NONE
+@handles(vars)
+def _vars(tracer, args, kwargs):
+    if len(args) != 1:
+        raise _unsupported(tracer, "vars", args)
+    found = attributes.lookup(tracer, args[0], "__dict__")
+    if found is None:
+        raise tracer.user_error(TypeError("vars() argument must have __dict__ attribute"))
+    return found
 
 
 @handles(range)
@@ -227,12 +271,25 @@ def _reversed(tracer, args, kwargs):
 def _iter(tracer, args, kwargs):
     if isinstance(args[0], (IteratorValue, LazyIteratorValue)):
         return args[0]
+    method = classes.special_method(tracer, args[0], "__iter__")
+    if method is not None:
+        from ..interpreter import calls
+
+        iterator = calls.call_value(tracer, method, [], {})
+        if classes.special_method(tracer, iterator, "__next__") is not None:
+            return iterator  # a user iterator: next() calls its __next__
+        return IteratorValue(operations.drain(tracer, iterator))
     return IteratorValue(operations.iterate(tracer, args[0]))
 
 
 @handles(next)
 def _next(tracer, args, kwargs):
     iterator = args[0]
+    method = classes.special_method(tracer, iterator, "__next__")
+    if method is not None:
+        from ..interpreter import calls
+
+        return calls.call_value(tracer, method, [], {})
     if not isinstance(iterator, (IteratorValue, LazyIteratorValue)):
         raise _unsupported(tracer, "next", args)
     item = iterator.next_item()
@@ -271,25 +328,62 @@ def _filter(tracer, args, kwargs):
 
 @handles(sorted)
 def _sorted(tracer, args, kwargs):
-    from ..interpreter import calls
-
     items = operations.iterate(tracer, args[0])
-    key = kwargs.get("key")
-    keys = [calls.call_value(tracer, key, [item], {}) if key is not None and not operations.is_none(key)
-            else item for item in items]
-    python_keys = [operations.python_value(tracer, k, "sorted()") for k in keys]
+    keys = _sort_keys(tracer, items, kwargs.get("key"))
     reverse = operations.python_value(tracer, kwargs.get("reverse", ConstantValue(False)))
-    order = sorted(range(len(items)), key=python_keys.__getitem__, reverse=reverse)
-    return SequenceValue([items[i] for i in order], list)
+    return SequenceValue([items[i] for i in sort_order(tracer, keys, reverse)], list)
+
+
+def sort_order(tracer: "Tracer", keys: list[Value], reverse: bool) -> list[int]:
+    """The positions of `keys` in sorted order, stable, comparing with `<` as list.sort does."""
+    if all(operations.is_constant_tree(key) for key in keys):
+        python_keys = [operations.python_value(tracer, key, "sorted()") for key in keys]
+        return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+
+    def order(i: int, j: int) -> int:
+        if _compare(tracer, operator.lt, keys[i], keys[j]):
+            return -1
+        return 1 if _compare(tracer, operator.lt, keys[j], keys[i]) else 0
+    return sorted(range(len(keys)), key=functools.cmp_to_key(order), reverse=reverse)
 
 
 def _min_max(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
-        if any(isinstance(item, TensorValue) for item in items):
+        keys = _sort_keys(tracer, items, kwargs.get("key"))
+        if any(isinstance(key, TensorValue) for key in keys):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
-        return evaluate(tracer, function, [SequenceValue(items, list)], kwargs)
+        if not items:
+            if "default" in kwargs:
+                return kwargs["default"]
+            raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
+        # max keeps the first of equal items: it replaces only when an item is greater
+        better = operator.gt if function is max else operator.lt
+        best = 0
+        for index in range(1, len(items)):
+            if _compare(tracer, better, keys[index], keys[best]):
+                best = index
+        return items[best]
     return handler
+
+
+def _sort_keys(tracer: "Tracer", items: list[Value], key: Value | None) -> list[Value]:
+    from ..interpreter import calls
+
+    if key is None or operations.is_none(key):
+        return items
+    return [calls.call_value(tracer, key, [item], {}) for item in items]
+
+
+def _compare(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> bool:
+    """`lhs op rhs` as a Python bool: computed for constants, by special methods for objects."""
+    if operations.is_constant_tree(lhs) and operations.is_constant_tree(rhs):
+        try:
+            return bool(op(operations.python_value(tracer, lhs, "sorting"),
+                           operations.python_value(tracer, rhs, "sorting")))
+        except TypeError as error:
+            raise tracer.user_error(error, "comparison")
+    return operations.truth(tracer, operations.binary(tracer, op, lhs, rhs))
 
 
 _HANDLERS[min] = _min_max(min)
@@ -321,11 +415,8 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
     operations.iterate(tracer, args[0]) if args else [], tuple)
 
 
-@handles(tuple.__new__)
-def _tuple_new(tracer, args, kwargs):
-    cls = operations.python_value(tracer, args[0])
-    items = operations.iterate(tracer, args[1]) if len(args) > 1 else []
-    return SequenceValue(items, tuple, cls=None if cls is tuple else cls)
+_HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
+_HANDLERS.update(copying.HANDLERS)
 
 
 @handles(set)
@@ -336,15 +427,7 @@ def _set(tracer, args, kwargs):
 
 @handles(dict)
 def _dict(tracer, args, kwargs):
-    items: dict[Any, Value] = {}
-    if args:
-        source = args[0]
-        if isinstance(source, DictValue):
-            items.update(source.items)
-        else:
-            for pair in operations.iterate(tracer, source):
-                key, value = operations.iterate(tracer, pair)
-                items[operations.hashable_key(tracer, key)] = value
+    items = operations.mapping_items(tracer, args[0]) if args else {}
     items.update(kwargs)
     return DictValue(items)
 
@@ -364,17 +447,24 @@ def _partial(tracer, args, kwargs):
 @handles(super)
 def _super(tracer, args, kwargs):
     if args:
+        if len(args) != 2:
+            raise _unsupported(tracer, "super", args)
         cls, receiver = operations.python_value(tracer, args[0]), args[1]
-    else:
+    else:  # the class the method was defined in, and the method's first argument
         frame = tracer.frames[-1]
         if "__class__" not in frame.cells or not frame.code.co_argcount:
-            raise _unsupported(tracer, "super", args)
+            raise tracer.user_error(RuntimeError("super(): no arguments"))
         cls = operations.python_value(tracer, tracer.cell_contents(frame.cells["__class__"]))
-        receiver = frame.locals.get(frame.code.co_varnames[0])
-    real = receiver.module if isinstance(receiver, ModuleValue) else getattr(receiver, "obj", None)
-    if real is None:
-        raise _unsupported(tracer, "super", args)
-    return ConstantValue(super(cls, real))
+        first = frame.code.co_varnames[0]
+        receiver = frame.local(first)
+        if receiver is None and first in frame.cells:  # the argument is captured by a closure
+            receiver = tracer.cell_contents(frame.cells[first])
+        if receiver is None:
+            raise tracer.user_error(RuntimeError("super(): arg[0] deleted"))
+    is_class = isinstance(receiver, ConstantValue) and isinstance(receiver.value, type)
+    if not issubclass(receiver.python_type(), cls) and not (is_class and issubclass(receiver.value, cls)):
+        raise tracer.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+    return SuperValue(cls, receiver)
 
 
 @handles(functools.reduce)
@@ -508,6 +598,6 @@ def _print(tracer, args, kwargs):
 
 
 @handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.vars, builtins.dir)
+         builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

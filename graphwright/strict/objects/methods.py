@@ -8,11 +8,12 @@ for replay after the graph.
 """
 from __future__ import annotations
 
+import collections
 import logging
 from typing import TYPE_CHECKING
 
 from ..interpreter import graph_breaks as gb
-from . import operations, output_calls
+from . import classes, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
@@ -33,10 +34,15 @@ if TYPE_CHECKING:
 _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
                                "__index__", "data_ptr", "untyped_storage", "storage"})
 _TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
+_OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "__init__", "__eq__", "__ne__"})
 
 
 def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value]) -> Value:
+    if name in _OBJECT_METHODS and isinstance(receiver, (ObjectValue, DictValue, SequenceValue, ModuleValue)):
+        result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
+        if result is not None:
+            return result
     if isinstance(receiver, TensorValue):
         return _tensor_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, SequenceValue):
@@ -92,14 +98,15 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         elif name == "remove":
             items.pop(_index_of(tracer, items, args[0]))
         elif name == "sort":
-            values = [operations.python_value(tracer, item, "sorting") for item in items]
-            order = sorted(range(len(items)), key=values.__getitem__,
-                           reverse=bool(kwargs and operations.python_value(tracer, kwargs.get("reverse", NONE))))
-            items[:] = [items[i] for i in order]
+            from . import builtin_calls
+
+            keys = builtin_calls._sort_keys(tracer, items, kwargs.get("key"))
+            reverse = bool(operations.python_value(tracer, kwargs.get("reverse", NONE)))
+            items[:] = [items[i] for i in builtin_calls.sort_order(tracer, keys, reverse)]
         elif name == "__setitem__":
-            operations.setitem(tracer, sequence, args[0], args[1])
+            operations.native_setitem(tracer, sequence, args[0], args[1])
         else:
-            operations.delitem(tracer, sequence, args[0])
+            operations.native_delitem(tracer, sequence, args[0])
         return NONE
     if name == "index":
         return ConstantValue(_index_of(tracer, items, args[0]))
@@ -111,7 +118,13 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
     if name == "copy":
         return SequenceValue(items, sequence.kind)
     if name == "__getitem__":
-        return operations.getitem(tracer, sequence, args[0])
+        return operations.native_getitem(tracer, sequence, args[0])
+    if name == "__len__":
+        return ConstantValue(len(items))
+    if name == "__iter__":
+        return IteratorValue(list(items))
+    if name == "__contains__":
+        return ConstantValue(operations.native_contains(tracer, sequence, args[0]))
     if name == "_asdict" and sequence.cls is not None:
         return DictValue(dict(zip(sequence.cls._fields, items)))
     if name == "_replace" and sequence.cls is not None:
@@ -145,11 +158,19 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
         return SequenceValue([SequenceValue([ConstantValue(k), v], tuple) for k, v in items.items()], list)
     if name == "get":
         return items.get(key, args[1] if len(args) > 1 else NONE)
-    if name in ("__getitem__",):
-        return operations.getitem(tracer, mapping, args[0])
-    if name in ("__contains__",):
+    if name == "__getitem__":
+        return operations.native_getitem(tracer, mapping, args[0])
+    if name == "__contains__":
         return ConstantValue(key in items)
+    if name == "__len__":
+        return ConstantValue(len(items))
     if name == "copy":
+        if mapping.cls is collections.OrderedDict:
+            return DictValue(items, cls=collections.OrderedDict)
+        if mapping.cls is not None and classes.builtin_base(mapping.cls) is collections.OrderedDict:
+            from . import instances  # OrderedDict.copy() is type(self)(self)
+
+            return instances.call_class(tracer, mapping.cls, [mapping], {})
         return DictValue(items, mapping.kind)
     tracer.side_effects.mutate(mapping)
     if name in ("update", "__ior__"):
@@ -164,8 +185,30 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
         raise tracer.user_error(KeyError(key))
     if name == "setdefault":
         return items.setdefault(key, args[1] if len(args) > 1 else NONE)
-    if name in ("__setitem__",):
+    if name == "__setitem__":
         items[key] = args[1]
+        return NONE
+    if name == "__delitem__":
+        operations.native_delitem(tracer, mapping, args[0])
+        return NONE
+    if name == "popitem" and mapping.kind is dict:
+        if not items:
+            raise tracer.user_error(KeyError("popitem(): dictionary is empty"))
+        last = operations.python_value(tracer, args[0] if args else kwargs.get("last", ConstantValue(True)))
+        popped = next(reversed(items)) if last else next(iter(items))
+        return SequenceValue([ConstantValue(popped), items.pop(popped)], tuple)
+    if name == "move_to_end" and mapping.cls is not None:
+        last = operations.python_value(tracer, args[1] if len(args) > 1 else kwargs.get("last", ConstantValue(True)))
+        if key not in items:
+            raise tracer.user_error(KeyError(key))
+        moved = items.pop(key)
+        if last:
+            items[key] = moved
+        else:
+            rest = dict(items)
+            items.clear()
+            items[key] = moved
+            items.update(rest)
         return NONE
     if name == "clear":
         items.clear()

@@ -2,10 +2,14 @@
 
 Tensors go into the graph (the operator function is the node's target);
 constants are computed now; lists, tuples and dicts are modelled item by
-item. Anything else is a graph break naming the operation and the types.
+item. A special method that a user class defines in Python (`__getitem__`,
+`__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
+the `native_*` functions are the builtin behaviour it may reach through
+super(). Anything else is a graph break naming the operation and the types.
 """
 from __future__ import annotations
 
+import collections
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -13,7 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from .classes import builtin_base, is_instance_value, special_method
 from .values import (
     ConstantValue,
     DictValue,
@@ -36,9 +42,25 @@ _PLAIN_OPS = {operator.iadd: operator.add, operator.isub: operator.sub, operator
               operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
               operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
               operator.irshift: operator.rshift}
-_DUNDERS = {operator.add: "__add__", operator.sub: "__sub__", operator.mul: "__mul__",
-            operator.truediv: "__truediv__", operator.matmul: "__matmul__", operator.eq: "__eq__",
-            operator.lt: "__lt__", operator.getitem: "__getitem__"}
+# (forward, reflected) special methods of each binary operator
+_OPERATOR_METHODS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"), operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"),
+    operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"),
+}
+_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+            operator.floordiv: "//", operator.mod: "%", operator.pow: "** or pow()", operator.matmul: "@",
+            operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<",
+            operator.rshift: ">>", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+_UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                  operator.abs: "__abs__"}
+_MAX_USER_ITERATION = 100_000
 
 
 def constant(real: Any) -> Value:
@@ -66,6 +88,15 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         if isinstance(value.value, SYMBOLIC_TYPES):
             return value.value.node.pytype(value.value)
         return value.value
+    if is_instance_value(value) and not isinstance(value, ObjectValue) or \
+            isinstance(value, DictValue) and value.cls not in (None, collections.OrderedDict):
+        # an instance of a subclass: only the unchanged real object is known to be equal
+        if value.obj is not None and not value.overlay and value.source is not None \
+                and id(value) not in tracer.side_effects.mutated:
+            return value.obj
+        raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"python value of {value!r}",
+                                 op=purpose or "a Python-level operation",
+                                 types=value.python_type().__name__)
     if isinstance(value, SequenceValue):
         items = [python_value(tracer, item, purpose) for item in value.items]
         if value.cls is not None:
@@ -74,7 +105,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
     if isinstance(value, DictValue):
         if value.kind is not dict:
             return value.kind(value.items)
-        return {key: python_value(tracer, item, purpose) for key, item in value.items.items()}
+        items = {key: python_value(tracer, item, purpose) for key, item in value.items.items()}
+        return items if value.cls is None else value.cls(items)
     if isinstance(value, ModuleValue):
         return value.module
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
@@ -111,6 +143,10 @@ def is_symbolic(value: Value) -> bool:
 
 
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    if _has_python_methods(lhs) or _has_python_methods(rhs):
+        result = _binary_special_methods(tracer, op, lhs, rhs)
+        if result is not None:
+            return result
     if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
@@ -132,13 +168,75 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
         except Exception as error:
             raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
-    if op in (operator.eq, operator.ne) and not isinstance(lhs, ObjectValue):
+    if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
-    dunder = _DUNDERS.get(op)
-    if dunder is not None and isinstance(lhs, (ObjectValue, ModuleValue)):
-        return _call_dunder(tracer, lhs, dunder, [rhs], op)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _has_python_methods(value: Value) -> bool:
+    return is_instance_value(value) or isinstance(value, ModuleValue)
+
+
+def _call(tracer: "Tracer", method: Value, args: list[Value]) -> Value:
+    from ..interpreter import calls
+
+    return calls.call_value(tracer, method, args, {})
+
+
+def _is_not_implemented(value: Value) -> bool:
+    return isinstance(value, ConstantValue) and value.value is NotImplemented
+
+
+def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | None:
+    """`lhs op rhs` by the operands' special methods, as CPython tries them: the in-place
+    method, the forward one, the reflected one (first when the right operand's class is a
+    subclass of the left's). None when neither operand defines one in Python."""
+    plain = _PLAIN_OPS.get(op)
+    if plain is not None:
+        method = special_method(tracer, lhs, f"__i{_OPERATOR_METHODS[plain][0][2:]}")
+        if method is not None:
+            result = _call(tracer, method, [rhs])
+            if not _is_not_implemented(result):
+                return result
+        op = plain
+    if op not in _OPERATOR_METHODS:
+        return None
+    forward_name, reflected_name = _OPERATOR_METHODS[op]
+    lhs_type, rhs_type = lhs.python_type(), rhs.python_type()
+    forward = special_method(tracer, lhs, forward_name)
+    # arithmetic skips the reflected method of the same type; comparisons always try it
+    comparison = op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+    reflected = special_method(tracer, rhs, reflected_name) if comparison or rhs_type is not lhs_type else None
+    attempts = [(forward, rhs), (reflected, lhs)]
+    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type):
+        attempts.reverse()
+    tried = False
+    for method, argument in attempts:
+        if method is not None:
+            tried = True
+            result = _call(tracer, method, [argument])
+            if not _is_not_implemented(result):
+                return result
+    if op is operator.ne:
+        equal = special_method(tracer, lhs, "__eq__")
+        if equal is not None:  # object.__ne__ inverts __eq__
+            result = _call(tracer, equal, [rhs])
+            if not _is_not_implemented(result):
+                return ConstantValue(not truth(tracer, result))
+    if op in (operator.eq, operator.ne):
+        same = is_same(tracer, lhs, rhs)
+        return ConstantValue(same if op is operator.eq else not same) if tried or \
+            isinstance(lhs, ObjectValue) or isinstance(rhs, ObjectValue) else None
+    if not tried:
+        return None
+    if op in (operator.lt, operator.le, operator.gt, operator.ge):
+        message = f"'{_SYMBOLS[op]}' not supported between instances of '{lhs_type.__name__}' and " \
+                  f"'{rhs_type.__name__}'"
+    else:
+        message = f"unsupported operand type(s) for {_SYMBOLS[op]}: '{lhs_type.__name__}' and " \
+                  f"'{rhs_type.__name__}'"
+    raise tracer.user_error(TypeError(message))
 
 
 def constant_result(real: Any) -> Value:
@@ -152,17 +250,19 @@ def constant_result(real: Any) -> Value:
     return ConstantValue(real)
 
 
-def _call_dunder(tracer: "Tracer", receiver: Value, name: str, args: list[Value], op: Callable) -> Value:
-    from ..interpreter import calls
-    from . import attributes
-
-    method = attributes.lookup(tracer, receiver, name)
-    if not isinstance(method, FunctionValue):
+def call_special(tracer: "Tracer", receiver: Value, name: str, args: list[Value], op: Callable) -> Value:
+    """Call the special method `name` the receiver's class defines in Python, or break."""
+    method = special_method(tracer, receiver, name)
+    if method is None:
         raise _unsupported(tracer, op, receiver, *args)
-    return calls.call_value(tracer, method, args, {})
+    return _call(tracer, method, args)
 
 
 def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
+    name = _UNARY_METHODS.get(op)
+    method = special_method(tracer, value, name) if name is not None else None
+    if method is not None:
+        return _call(tracer, method, [])
     if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
     if isinstance(value, ConstantValue):
@@ -178,14 +278,14 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         return bool(value.value)
     if isinstance(value, TensorValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
+    for name in ("__bool__", "__len__"):
+        method = special_method(tracer, value, name)
+        if method is not None:
+            return truth(tracer, _call(tracer, method, []))
     if isinstance(value, (SequenceValue, DictValue)):
         return bool(value.items)
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
-    if isinstance(value, ObjectValue):
-        for name in ("__bool__", "__len__"):
-            if hasattr(value.cls, name):
-                return truth(tracer, _call_dunder(tracer, value, name, [], bool))
     return True
 
 
@@ -210,6 +310,13 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
 
 
 def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
+    method = special_method(tracer, container, "__contains__")
+    if method is not None:
+        return truth(tracer, _call(tracer, method, [item]))
+    return native_contains(tracer, container, item)
+
+
+def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     if isinstance(container, DictValue):
         return hashable_key(tracer, item) in container.items
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
@@ -229,6 +336,35 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 def iterate(tracer: "Tracer", value: Value) -> list[Value]:
     """The items iteration would produce, all at once (tracing runs the loop unrolled)."""
+    method = special_method(tracer, value, "__iter__")
+    if method is not None:
+        return drain(tracer, _call(tracer, method, []))
+    return native_iterate(tracer, value)
+
+
+def drain(tracer: "Tracer", iterator: Value) -> list[Value]:
+    """Every item an iterator returned by `__iter__` yields: a user iterator's `__next__`
+    until it raises StopIteration, or a modelled iterator's (a generator's) items."""
+    next_method = special_method(tracer, iterator, "__next__")
+    if next_method is None:
+        if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+            raise tracer.user_error(TypeError(
+                f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
+        return native_iterate(tracer, iterator)
+    items = []
+    while len(items) < _MAX_USER_ITERATION:
+        try:
+            items.append(_call(tracer, next_method, []))
+        except UserException as raised:
+            if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
+                return items
+            raise
+    raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, "endless user iterator",
+                             type=f"{iterator.python_type().__name__}` (more than "
+                                  f"{_MAX_USER_ITERATION} items)")
+
+
+def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
     from . import attributes
 
     if isinstance(value, SequenceValue):
@@ -259,13 +395,42 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
 
 
 def dict_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
+    """The items `**value` (and dict.update) takes from a mapping: a dict's own storage,
+    unless its class iterates differently, then through its `keys()` and `__getitem__`."""
     if isinstance(value, DictValue) and value.kind is dict:
-        return dict(value.items)
+        cls = value.python_type()
+        if cls is dict or cls.__iter__ is dict.__iter__:
+            return dict(value.items)
+    if isinstance(value, DictValue) and value.kind is dict or _has_python_methods(value) \
+            and special_method(tracer, value, "keys") is not None:
+        from . import attributes
+
+        keys = iterate(tracer, _call(tracer, attributes.load_attr(tracer, value, "keys"), []))
+        return {hashable_key(tracer, key): getitem(tracer, value, key) for key in keys}
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"** on {value!r}", op="`**` unpacking",
                              types=value.python_type().__name__)
 
 
+def mapping_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
+    """What `dict(value)` and `dict.update(value)` read: a mapping's items, or key-value pairs."""
+    if isinstance(value, DictValue) and value.kind is dict or _has_python_methods(value) \
+            and special_method(tracer, value, "keys") is not None:
+        return dict_items(tracer, value)
+    items: dict[Any, Value] = {}
+    for pair in iterate(tracer, value):
+        key, item = iterate(tracer, pair)
+        items[hashable_key(tracer, key)] = item
+    return items
+
+
 def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
+    method = special_method(tracer, container, "__getitem__")
+    if method is not None:
+        return _call(tracer, method, [key])
+    return native_getitem(tracer, container, key)
+
+
+def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
     from . import attributes
 
     if isinstance(container, TensorValue):
@@ -279,10 +444,10 @@ def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         except (IndexError, TypeError) as error:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, DictValue):
-        try:
-            return container.items[hashable_key(tracer, key)]
-        except KeyError as error:
-            raise _user_error(tracer, error, "getitem")
+        python_key = hashable_key(tracer, key)
+        if python_key in container.items:
+            return container.items[python_key]
+        return _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
         try:
             return constant_result(container.value[python_value(tracer, key, "an index")])
@@ -290,12 +455,35 @@ def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, ModuleValue):
         return attributes.module_item(tracer, container, python_value(tracer, key, "an index"))
-    if isinstance(container, ObjectValue):
-        return _call_dunder(tracer, container, "__getitem__", [key], operator.getitem)
     raise _unsupported(tracer, operator.getitem, container, key)
 
 
+def _missing(tracer: "Tracer", container: DictValue, key: Value, python_key: Any) -> Value:
+    """A missing key of a dict: `__missing__` of a subclass (defaultdict's fills the key in)."""
+    method = special_method(tracer, container, "__missing__")
+    if method is not None:
+        return _call(tracer, method, [key])
+    if container.cls is not None and builtin_base(container.cls) is collections.defaultdict:
+        from . import attributes
+
+        factory = attributes.load_attr(tracer, container, "default_factory")
+        if not is_none(factory):
+            value = _call(tracer, factory, [])
+            native_setitem(tracer, container, key, value)
+            return value
+    raise _user_error(tracer, KeyError(python_key), "getitem")
+
+
 def setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> None:
+    method = special_method(tracer, container, "__setitem__")
+    if method is not None:
+        _call(tracer, method, [key, value])
+        return
+    native_setitem(tracer, container, key, value)
+
+
+def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> None:
+    _check_supports(tracer, container, "__setitem__", "does not support item assignment")
     if isinstance(container, TensorValue):
         tracer.graph.call("call_function", operator.setitem, [container, key, value], {})
         return
@@ -322,6 +510,21 @@ def _check_writable(tracer: "Tracer", container: Value) -> None:
 
 
 def delitem(tracer: "Tracer", container: Value, key: Value) -> None:
+    method = special_method(tracer, container, "__delitem__")
+    if method is not None:
+        _call(tracer, method, [key])
+        return
+    native_delitem(tracer, container, key)
+
+
+def _check_supports(tracer: "Tracer", container: Value, method: str, message: str) -> None:
+    """A read-only mapping (a class's `__dict__`) refuses stores, as Python does."""
+    if isinstance(container, DictValue) and container.cls is not None and not hasattr(container.cls, method):
+        raise tracer.user_error(TypeError(f"'{container.cls.__name__}' object {message}"))
+
+
+def native_delitem(tracer: "Tracer", container: Value, key: Value) -> None:
+    _check_supports(tracer, container, "__delitem__", "doesn't support item deletion")
     if isinstance(container, (SequenceValue, DictValue)) and container.kind in (list, dict):
         _check_writable(tracer, container)
         tracer.side_effects.mutate(container)

@@ -5,12 +5,15 @@ One class per kind of Python behaviour, not per type:
 - `ConstantValue`: an immutable Python value or an opaque object used by
   identity (numbers, strings, dtypes, classes, builtins, torch functions).
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
-- `SequenceValue`: a list or tuple (namedtuples and torch return types too).
-- `DictValue`: a dict, or a set (keys only).
+- `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
+  of user subclasses of list and tuple: items here, attributes in the overlay).
+- `DictValue`: a dict, or a set (keys only); instances of user subclasses of
+  dict and OrderedDict keep their items here and their attributes in the overlay.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
+- `SuperValue`: `super(cls, receiver)`, whose lookups start after `cls` in the MRO.
 - `MethodValue`: a method of a value the tracer models natively (list.append,
   Tensor.add, str.format, Logger.info).
 - `IteratorValue`: an iterator over an already known list of values.
@@ -72,17 +75,23 @@ class TensorValue(Value):
 
 
 class SequenceValue(Value):
-    """A list (`kind` list) or tuple; `cls` is a tuple subclass (namedtuple, structseq) or None."""
+    """A list (`kind` list) or tuple; `cls` is its class when not exactly list or tuple
+    (namedtuple, structseq, a user subclass), else None.
 
-    __slots__ = ("items", "kind", "cls", "mutated")
+    For an instance of a user subclass, `overlay` holds its attributes and `obj` is the
+    real object when it was read from outside."""
+
+    __slots__ = ("items", "kind", "cls", "mutated", "overlay", "obj")
 
     def __init__(self, items: list[Value], kind: type, source: Source | None = None,
-                 cls: type | None = None) -> None:
+                 cls: type | None = None, obj: Any = None) -> None:
         super().__init__(source)
         self.items = list(items)
         self.kind = kind
         self.cls = cls
         self.mutated = False
+        self.overlay: dict[str, Value | None] = {}
+        self.obj = obj
 
     def python_type(self) -> type:
         return self.cls or self.kind
@@ -91,17 +100,21 @@ class SequenceValue(Value):
 class DictValue(Value):
     """A dict (keys are Python constants) or, with `kind` set, a set (values unused).
 
-    `cls` is a dict subclass read from outside (OrderedDict), or None."""
+    `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
+    else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
+    is the real object when it was read from outside."""
 
-    __slots__ = ("items", "kind", "mutated", "cls")
+    __slots__ = ("items", "kind", "mutated", "cls", "overlay", "obj")
 
     def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None,
-                 cls: type | None = None) -> None:
+                 cls: type | None = None, obj: Any = None) -> None:
         super().__init__(source)
         self.items = dict(items)
         self.kind = kind
         self.mutated = False
         self.cls = cls
+        self.overlay: dict[str, Value | None] = {}
+        self.obj = obj
 
     def python_type(self) -> type:
         return self.cls or self.kind
@@ -175,6 +188,21 @@ class ObjectValue(Value):
         return self.cls
 
 
+class SuperValue(Value):
+    """`super(cls, receiver)`: `receiver` is an instance of `cls`, or (in a classmethod or
+    `__new__`) a `ConstantValue` holding a subclass of it."""
+
+    __slots__ = ("cls", "receiver")
+
+    def __init__(self, cls: type, receiver: Value) -> None:
+        super().__init__(None)
+        self.cls = cls
+        self.receiver = receiver
+
+    def python_type(self) -> type:
+        return super
+
+
 class MethodValue(Value):
     __slots__ = ("receiver", "name")
 
@@ -244,7 +272,7 @@ class GeneratorValue(LazyIteratorValue):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad" or "autocast"."""
+    """A context manager the tracer models: `kind` is "grad", "autocast" or "lock" (a no-op)."""
 
     __slots__ = ("kind", "args", "saved")
 

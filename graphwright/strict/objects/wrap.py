@@ -22,6 +22,7 @@ from ..guards.sources import (
     AttrSource,
     CellContentsSource,
     ClosureCellSource,
+    ContentsSource,
     ItemSource,
     ModuleDictSource,
     Source,
@@ -87,6 +88,11 @@ def is_graph_operator(target: Any) -> bool:
     return False
 
 
+def is_cached_function(real: Any) -> bool:
+    """A Python function under `functools.lru_cache`/`cache`."""
+    return isinstance(real, functools._lru_cache_wrapper) and type(real.__wrapped__) is types.FunctionType
+
+
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
@@ -136,25 +142,40 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
-    if cls is dict or cls is collections.OrderedDict or cls is types.MappingProxyType:
+    if cls is dict or cls is collections.OrderedDict:
         if not all(is_constant(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
+    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
+        # a class's __dict__: read-only, its items read by source
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "keys", tuple(real))
+        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
+                         dict, source, cls=cls, obj=real)
     if cls is set and all(is_constant(item) for item in real):
         # the order too: code that iterates the set must see the order it was traced with
         tracer.add_guard(source, "type", set)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
     if cls is types.FunctionType:
         if is_graph_operator(real):
             return _opaque(tracer, real, source)
-        tracer.add_guard(source, "id", real)
+        if real.__closure__:
+            # a closure is made anew by each call of its maker: the code is what stays (the
+            # cells it reads are guarded when read), as TorchDynamo guards closures
+            tracer.add_guard(_attr(source, "__code__"), "id", real.__code__)
+        else:
+            tracer.add_guard(source, "id", real)
         return function_value(real, source)
     if cls is types.MethodType:
         # a bound method is made anew at each read: guard what it binds, not its identity
@@ -162,6 +183,8 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
         if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
             return function_value(real.__func__, None).bind(receiver)
+        if is_cached_function(real.__func__):  # transformers' Logger.warning_once
+            return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
@@ -169,6 +192,30 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
     return ObjectValue(real, cls, source)
+
+
+def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
+    """An instance of a subclass of dict, OrderedDict, defaultdict, list or tuple: its items
+    are read through the builtin base (no overridden method runs), its attributes by source."""
+    from .classes import builtin_base
+
+    base = builtin_base(cls)
+    if base not in (dict, collections.OrderedDict, collections.defaultdict, list, tuple):
+        return None
+    contents = None if source is None else ContentsSource(source, base)
+    if isinstance(real, dict):
+        keys = list(base.__iter__(real))
+        if not all(is_constant(key) for key in keys):
+            return None
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(contents, "keys", tuple(keys))
+        items = {key: wrap(tracer, dict.__getitem__(real, key), _item(contents, key)) for key in keys}
+        return DictValue(items, dict, source, cls=cls, obj=real)
+    tracer.add_guard(source, "type", cls)
+    elements = list(base.__iter__(real))
+    tracer.add_guard(contents, "len", len(elements))
+    items = [wrap(tracer, item, _item(contents, index)) for index, item in enumerate(elements)]
+    return SequenceValue(items, list if base is list else tuple, source, cls=cls, obj=real)
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:
@@ -213,6 +260,14 @@ def function_value(fn: types.FunctionType, source: Source | None) -> FunctionVal
     return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
                          dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
                          source=source)
+
+
+def cached_function_value(cached: Any) -> FunctionValue:
+    """A function under `functools.lru_cache`: its code is the wrapped function's, the real
+    object (`fn`) the cache, whose calls `calls.modelled_call` gives their meaning."""
+    wrapped = cached.__wrapped__
+    return FunctionValue(wrapped.__code__, wrapped.__globals__, wrapped.__name__, tuple(wrapped.__defaults__ or ()),
+                         dict(wrapped.__kwdefaults__ or {}), closure_cells(wrapped, None), fn=cached)
 
 
 def closure_cells(fn: Any, source: Source | None) -> tuple[CellValue, ...]:

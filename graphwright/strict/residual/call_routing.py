@@ -54,6 +54,7 @@ class CallRouter:
         self.compile_function = compile_function
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routed: dict[types.CodeType, types.CodeType] = {}
+        self._module_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def routed_code(self, code: types.CodeType) -> types.CodeType:
         """`code` with every call site going through this router."""
@@ -73,6 +74,7 @@ class CallRouter:
         return self.route(target)(*args, **(kwargs or {}))
 
     def route(self, target: Any) -> Any:
+        """What to call instead of `target`: its compiled wrapper where it has Python code."""
         if type(target) is types.FunctionType:
             return self._compiled_function(target) or target
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
@@ -80,8 +82,19 @@ class CallRouter:
             return target if compiled is None else types.MethodType(compiled, target.__self__)
         if isinstance(target, torch.nn.Module):
             forward = getattr(type(target), "forward", None)
-            compiled = self._compiled_function(forward) if type(forward) is types.FunctionType else None
-            return target if compiled is None else types.MethodType(module_call(compiled), target)
+            call = self._module_calls.get(forward) if type(forward) is types.FunctionType else None
+            if call is None and type(forward) is types.FunctionType:
+                compiled = self._compiled_function(forward)
+                if compiled is not None:
+                    call = self._module_calls[forward] = module_call(compiled, self.route)
+            return target if call is None else types.MethodType(call, target)
+        if type(target) is functools.partial:
+            routed = self.route(target.func)
+            return target if routed is target.func else functools.partial(routed, *target.args, **target.keywords)
+        call = getattr(type(target), "__call__", None)
+        if type(call) is types.FunctionType:
+            compiled = self._compiled_function(call)
+            return target if compiled is None else types.MethodType(compiled, target)
         return target
 
     def _compiled_function(self, fn: types.FunctionType) -> Callable | None:

@@ -7,7 +7,11 @@ expression: tensors the graph computed are its outputs, values read from
 outside are re-read by source, constants are literals, and containers,
 functions and objects created while tracing are built anew. A value built
 anew is built once, into a `___rN` variable, so that two places holding the
-same list still hold the same list. `replay_lines` writes the side effects.
+same list still hold the same list; an instance of a user class is made
+empty by its builtin base and then given its items and attributes without
+running the user's code. `replay_lines` writes the side effects (stores on
+instances of user classes as `object.__setattr__`: their `__setattr__` ran
+in the trace).
 """
 from __future__ import annotations
 
@@ -18,7 +22,9 @@ import torch
 
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
+from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
+from ..objects.classes import builtin_base, is_instance_value
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -38,10 +44,31 @@ from .side_effects import SideEffects
 _LITERAL_TYPES = (int, str, bool, type(None))
 
 
-def _make_object(cls: type, state: dict) -> Any:
-    instance = cls.__new__(cls)
-    instance.__dict__.update(state)
-    return instance
+def _new_instance(cls: type, base: type, items: tuple | None) -> Any:
+    """An empty instance of `cls`, made by its builtin base (no `__new__` of the user's runs)."""
+    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+
+
+def _fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
+    """Give an instance made by `_new_instance` its items and attributes, as the builtin base
+    and `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    if isinstance(contents, dict):
+        for key, value in contents.items():
+            base.__setitem__(instance, key, value)
+    elif contents is not None:
+        list.extend(instance, contents)
+    for name, value in state.items():
+        object.__setattr__(instance, name, value)
+
+
+def _refill(container: Any, new: Any, base: type) -> None:
+    """Replace the items of an instance of a dict or list subclass through its builtin base."""
+    if base is list:
+        list.__setitem__(container, slice(None), new)
+        return
+    base.clear(container)
+    for key, value in new.items():
+        base.__setitem__(container, key, value)
 
 
 def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
@@ -64,17 +91,21 @@ class ResidualWriter(EntryWriter):
 
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         super().__init__(code)
-        self.namespace.update({"___delattr": delattr, "___iter": iter, "___make_object": _make_object,
+        self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": _new_instance,
+                               "___fill": _fill, "___refill": _refill, "___setattr": object.__setattr__,
+                               "___object_delattr": object.__delattr__,
                                "___replace_contents": _replace_contents, "___make_function": _make_function})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
         self.rebuilt_tensor = False
         self._on_break = on_break
         self._output_index: dict[int, int] = {}
-        self._built: dict[int, str] = {}
+        self._built: dict[int, tuple[Value, str]] = {}
 
     def rebuild(self, value: Value) -> str:
         """An expression for `value` after the graph has run (`___out` holds its outputs)."""
+        if type(value) is UnreadArgument:
+            return self.expr(value.source)
         if isinstance(value, TensorValue):
             self.rebuilt_tensor = True
             if value.source is not None:
@@ -90,17 +121,23 @@ class ResidualWriter(EntryWriter):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
             return self.expr(value.source)
+        if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
+            return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
         if isinstance(value, ObjectValue) and value.obj is not None:
             return self.ref(value.obj)
-        built = self._built.get(id(value))
-        if built is None:
-            text = self._build(value)
-            if isinstance(value, SequenceValue) and value.kind is tuple:
-                return text  # immutable: no identity to keep
-            built = self._built[id(value)] = f"___r{len(self._built)}"
-            self.rebuilt.append(f"{built} = {text}")
+        known = self._built.get(id(value))
+        if known is not None:
+            return known[1]
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+            return self._build_instance(value)
+        text = self._build(value)
+        if isinstance(value, SequenceValue) and value.kind is tuple:
+            return text  # immutable: no identity to keep
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)  # the value is kept alive: its id stays its own
+        self.rebuilt.append(f"{built} = {text}")
         return built
 
     def _build(self, value: Value) -> str:
@@ -115,10 +152,6 @@ class ResidualWriter(EntryWriter):
                 return f"{self.ref(value.kind)}(({''.join(self.literal(k) + ', ' for k in value.items)}))"
             pairs = ", ".join(f"{self.literal(key)}: {self.rebuild(item)}" for key, item in value.items.items())
             return "{" + pairs + "}"
-        if isinstance(value, ObjectValue):
-            state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
-                              if item is not None)
-            return f"___make_object({self.ref(value.cls)}, {{{state}}})"
         if isinstance(value, FunctionValue):
             return self._build_function(value)
         if isinstance(value, MethodValue) and not isinstance(value.receiver, ContextValue):
@@ -129,6 +162,28 @@ class ResidualWriter(EntryWriter):
             return self._build_cell(value)
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _build_instance(self, value: Value) -> str:
+        """An instance of a user class (or of a dict subclass) made in the region: made empty by
+        its builtin base first, so that its items and attributes may refer back to it."""
+        cls = value.python_type()
+        base = builtin_base(cls)
+        items = "None"
+        if base is tuple:
+            items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
+        self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
+        contents = "None"
+        if isinstance(value, DictValue):
+            contents = "{" + ", ".join(f"{self.literal(key)}: {self.rebuild(item)}"
+                                       for key, item in value.items.items()) + "}"
+        elif isinstance(value, SequenceValue) and base is not tuple:
+            contents = "[" + "".join(self.rebuild(item) + ", " for item in value.items) + "]"
+        state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                          if item is not None)
+        self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")
+        return built
 
     def _rebuild_symbolic(self, value: ConstantValue) -> str:
         """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
@@ -179,14 +234,19 @@ class ResidualWriter(EntryWriter):
         for container in effects.mutated.values():
             target = self.expr(container.source)
             new = self.rebuild(_detached(container))
-            if isinstance(container, SequenceValue):
+            if container.cls is not None:  # a subclass: through its builtin base
+                lines.append(f"___refill({target}, {new}, {self.ref(builtin_base(container.cls))})")
+            elif isinstance(container, SequenceValue):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
         for owner, name, value in effects.attribute_stores.values():
             target = self.expr(owner.source)
+            raw = is_instance_value(owner)  # the class's own __setattr__ already ran in the trace
             if value is None:
-                lines.append(f"___delattr({target}, {name!r})")
+                lines.append(f"{'___object_delattr' if raw else '___delattr'}({target}, {name!r})")
+            elif raw:
+                lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
             else:
                 lines.append(f"{target}.{name} = {self.rebuild(value)}")
         for f_globals, name, value in effects.global_stores.values():

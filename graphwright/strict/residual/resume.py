@@ -71,6 +71,12 @@ def original_position(code: types.CodeType, offset: int) -> tuple[types.CodeType
     return origin[0], origin[1][offset]
 
 
+def original_code(code: types.CodeType) -> types.CodeType:
+    """The user's code object that `code` (maybe resume code) continues."""
+    origin = _ORIGINS.get(code)
+    return code if origin is None else origin[0]
+
+
 def resume_name(code: types.CodeType, offset: int) -> str:
     line = next((inst.positions.lineno for inst in dis.get_instructions(code)
                  if inst.offset >= offset and inst.positions and inst.positions.lineno), code.co_firstlineno)

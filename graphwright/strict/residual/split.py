@@ -80,9 +80,13 @@ def checkpoint_plan(frame: Frame) -> SplitPlan:
 
 
 def has_backedge(frame: Frame, inst: dis.Instruction) -> bool:
-    """Whether some jump at or after `inst` goes back to or before it: `inst` may be in a loop."""
-    for later in frame.instructions[frame.offset_index[inst.offset]:]:
-        if (later.opcode in dis.hasjrel or later.opcode in dis.hasjabs) and later.argval <= inst.offset:
+    """Whether a jump after `inst` (up to the first return) goes back before it: `inst` may be
+    in a loop. TorchDynamo's heuristic, kept so that graph counts agree: a loop's own closing
+    jump does not count, so a `while` condition splits, each turn in a resume function."""
+    for later in frame.instructions[frame.offset_index[inst.offset] + 1:]:
+        if later.opname == "RETURN_VALUE":
+            return False
+        if (later.opcode in dis.hasjrel or later.opcode in dis.hasjabs) and later.argval < inst.offset:
             return True
     return False
 
@@ -188,32 +192,12 @@ class Continuation:
         raise CannotResume(f"no continuation for {name}")
 
     def _callee(self, function: Value) -> str:
-        """The callable to call: when the break happened inside it, its compiled wrapper."""
-        from ..objects.values import FunctionValue, ModuleValue, ObjectValue
-
-        writer = self.writer
+        """The callable to call: when the break happened inside it, routed to its compiled
+        wrapper (a function, method, module, partial or callable object)."""
+        rebuilt = self.writer.rebuild(function)
         if not self.nested_break:
-            return writer.rebuild(function)
-        if isinstance(function, FunctionValue):
-            if function.fn is not None:
-                compiled = writer.ref(self.compile_function(function.fn))
-            else:
-                plain = FunctionValue(function.code, function.globals, function.name, function.defaults,
-                                      function.kwdefaults, function.closure)
-                compiled = f"{writer.ref(self.compile_function)}({writer.rebuild(plain)})"
-            if function.bound_self is None:
-                return compiled
-            return f"{writer.ref(types.MethodType)}({compiled}, {writer.rebuild(function.bound_self)})"
-        if isinstance(function, ModuleValue):
-            from .callees import module_call
-
-            forward = type(function.module).forward
-            call = module_call(self.compile_function(forward))
-            return f"{writer.ref(types.MethodType)}({writer.ref(call)}, {writer.rebuild(function)})"
-        if isinstance(function, ObjectValue) and type(getattr(function.cls, "__call__", None)) is types.FunctionType:
-            compiled = writer.ref(self.compile_function(function.cls.__call__))
-            return f"{writer.ref(types.MethodType)}({compiled}, {writer.rebuild(function)})"
-        return writer.rebuild(function)
+            return rebuilt
+        return f"{self.writer.ref(self.router.route)}({rebuilt})"
 
     # -- contexts and resume calls ------------------------------------------------------
     def _open_contexts(self) -> list[tuple[int, ReenteredContext, ContextValue]]:

@@ -1,0 +1,562 @@
+"""Python's object protocol for user classes, on symbolic instances.
+
+An instance of a user class is an `ObjectValue`, or, when its class derives
+from dict, OrderedDict, defaultdict, list or tuple, a `DictValue` or
+`SequenceValue` whose `cls` is that class: the builtin base's items live in
+the value (every native container operation applies to them) and the
+instance's attributes in its `overlay`. This module decides, as CPython does:
+
+- reading an attribute: a `__getattribute__` override, else data descriptors
+  found through the MRO, the instance's own attributes, non-data descriptors
+  and class attributes, then `__getattr__`; what is found is bound as Python
+  binds it (functions, classmethods, staticmethods, properties, slots, user
+  descriptors' `__get__`);
+- storing and deleting one: `__setattr__`/`__delattr__` overrides, data
+  descriptors' `__set__`/`__delete__`, else the instance's own state;
+- special methods (`__getitem__`, `__len__`, `__add__`...), looked up on the type;
+- `super()`: the same lookups, starting after a class in the MRO.
+
+Python-level code found this way is inlined, never run for real; the builtin
+behaviour of the modelled bases (`object.__setattr__`, `dict.__setitem__`...)
+is modelled. Creating instances (`type.__call__`) is in `instances.py`.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..guards.sources import AttrSource, ConstantSource, ItemSource, Source
+from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_breaks import UserException
+from .values import (
+    ConstantValue,
+    DictValue,
+    FunctionValue,
+    MethodValue,
+    ModuleValue,
+    ObjectValue,
+    SequenceValue,
+    SuperValue,
+    Value,
+)
+from .wrap import cached_function_value, function_value, is_graph_operator
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
+DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
+MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.defaultdict, list, tuple,
+                            types.SimpleNamespace})
+_BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
+# C classes whose attribute stores are object's generic ones
+_GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__)
+_GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__)
+
+
+def builtin_base(cls: type) -> type:
+    """The builtin class that lays out `cls`'s instances: the first class of its MRO that no
+    class statement made (object, dict, OrderedDict, list, tuple, int...)."""
+    return next(klass for klass in cls.__mro__ if not klass.__flags__ & _HEAP_TYPE)
+
+
+def is_user_class(cls: type | None) -> bool:
+    return cls is not None and bool(cls.__flags__ & _HEAP_TYPE)
+
+
+def class_value(cls: type) -> ConstantValue:
+    """A class as a value whose attributes are read by source (so they are guarded)."""
+    return ConstantValue(cls, ConstantSource(id(cls), cls))
+
+
+def is_instance_value(value: Value) -> bool:
+    """An instance of a user class that this module models (its attributes in an overlay)."""
+    if isinstance(value, ObjectValue):
+        return True
+    return isinstance(value, (DictValue, SequenceValue)) and is_user_class(value.cls) \
+        and not issubclass(value.cls, torch.nn.Module) and not _is_named_tuple(value.cls)
+
+
+def _is_named_tuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def real_object(value: Value) -> Any:
+    """The real object behind a value read from outside, or None for one made in the region."""
+    if isinstance(value, ModuleValue):
+        return value.module
+    return getattr(value, "obj", None)
+
+
+def find(tracer: "Tracer", cls: type, name: str, after: type | None = None) -> tuple[type, Any] | None:
+    """(the class defining `name`, its raw `__dict__` entry) through `cls`'s MRO, starting
+    after `after` (for super()); a class attribute stored earlier in this trace wins."""
+    mro = cls.__mro__
+    if after is not None:
+        mro = mro[mro.index(after) + 1:]
+    for klass in mro:
+        stored = tracer.side_effects.load_shared_attr(klass, name)
+        if stored is not None:
+            return klass, stored
+        if name in klass.__dict__:
+            return klass, klass.__dict__[name]
+    return None
+
+
+def is_python_function(raw: Any) -> bool:
+    return type(raw) is types.FunctionType or isinstance(raw, FunctionValue)
+
+
+def _python_hook(tracer: "Tracer", cls: type, name: str) -> tuple[type, Any] | None:
+    """`name` (`__setattr__`, `__getattr__`...) when a Python class of the MRO defines it."""
+    found = find(tracer, cls, name)
+    return found if found is not None and is_python_function(found[1]) else None
+
+
+def _python_getter(raw: Any) -> Any:
+    """The Python `__get__` of a user descriptor's class, or None."""
+    getter = getattr(type(raw), "__get__", None)
+    return getter if type(getter) is types.FunctionType else None
+
+
+def _is_data_descriptor(raw: Any) -> bool:
+    if isinstance(raw, Value):
+        return False
+    kind = type(raw)
+    return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
+
+
+def _entry_source(owner: type, name: str) -> Source:
+    """The raw entry `owner.__dict__[name]` (a descriptor object itself, not what it gives)."""
+    return ItemSource(AttrSource(ConstantSource(id(owner), owner), "__dict__"), name)
+
+
+def _attr(source: Source | None, name: str) -> Source | None:
+    return None if source is None else AttrSource(source, name)
+
+
+def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value] | None = None) -> Value:
+    from ..interpreter import calls
+
+    return calls.call_value(tracer, function, args, kwargs or {})
+
+
+def _attribute_error(tracer: "Tracer", cls: type, name: str) -> Exception:
+    return tracer.user_error(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"))
+
+
+# -- binding what the MRO lookup found ------------------------------------------------------
+
+
+def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | None, cls: type,
+         cls_value: Value | None = None) -> Value:
+    """What reading `name` gives once the MRO of `cls` found `raw` on `owner`: Python's
+    descriptor protocol. `instance` is None for a read on the class itself; `cls_value` is
+    the class as a value (classmethods bind to it)."""
+    if isinstance(raw, Value):  # stored on the class in this trace
+        if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
+            return raw.bind(instance)
+        return raw
+    if type(raw) is types.FunctionType:
+        return _bind_function(tracer, owner, raw, name, instance, cls)
+    if cls_value is None:
+        cls_value = class_value(cls)
+    if isinstance(raw, staticmethod):
+        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw.__func__)
+        return tracer.wrap(raw.__func__, None)
+    if isinstance(raw, classmethod):
+        if is_graph_operator(getattr(cls, name)):  # e.g. autograd.Function.apply: one opaque call
+            return ConstantValue(getattr(cls, name))
+        tracer.add_guard(_entry_source(owner, name), "id", raw)
+        return function_value(raw.__func__, None).bind(cls_value)
+    if isinstance(raw, property):
+        if instance is None:
+            return ConstantValue(raw)
+        tracer.add_guard(_entry_source(owner, name), "id", raw)
+        if raw.fget is None:
+            raise tracer.user_error(AttributeError(
+                f"property '{name}' of '{cls.__name__}' object has no getter"))
+        return _call(tracer, _accessor(tracer, raw.fget), [instance])
+    if isinstance(raw, _SLOTS):
+        if instance is None:
+            return tracer.wrap(getattr(cls, name), None)
+        return _slot_value(tracer, instance, name)
+    getter = _python_getter(raw)
+    if getter is not None:
+        descriptor = tracer.wrap(raw, _entry_source(owner, name))
+        tracer.add_guard(_entry_source(owner, name), "id", raw)
+        return _call(tracer, function_value(getter, None), [descriptor, instance or ConstantValue(None), cls_value])
+    if isinstance(raw, _BUILTIN_METHODS):
+        return MethodValue(instance, name) if instance is not None else ConstantValue(raw)
+    if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
+        tracer.add_guard(_entry_source(owner, name), "id", raw)  # calls.modelled_call runs the cache
+        function = cached_function_value(raw)
+        return function if instance is None else function.bind(instance)
+    real = real_object(instance) if instance is not None else None
+    if real is not None and instance.source is not None:
+        return tracer.wrap(getattr(real, name), AttrSource(instance.source, name))
+    if hasattr(type(raw), "__get__"):  # a descriptor written in C (classmethod_descriptor...)
+        if instance is not None and not isinstance(raw, types.ClassMethodDescriptorType):
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.{name}",
+                                     name=f"{name} (a `{type(raw).__name__}` written in C)",
+                                     type=cls.__name__)
+        return tracer.wrap(getattr(cls, name), None)
+    return tracer.wrap(raw, _entry_source(owner, name))
+
+
+def _accessor(tracer: "Tracer", function: Any) -> Value:
+    """A property's getter, setter or deleter: inlined when written in Python (torch's too)."""
+    return function_value(function, None) if type(function) is types.FunctionType else tracer.wrap(function, None)
+
+
+def _bind_function(tracer: "Tracer", owner: type, raw: types.FunctionType, name: str,
+                   instance: Value | None, cls: type) -> Value:
+    if is_graph_operator(raw):
+        if instance is None:
+            return ConstantValue(raw)
+        if isinstance(instance, ConstantValue):
+            return ConstantValue(getattr(instance.value, name))
+        if real_object(instance) is not None:
+            # a method of a torch object with state (an optimizer, a scaler): not modelled
+            qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
+            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
+    # the class is guarded (by type or identity); a method replaced on it must recompile too
+    resolved = cls.__dict__.get(name, _MISSING) is raw or getattr(cls, name, None) is raw
+    source = AttrSource(ConstantSource(id(cls), cls), name) if resolved else _entry_source(owner, name)
+    tracer.add_guard(source, "id", raw)
+    function = function_value(raw, None)
+    return function if instance is None else function.bind(instance)
+
+
+# -- reading attributes ---------------------------------------------------------------------
+
+
+def get_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """`instance.name` for an instance of a user class; None when it has no such attribute."""
+    cls = instance.python_type()
+    hook = _python_hook(tracer, cls, "__getattribute__")
+    if hook is not None:
+        found = _unless_attribute_error(tracer, lambda: _call(
+            tracer, bind(tracer, *hook, "__getattribute__", instance, cls), [ConstantValue(name)]))
+    else:
+        found = generic_get(tracer, instance, name)
+    if found is None:
+        hook = _python_hook(tracer, cls, "__getattr__")
+        if hook is not None:
+            found = _unless_attribute_error(tracer, lambda: _call(
+                tracer, bind(tracer, *hook, "__getattr__", instance, cls), [ConstantValue(name)]))
+    return found
+
+
+def _unless_attribute_error(tracer: "Tracer", read: Any) -> Value | None:
+    try:
+        return read()
+    except UserException as raised:
+        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, AttributeError):
+            return None
+        raise
+
+
+def generic_get(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """`object.__getattribute__(instance, name)`: data descriptors, then the instance's own
+    attributes, then non-data descriptors and class attributes."""
+    cls = instance.python_type()
+    if name == "__class__":
+        return class_value(cls)
+    if name == "__dict__":
+        return instance_dict(tracer, instance)
+    found = find(tracer, cls, name)
+    if found is not None and _is_data_descriptor(found[1]):
+        return bind(tracer, *found, name, instance, cls)
+    own = own_attribute(tracer, instance, name)
+    if own is not None:
+        return own
+    if found is not None:
+        return bind(tracer, *found, name, instance, cls)
+    return None
+
+
+def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """The instance's own attribute: stored in the region, else the real object's, by source."""
+    overlay = instance.overlay
+    if name in overlay:
+        return overlay[name]  # None: deleted in the region
+    real = real_object(instance)
+    if real is None:
+        return None
+    state = instance_dict_of(real)
+    if state is None or name not in state:
+        return None
+    return tracer.wrap(state[name], _attr(instance.source, name))
+
+
+def instance_dict_of(real: Any) -> dict | None:
+    """A real object's `__dict__`, read without running its class's `__getattribute__`."""
+    try:
+        return object.__getattribute__(real, "__dict__")
+    except AttributeError:
+        return None
+
+
+def _slot_value(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """A slot (or a C member such as defaultdict.default_factory) of an instance."""
+    if name in instance.overlay:
+        return instance.overlay[name]
+    real = real_object(instance)
+    if real is None:
+        return None
+    value = getattr(real, name, _MISSING)
+    return None if value is _MISSING else tracer.wrap(value, _attr(instance.source, name))
+
+
+_MISSING = object()
+
+
+def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
+    """`instance.__dict__`: for an object made in the region, a dict sharing its attributes."""
+    cls = instance.python_type()
+    if not has_instance_dict(cls):
+        return None
+    real = real_object(instance)
+    if real is None:
+        view = DictValue({})
+        view.items = instance.overlay  # one dict: writes through either are seen by both
+        return view
+    if any(True for _ in instance.overlay):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.__dict__ after stores",
+                                 name="__dict__ (after attributes were set in the region)",
+                                 type=cls.__name__)
+    return tracer.wrap(instance_dict_of(real), _attr(instance.source, "__dict__"))
+
+
+def has_instance_dict(cls: type) -> bool:
+    return cls.__dictoffset__ != 0
+
+
+def _dict_was_read(tracer: "Tracer", instance: Value) -> bool:
+    return instance.source is not None and AttrSource(instance.source, "__dict__") in tracer.memo_by_source
+
+
+def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
+    """`cls.name` on a class read as a constant: functions, classmethods, staticmethods and
+    Python descriptors are bound as Python binds them on the class; anything else is read
+    for real, by source (the class is a constant)."""
+    cls = value.value
+    found = find(tracer, cls, name)
+    source = _attr(value.source, name)
+    if found is None:  # the metaclass's attributes, and type's own (__name__, __mro__...)
+        real = getattr(cls, name, _MISSING)
+        return None if real is _MISSING else tracer.wrap(real, source)
+    owner, raw = found
+    if type(raw) is types.FunctionType:
+        if is_graph_operator(raw):
+            return ConstantValue(raw)
+        if source is not None:
+            tracer.add_guard(source, "id", raw)
+        return function_value(raw, None)
+    if isinstance(raw, (Value, staticmethod, classmethod, property)) or _python_getter(raw) is not None \
+            or isinstance(raw, functools._lru_cache_wrapper):
+        return bind(tracer, owner, raw, name, None, cls, value)
+    return tracer.wrap(getattr(cls, name), source)
+
+
+def super_attribute(tracer: "Tracer", value: SuperValue, name: str) -> Value | None:
+    """`super(cls, receiver).name`: the MRO of the receiver (or of the receiver class, in a
+    classmethod or `__new__`), searched after `cls`."""
+    receiver = value.receiver
+    if isinstance(receiver, ConstantValue) and isinstance(receiver.value, type) \
+            and issubclass(receiver.value, value.cls):
+        mro_cls, instance, cls_value = receiver.value, None, receiver
+    else:
+        mro_cls, instance, cls_value = receiver.python_type(), receiver, None
+    found = find(tracer, mro_cls, name, after=value.cls)
+    if found is None:
+        return ConstantValue(super) if name == "__class__" else None
+    return bind(tracer, *found, name, instance, mro_cls, cls_value)
+
+
+# -- storing and deleting attributes --------------------------------------------------------
+
+
+def set_attribute(tracer: "Tracer", instance: Value, name: str, value: Value) -> None:
+    """`instance.name = value`: a `__setattr__` override, else `object.__setattr__`."""
+    cls = instance.python_type()
+    hook = find(tracer, cls, "__setattr__")
+    if hook is not None and is_python_function(hook[1]):
+        _call(tracer, bind(tracer, *hook, "__setattr__", instance, cls), [ConstantValue(name), value])
+        return
+    if hook is not None and hook[1] not in _GENERIC_SETATTR:
+        raise _c_override(tracer, cls, hook[0], "__setattr__")
+    generic_set(tracer, instance, name, value)
+
+
+def _c_override(tracer: "Tracer", cls: type, owner: type, method: str) -> Exception:
+    return tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.{method} of {owner.__name__}",
+                              name=f"{method} (implemented in C by `{owner.__qualname__}`)",
+                              type=cls.__name__)
+
+
+def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> None:
+    """`object.__setattr__(instance, name, value)`: data descriptors first, else own state."""
+    cls = instance.python_type()
+    found = find(tracer, cls, name)
+    raw = None if found is None else found[1]
+    if raw is not None and not isinstance(raw, Value) and hasattr(type(raw), "__set__"):
+        if isinstance(raw, property):
+            tracer.add_guard(_entry_source(found[0], name), "id", raw)
+            if raw.fset is None:
+                raise tracer.user_error(AttributeError(
+                    f"property '{name}' of '{cls.__name__}' object has no setter"))
+            _call(tracer, _accessor(tracer, raw.fset), [instance, value])
+            return
+        if type(raw) is types.MemberDescriptorType:
+            store_raw(tracer, instance, name, value)
+            return
+        setter = getattr(type(raw), "__set__")
+        if type(setter) is types.FunctionType:
+            tracer.add_guard(_entry_source(found[0], name), "id", raw)
+            _call(tracer, function_value(setter, None),
+                  [tracer.wrap(raw, _entry_source(found[0], name)), instance, value])
+            return
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set {cls.__name__}.{name}",
+                                 name=f"setting {name}", type=cls.__name__)
+    if not has_instance_dict(cls):
+        raise _attribute_error(tracer, cls, name)
+    store_raw(tracer, instance, name, value)
+
+
+def store_raw(tracer: "Tracer", instance: Value, name: str, value: Value | None) -> None:
+    """Store (None: delete) the instance's own attribute, as `instance.__dict__[name] = value`."""
+    if _dict_was_read(tracer, instance):
+        cls = instance.python_type()
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"store {name} after reading __dict__",
+                                 name=f"setting {name} (after reading `__dict__`)", type=cls.__name__)
+    if value is None and instance.source is None:
+        instance.overlay.pop(name, None)
+        return
+    tracer.side_effects.store_attr(instance, name, value)
+
+
+def delete_attribute(tracer: "Tracer", instance: Value, name: str) -> None:
+    """`del instance.name`: a `__delattr__` override, else `object.__delattr__`."""
+    cls = instance.python_type()
+    hook = find(tracer, cls, "__delattr__")
+    if hook is not None and is_python_function(hook[1]):
+        _call(tracer, bind(tracer, *hook, "__delattr__", instance, cls), [ConstantValue(name)])
+        return
+    if hook is not None and hook[1] not in _GENERIC_DELATTR:
+        raise _c_override(tracer, cls, hook[0], "__delattr__")
+    generic_delete(tracer, instance, name)
+
+
+def generic_delete(tracer: "Tracer", instance: Value, name: str) -> None:
+    cls = instance.python_type()
+    found = find(tracer, cls, name)
+    raw = None if found is None else found[1]
+    if isinstance(raw, property):
+        tracer.add_guard(_entry_source(found[0], name), "id", raw)
+        if raw.fdel is None:
+            raise tracer.user_error(AttributeError(
+                f"property '{name}' of '{cls.__name__}' object has no deleter"))
+        _call(tracer, _accessor(tracer, raw.fdel), [instance])
+        return
+    if raw is not None and not isinstance(raw, Value) and type(getattr(type(raw), "__delete__", None)) \
+            is types.FunctionType:
+        tracer.add_guard(_entry_source(found[0], name), "id", raw)
+        _call(tracer, function_value(type(raw).__delete__, None),
+              [tracer.wrap(raw, _entry_source(found[0], name)), instance])
+        return
+    present = _slot_value(tracer, instance, name) if isinstance(raw, types.MemberDescriptorType) \
+        else own_attribute(tracer, instance, name)
+    if present is None:
+        raise _attribute_error(tracer, cls, name)
+    store_raw(tracer, instance, name, None)
+
+
+# -- special methods ------------------------------------------------------------------------
+
+
+def special_method(tracer: "Tracer", value: Value, name: str) -> Value | None:
+    """The Python method `name` that an operator calls on `value`, looked up on its type as
+    CPython does (not on the instance), bound; None when the native behaviour applies."""
+    cls = _overriding_class(value)
+    if cls is None:
+        return None
+    found = find(tracer, cls, name)
+    if found is None or not is_python_function(found[1]):
+        return None
+    if isinstance(value, ModuleValue) and found[0].__module__.startswith("torch."):
+        return None  # torch.nn's own containers are modelled natively
+    return bind(tracer, *found, name, value, cls)
+
+
+def _overriding_class(value: Value) -> type | None:
+    if is_instance_value(value):
+        return value.python_type()
+    if isinstance(value, ModuleValue):
+        return type(value.module)
+    if isinstance(value, ConstantValue) and isinstance(value.value, type) and is_user_class(type(value.value)):
+        return type(value.value)  # a class whose metaclass is Python (Enum's EnumType)
+    return None
+
+
+def call_builtin_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
+                        kwargs: dict[str, Value]) -> Value | None:
+    """The builtin `object` method `name` of an instance (reached through super() or called
+    unbound, e.g. `object.__setattr__(self, k, v)`); None for other names."""
+    from .instances import init_builtin
+
+    if name == "__setattr__":
+        generic_set(tracer, receiver, _name(tracer, args[0]), args[1])
+        return ConstantValue(None)
+    if name == "__delattr__":
+        generic_delete(tracer, receiver, _name(tracer, args[0]))
+        return ConstantValue(None)
+    if name == "__getattribute__":
+        attribute = _name(tracer, args[0])
+        found = generic_get(tracer, receiver, attribute)
+        if found is None:
+            raise _attribute_error(tracer, receiver.python_type(), attribute)
+        return found
+    if name == "__init__":
+        init_builtin(tracer, receiver, args, kwargs)
+        return ConstantValue(None)
+    if name in ("__eq__", "__ne__") and isinstance(receiver, ObjectValue):
+        from .operations import is_same
+
+        if not is_same(tracer, receiver, args[0]):
+            return ConstantValue(NotImplemented)
+        return ConstantValue(name == "__eq__")
+    return None
+
+
+def _name(tracer: "Tracer", value: Value) -> str:
+    from .operations import python_value
+
+    name = python_value(tracer, value)
+    if not isinstance(name, str):
+        raise tracer.user_error(TypeError(f"attribute name must be string, not '{type(name).__name__}'"))
+    return name
+
+
+def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
+                         kwargs: dict[str, Value]) -> Value | None:
+    """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`:
+    a method of a modelled builtin base called on a modelled value; None for other calls."""
+    if not isinstance(target, _BUILTIN_METHODS) or target.__objclass__ not in MODELLED_BASES or not args:
+        return None
+    receiver = args[0]
+    if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):
+        return None
+    if not issubclass(receiver.python_type(), target.__objclass__):
+        raise tracer.user_error(TypeError(
+            f"descriptor '{target.__name__}' for '{target.__objclass__.__name__}' objects doesn't apply "
+            f"to a '{receiver.python_type().__name__}' object"))
+    from . import methods
+
+    return methods.call_method(tracer, receiver, target.__name__, list(args[1:]), kwargs)

@@ -1,0 +1,170 @@
+"""Creating instances of classes in the region: Python's `type.__call__`.
+
+`cls(*args, **kwargs)` runs the metaclass's `__call__` when Python code
+defines one (Enum's), else `__new__` and then, when `__new__` returned an
+instance of `cls`, `__init__`, each found through the MRO. Python-level
+`__new__` and `__init__` are inlined; the builtin ones of the modelled bases
+(object, dict, OrderedDict, defaultdict, list, tuple) are modelled here: a
+new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
+whose state the inlined code then fills. Instances of other builtin bases
+(int, str, Tensor...) are a graph break naming the base.
+"""
+from __future__ import annotations
+
+import collections
+import types
+from typing import TYPE_CHECKING, Any
+
+from ..interpreter import graph_breaks as gb
+from . import operations
+from .classes import (
+    DICT_BASES,
+    MODELLED_BASES,
+    bind,
+    builtin_base,
+    class_value,
+    find,
+    generic_set,
+    is_python_function,
+)
+from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value
+from .wrap import function_value
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, types.SimpleNamespace.__new__)
+
+
+def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    from ..interpreter import calls
+
+    return calls.call_value(tracer, function, args, kwargs)
+
+
+def call_class(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`cls(*args, **kwargs)` for a class the tracer does not model natively."""
+    cls_value = class_value(cls)
+    meta_call = find(tracer, type(cls), "__call__")
+    if meta_call is not None and is_python_function(meta_call[1]):
+        return _call(tracer, bind(tracer, *meta_call, "__call__", cls_value, type(cls)), args, kwargs)
+    base = builtin_base(cls)
+    if base not in MODELLED_BASES:
+        raise _unmodelled_base(tracer, cls, base)
+    owner, raw = find(tracer, cls, "__new__")
+    new = raw.__func__ if isinstance(raw, staticmethod) else raw
+    if is_python_function(new):
+        function = new if isinstance(new, Value) else function_value(new, None)
+        instance = _call(tracer, function, [cls_value, *args], kwargs)
+    elif new in BUILTIN_NEW:
+        instance = new_instance(tracer, cls, args, kwargs)
+    else:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"{cls.__qualname__} (its __new__ is {owner.__qualname__}.__new__, written in C)")
+    made = instance.python_type()
+    if not issubclass(made, cls):
+        return instance
+    init = find(tracer, made, "__init__")
+    if is_python_function(init[1]):
+        result = _call(tracer, bind(tracer, *init, "__init__", instance, made), args, kwargs)
+        if not operations.is_none(result):
+            raise tracer.user_error(TypeError(
+                f"__init__() should return None, not '{result.python_type().__name__}'"))
+    else:
+        init_builtin(tracer, instance, args, kwargs)
+    return instance
+
+
+def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """What the builtin `__new__` of `cls`'s base returns: an empty instance (a tuple's items
+    are given to `__new__`)."""
+    base = builtin_base(cls)
+    plain = cls is base
+    if base is object:
+        _check_abstract(tracer, cls)
+        if args or kwargs:
+            if find(tracer, cls, "__new__")[1] is not object.__new__:
+                raise tracer.user_error(TypeError(
+                    "object.__new__() takes exactly one argument (the type to instantiate)"))
+            if find(tracer, cls, "__init__")[1] is object.__init__:
+                raise tracer.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
+        return ObjectValue(None, cls)
+    if base in DICT_BASES:
+        return DictValue({}, dict, cls=None if cls is dict else cls)
+    if base is list:
+        return SequenceValue([], list, cls=None if plain else cls)
+    if base is tuple:
+        items = operations.iterate(tracer, args[0]) if args else []
+        return SequenceValue(items, tuple, cls=None if plain else cls)
+    if base is types.SimpleNamespace:
+        return ObjectValue(None, cls)
+    raise _unmodelled_base(tracer, cls, base)
+
+
+def _unmodelled_base(tracer: "Tracer", cls: type, base: type) -> Exception:
+    what = f"the builtin class {base.__qualname__}" if cls is base else \
+        f"{cls.__qualname__} (a subclass of the builtin {base.__qualname__})"
+    return tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}", name=what)
+
+
+def _check_abstract(tracer: "Tracer", cls: type) -> None:
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:
+        plural = "s" if len(abstract) > 1 else ""
+        raise tracer.user_error(TypeError(
+            f"Can't instantiate abstract class {cls.__name__} with abstract method{plural} "
+            f"{', '.join(abstract)}"))
+
+
+def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: dict[str, Value]) -> None:
+    """The builtin `__init__` of the instance's base: object's checks its arguments, dict's
+    and list's fill the items (OrderedDict's through the instance's own `__setitem__`)."""
+    cls = instance.python_type()
+    base = builtin_base(cls)
+    if base in (object, tuple):  # tuple has no __init__ of its own
+        if args or kwargs:
+            if find(tracer, cls, "__init__")[1] is not object.__init__:
+                raise tracer.user_error(TypeError(
+                    "object.__init__() takes exactly one argument (the instance to initialize)"))
+            if find(tracer, cls, "__new__")[1] is object.__new__:
+                raise tracer.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
+        return
+    if base is types.SimpleNamespace:
+        if args:
+            raise tracer.user_error(TypeError("no positional arguments expected"))
+        for name, value in kwargs.items():
+            generic_set(tracer, instance, name, value)
+        return
+    if base is list:
+        if kwargs or len(args) > 1:
+            raise tracer.user_error(TypeError("list expected at most 1 argument"))
+        instance.items[:] = operations.iterate(tracer, args[0]) if args else []
+        return
+    if base is collections.defaultdict:
+        factory = args[0] if args else ConstantValue(None)
+        generic_set(tracer, instance, "default_factory", factory)
+        args = args[1:]
+    if len(args) > 1:
+        raise tracer.user_error(TypeError(f"{base.__name__} expected at most 1 argument, got {len(args)}"))
+    pairs = list(operations.mapping_items(tracer, args[0]).items()) if args else []
+    pairs += list(kwargs.items())
+    if base is collections.OrderedDict:
+        for key, value in pairs:
+            operations.setitem(tracer, instance, ConstantValue(key), value)
+        return
+    instance.items.update(pairs)
+
+
+def handle_builtin_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`object.__new__(cls)`, `tuple.__new__(cls, items)`, `dict.__new__(cls)`...: called
+    explicitly, usually from a class's own `__new__` through super()."""
+    if not args:
+        raise tracer.user_error(TypeError("__new__(): not enough arguments"))
+    cls = operations.python_value(tracer, args[0])
+    if not isinstance(cls, type):
+        raise tracer.user_error(TypeError(f"__new__(X): X is not a type object ({type(cls).__name__})"))
+    return new_instance(tracer, cls, list(args[1:]), kwargs)
+
+
+def is_builtin_new(target: Any) -> bool:
+    return any(target is new for new in BUILTIN_NEW)

@@ -1,0 +1,213 @@
+"""Graph breaks under fullgraph=False split the function: graphs, resume functions, explain.
+
+The differential corpus (tests/programs/cases_graph_breaks.py) checks results and graph
+counts program by program; these tests check the machinery a user can see: the seeds'
+example, resume functions as real code objects, `explain` and its command, counters, and
+that a failure while splitting falls back to eager with a warning.
+"""
+import dis
+import pathlib
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+
+import graphwright
+from graphwright.strict.cache import _CACHES
+from graphwright.testing import CompileCounter
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    torch._dynamo.reset()
+    yield
+    graphwright.reset()
+    torch._dynamo.reset()
+
+
+def _seed_program(graph_break):
+    def get_magic_num():
+        graph_break()
+        return torch.tensor([42])
+
+    def func(x):
+        n = get_magic_num()
+        return x + n
+
+    return func
+
+
+def test_seed_example_without_fullgraph_splits_as_pytorch_does():
+    x = torch.rand(10)
+    ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
+    result = graphwright.compile(_seed_program(graphwright.graph_break), backend=ours)(x)
+    expected = torch.compile(_seed_program(torch._dynamo.graph_break), backend=theirs)(x)
+    torch.testing.assert_close(result, expected)
+    assert ours.frame_count == theirs.frame_count == 2
+    assert graphwright.counters["stats"]["unique_graphs"] == 2
+
+
+def test_a_second_call_compiles_nothing():
+    counter = CompileCounter()
+    compiled = graphwright.compile(_seed_program(graphwright.graph_break), backend=counter)
+    compiled(torch.rand(10))
+    compiled(torch.rand(10))
+    assert counter.frame_count == 2
+
+
+def test_resume_functions_are_code_objects_continuing_the_users_code():
+    def f(x):
+        y = x.sin()
+        graphwright.graph_break()
+        return y.cos() + 1
+
+    graphwright.compile(f, backend="eager")(torch.randn(3))
+    resumed = [key[0] for key in _CACHES if key[0].co_name.startswith("graphwright_resume_in_f")]
+    assert len(resumed) == 1
+    code = resumed[0]
+    assert code.co_filename == f.__code__.co_filename
+    # graph_break()'s result on the stack, then the live locals: x is dead after the break
+    assert code.co_varnames[:code.co_argcount] == ("___stack0", "y")
+    opnames = [inst.opname for inst in dis.get_instructions(code)]
+    assert opnames[:4] == ["RESUME", "LOAD_FAST", "JUMP_FORWARD", "LOAD_FAST"]  # prologue, then f's code
+
+
+def test_two_breaks_give_three_graphs_and_counters_count_each_break():
+    def f(x):
+        x = x + 1
+        graphwright.graph_break()
+        x = x * 2
+        print("between")
+        return x - 3
+
+    counter = CompileCounter()
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        result = graphwright.compile(f, backend=counter)(x)
+    torch.testing.assert_close(result, (x + 1) * 2 - 3)
+    assert counter.frame_count == 3
+    assert graphwright.counters["graph_break"] == {"Call to `graphwright.graph_break()`": 1, "Call to `print`": 1}
+
+
+def test_grad_mode_is_restored_around_the_break_and_inside_the_resume_function():
+    seen = []
+
+    @graphwright.disable
+    def record():
+        seen.append(torch.is_grad_enabled())
+
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            record()
+            z = y + 1
+        return z, x * 3
+
+    x = torch.randn(3, requires_grad=True)
+    z, w = graphwright.compile(f, backend="eager")(x)
+    assert seen == [False]
+    assert not z.requires_grad and w.requires_grad
+    assert torch.is_grad_enabled()
+
+
+def test_explain_reports_graphs_breaks_and_advice():
+    def helper(t):
+        graphwright.graph_break()
+        return t * 2
+
+    def f(x):
+        return helper(x.sin()) + 1
+
+    output = graphwright.explain(f)(torch.randn(3))
+    assert output.graph_count == 3
+    assert output.graph_break_count == 2  # in f (at the call) and in helper itself
+    first = output.break_reasons[0]
+    assert first.graph_break_id == "GB001"
+    assert [frame.name for frame in first.user_stack] == ["f", "helper"]
+    assert "`test_explain_reports_graphs_breaks_and_advice.<locals>.helper`" in first.advice
+    assert "graphwright.nonstrict_trace" in first.advice
+    assert "Advice:" in str(output) and "Graph Count: 3" in str(output)
+
+
+def test_explain_advises_leaf_function_for_a_callee_that_prints():
+    def report(t):
+        print("value", t.sum())
+        return t
+
+    def f(x):
+        return report(x + 1)
+
+    output = graphwright.explain(f)(torch.randn(3))
+    assert "graphwright.leaf_function" in output.break_reasons[0].advice
+
+
+def test_a_break_in_a_loop_says_the_function_runs_in_python_and_its_callees_are_compiled():
+    def step(t):
+        graphwright.graph_break()
+        return t + 1
+
+    def f(x):
+        for _ in range(3):
+            x = step(x) * 2
+        return x
+
+    output = graphwright.explain(f)(torch.randn(3))
+    assert "loop" in output.break_reasons[0].note
+    assert output.graph_count == 1  # step after its break; f itself runs in Python
+
+
+def test_explain_command_reports_every_compiled_function(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import torch, graphwright\n"
+        "def get_magic_num():\n"
+        "    graphwright.graph_break()\n"
+        "    return torch.tensor([42])\n"
+        "@graphwright.compile(backend='eager')\n"
+        "def func(x):\n"
+        "    return x + get_magic_num()\n"
+        "print('result', func(torch.zeros(2)).tolist())\n")
+    result = subprocess.run([sys.executable, "-m", "graphwright", "explain", str(script)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "result [42.0, 42.0]" in result.stdout
+    assert f"=== func ({script}:5) ===" in result.stdout
+    assert f"=== get_magic_num ({script}:2) ===" in result.stdout
+    assert f"at {script}:3" in result.stdout and "graphwright.nonstrict_trace" in result.stdout
+
+
+def test_explain_command_without_a_script_prints_usage():
+    result = subprocess.run([sys.executable, "-m", "graphwright"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 2 and "usage" in result.stderr
+
+
+def test_a_failure_while_splitting_falls_back_to_eager_with_a_warning(monkeypatch):
+    from graphwright.strict.residual import split
+
+    def broken(self):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(split.Continuation, "resume_tail", broken)
+
+    def f(x):
+        y = x * 2
+        graphwright.graph_break()
+        return y + 1
+
+    x = torch.randn(3)
+    with pytest.warns(UserWarning, match="could not split"):
+        result = graphwright.compile(f, backend="eager")(x)
+    torch.testing.assert_close(result, x * 2 + 1)
+
+
+def test_breaks_under_fullgraph_still_raise():
+    with pytest.raises(graphwright.Unsupported, match="graph_break"):
+        graphwright.compile(_seed_program(graphwright.graph_break), fullgraph=True, backend="eager")(
+            torch.rand(3))
+
