@@ -147,8 +147,10 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
-    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
+    if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
+    if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
+        return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
