@@ -477,3 +477,47 @@ def _(x):
     torch._dynamo.mark_dynamic(x, 1)
     torch._dynamo.mark_static_address(x)
     return x * 2
+
+
+# -- registries keyed by classes, deleting attributes -----------------------------------
+
+def _double_list(value):
+    return [item * 2 for item in value]
+
+
+def _double_tuple(value):
+    return tuple(item * 2 for item in value)
+
+
+_BY_TYPE = {list: _double_list, tuple: _double_tuple, typing.Union: None}
+
+
+def _set_tuple_handler(handler):
+    def make():
+        _BY_TYPE[tuple] = handler
+        return ((rand(3), rand(3)),)
+    return make
+
+
+@program("registry_keyed_by_classes_dispatches_on_the_type", _set_tuple_handler(_double_tuple),
+         changed=_set_tuple_handler(_double_list), frames_changed=2,
+         reset=_set_tuple_handler(_double_tuple))
+def _(pair):
+    # huggingface_hub's validators: a dict from classes (and typing forms) to functions
+    handler = _BY_TYPE.get(type(pair))
+    return handler(pair), _BY_TYPE.get(dict, "missing"), typing.Union in _BY_TYPE
+
+
+class _Options:
+    def __init__(self):
+        self.encoder_layers = 2
+        self.scale = 3
+
+
+@program("delattr_and_setattr_rename_an_attribute", lambda: (rand(3), _Options()))
+def _(x, options):
+    # the shape of PretrainedConfig.get_text_config renaming encoder_* keys
+    value = getattr(options, "encoder_layers")
+    delattr(options, "encoder_layers")
+    setattr(options, "num_layers", value)
+    return x * options.num_layers, hasattr(options, "encoder_layers")

@@ -111,13 +111,22 @@ class ModuleDictSource(Source):
         return f"{self.base.name()}.{self.key}"
 
 
+def _is_literal(key: Any) -> bool:
+    """A key whose repr is Python source that evaluates to an equal key."""
+    if type(key) is tuple:
+        return all(_is_literal(item) for item in key)
+    return type(key) in (int, str, bytes, bool, type(None)) or type(key) is float and key == key \
+        and key not in (float("inf"), float("-inf"))
+
+
 @dataclass(frozen=True)
 class ItemSource(Source):
     base: Source
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.expr(self.base)}[{self.key!r}]"
+        key = repr(self.key) if _is_literal(self.key) else writer.ref(self.key)  # a class as a key
+        return f"{writer.expr(self.base)}[{key}]"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
         return self.base.read(fn, local_values)[self.key]

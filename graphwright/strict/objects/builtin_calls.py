@@ -187,6 +187,12 @@ def _callable(tracer, args, kwargs):
     return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue)))
 
 
+def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
+    """The real object has no `name`: guarded, unless the region deleted it (then it has it now)."""
+    if name not in (getattr(owner, "overlay", None) or {}):
+        tracer.add_guard(owner.source, "lacks", name)
+
+
 @handles(getattr)
 def _getattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
@@ -194,7 +200,7 @@ def _getattr(tracer, args, kwargs):
     if found is not None:
         return found
     if len(args) > 2:
-        tracer.add_guard(args[0].source, "lacks", name)
+        _guard_lacks(tracer, args[0], name)
         return args[2]
     return attributes.load_attr(tracer, args[0], name)
 
@@ -204,13 +210,19 @@ def _hasattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
     found = attributes.lookup(tracer, args[0], name) is not None
     if not found:
-        tracer.add_guard(args[0].source, "lacks", name)
+        _guard_lacks(tracer, args[0], name)
     return ConstantValue(found)
 
 
 @handles(setattr)
 def _setattr(tracer, args, kwargs):
     attributes.store_attr(tracer, args[0], operations.python_value(tracer, args[1]), args[2])
+    return NONE
+
+
+@handles(delattr)
+def _delattr(tracer, args, kwargs):
+    attributes.delete_attr(tracer, args[0], operations.python_value(tracer, args[1]))
     return NONE
 
 

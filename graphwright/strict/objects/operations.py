@@ -20,6 +20,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
+from .wrap import is_dict_key
 from .values import (
     ConstantValue,
     DictValue,
@@ -124,6 +125,9 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
+    real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
+    if real is not None and is_dict_key(real):  # compared by identity: what it holds does not matter
+        return real
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 

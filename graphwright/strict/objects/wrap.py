@@ -93,6 +93,13 @@ def is_cached_function(real: Any) -> bool:
     return isinstance(real, functools._lru_cache_wrapper) and type(real.__wrapped__) is types.FunctionType
 
 
+def is_dict_key(key: Any) -> bool:
+    """A key a modelled dict can hold: a constant, or an object compared and hashed by identity
+    (a class, `typing.Union`...), which a guard on the keys can compare exactly."""
+    cls = type(key)
+    return is_constant(key) or cls.__eq__ is object.__eq__ and cls.__hash__ is object.__hash__
+
+
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
@@ -143,13 +150,13 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_constant(key) for key in real):
+        if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
                          dict, source, cls=None if cls is dict else cls)
-    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
+    if cls is types.MappingProxyType and all(is_dict_key(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "keys", tuple(real))
@@ -205,7 +212,7 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
         keys = list(base.__iter__(real))
-        if not all(is_constant(key) for key in keys):
+        if not all(is_dict_key(key) for key in keys):
             return None
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(contents, "keys", tuple(keys))
