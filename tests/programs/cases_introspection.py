@@ -5,9 +5,11 @@ contextlib, operator, itertools, collections), and the markers torch gives such 
 (`torch.compiler.is_compiling()`). A changed fact must recompile."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
+import itertools
 import logging
 import operator
 import typing
@@ -521,3 +523,43 @@ def _(x, options):
     delattr(options, "encoder_layers")
     setattr(options, "num_layers", value)
     return x * options.num_layers, hasattr(options, "encoder_layers")
+
+
+# -- itertools and collections --------------------------------------------------------
+
+@program("map_runs_its_function_when_each_item_is_asked_for", lambda: (rand(3), []))
+def _(x, log):
+    def scaled(k):
+        log.append(f"scale {k}")
+        return x * k
+
+    total = x
+    for value in map(scaled, [1, 2, 3]):
+        log.append("add")
+        total = total + value
+    return total
+
+
+@program("itertools_infinite_and_lazy_helpers", lambda: rand(3))
+def _(x):
+    counter = itertools.count(1)
+    numbers = [next(counter) for _ in range(3)]
+    alternating = list(itertools.islice(itertools.cycle([x, x * 2]), 3))
+    small = list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1]))
+    rest = list(itertools.dropwhile(lambda v: v < 3, [1, 2, 3, 1]))
+    products = list(itertools.starmap(lambda a, b: a * b, [(x, 2), (x, 3)]))
+    repeated = list(itertools.repeat(x, 2))
+    keys = [(key, len(list(group))) for key, group in itertools.groupby([1, 1, 2, 3, 3])]
+    pairs = list(itertools.pairwise([1, 2, 3]))
+    kept = list(itertools.compress([x, x + 1, x + 2], [1, 0, 1]))
+    running = list(itertools.accumulate([x, x, x], lambda a, b: a * b))
+    return numbers, alternating, small, rest, products, repeated, keys, pairs, kept, running
+
+
+@program("collections_counter_tallies_in_the_region", lambda: rand(3),
+         reference={"xfail": "Failed to trace builtin operator `object` (Counter.most_common)",
+                    "why": "PyTorch 2.13 cannot trace Counter.most_common"})
+def _(x):
+    counts = collections.Counter(["relu", "gelu", "relu"])
+    counts["tanh"] += 2
+    return x * counts["relu"], counts.most_common(1), sorted(counts)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -20,14 +19,12 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, classes, copying, instances, introspection, operations, output_calls
+from . import attributes, classes, copying, instances, introspection, iteration, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
     DictValue,
     FunctionValue,
-    IteratorValue,
-    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -41,7 +38,7 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **output_calls.HANDLERS}
+_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -241,103 +238,6 @@ def _range(tracer, args, kwargs):
     return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
 
 
-def _lazy_rows(tracer, iterables: list[Value], cls: type, make_item: Callable) -> Value:
-    """`make_item(row)` for each row taken from `iterables` together (zip's rule: the shortest
-    ends it). Over a lazy iterator (a generator) the rows are taken when the consumer asks."""
-    if not any(isinstance(arg, LazyIteratorValue) for arg in iterables):
-        columns = [operations.iterate(tracer, arg) for arg in iterables]
-        return IteratorValue([make_item(list(row)) for row in zip(*columns)])
-    iterators = [arg if isinstance(arg, (IteratorValue, LazyIteratorValue))
-                 else IteratorValue(operations.iterate(tracer, arg)) for arg in iterables]
-
-    def advance() -> Value | None:
-        row = []
-        for iterator in iterators:
-            item = iterator.next_item()
-            if item is None:
-                return None
-            row.append(item)
-        return make_item(row)
-    return LazyIteratorValue(advance, cls)
-
-
-@handles(enumerate)
-def _enumerate(tracer, args, kwargs):
-    start_value = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    counter = itertools.count(operations.python_value(tracer, start_value))
-    return _lazy_rows(tracer, [args[0]], enumerate,
-                      lambda row: SequenceValue([ConstantValue(next(counter)), row[0]], tuple))
-
-
-@handles(zip)
-def _zip(tracer, args, kwargs):
-    return _lazy_rows(tracer, list(args), zip, lambda row: SequenceValue(row, tuple))
-
-
-@handles(reversed)
-def _reversed(tracer, args, kwargs):
-    return IteratorValue(list(reversed(operations.iterate(tracer, args[0]))))
-
-
-@handles(iter)
-def _iter(tracer, args, kwargs):
-    if isinstance(args[0], (IteratorValue, LazyIteratorValue)):
-        return args[0]
-    method = classes.special_method(tracer, args[0], "__iter__")
-    if method is not None:
-        from ..interpreter import calls
-
-        iterator = calls.call_value(tracer, method, [], {})
-        if classes.special_method(tracer, iterator, "__next__") is not None:
-            return iterator  # a user iterator: next() calls its __next__
-        return IteratorValue(operations.drain(tracer, iterator))
-    return IteratorValue(operations.iterate(tracer, args[0]))
-
-
-@handles(next)
-def _next(tracer, args, kwargs):
-    iterator = args[0]
-    method = classes.special_method(tracer, iterator, "__next__")
-    if method is not None:
-        from ..interpreter import calls
-
-        return calls.call_value(tracer, method, [], {})
-    if not isinstance(iterator, (IteratorValue, LazyIteratorValue)):
-        raise _unsupported(tracer, "next", args)
-    item = iterator.next_item()
-    if item is not None:
-        return item
-    if len(args) > 1:
-        return args[1]
-    raise tracer.user_error(StopIteration())
-
-
-@handles(map)
-def _map(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    return _lazy_rows(tracer, list(args[1:]), map, lambda row: calls.call_value(tracer, args[0], row, {}))
-
-
-@handles(filter)
-def _filter(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    def keep(item: Value) -> bool:
-        if operations.is_none(args[0]):
-            return operations.truth(tracer, item)
-        return operations.truth(tracer, calls.call_value(tracer, args[0], [item], {}))
-    if not isinstance(args[1], LazyIteratorValue):
-        return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
-
-    def advance() -> Value | None:
-        while (item := args[1].next_item()) is not None:
-            if keep(item):
-                return item
-        return None
-    return LazyIteratorValue(advance, filter)
-
-
 @handles(sorted)
 def _sorted(tracer, args, kwargs):
     items = operations.iterate(tracer, args[0])
@@ -529,65 +429,6 @@ def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[s
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)
-
-
-def _sequences(tracer, args) -> list[list[Value]]:
-    return [operations.iterate(tracer, arg) for arg in args]
-
-
-def _tuples(rows) -> IteratorValue:
-    return IteratorValue([SequenceValue(list(row), tuple) for row in rows])
-
-
-@handles(itertools.product)
-def _product(tracer, args, kwargs):
-    repeat = operations.python_value(tracer, kwargs.get("repeat", ConstantValue(1)))
-    return _tuples(itertools.product(*_sequences(tracer, args), repeat=repeat))
-
-
-for _target in (itertools.combinations, itertools.permutations, itertools.combinations_with_replacement):
-    _HANDLERS[_target] = lambda tracer, args, kwargs, target=_target: _tuples(target(
-        operations.iterate(tracer, args[0]),
-        *(operations.python_value(tracer, arg) for arg in args[1:]),
-        **{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}))
-
-
-@handles(itertools.chain)
-def _chain(tracer, args, kwargs):
-    return IteratorValue([item for items in _sequences(tracer, args) for item in items])
-
-
-@handles(itertools.chain.from_iterable)
-def _chain_from_iterable(tracer, args, kwargs):
-    return IteratorValue([item for group in operations.iterate(tracer, args[0])
-                          for item in operations.iterate(tracer, group)])
-
-
-@handles(itertools.accumulate)
-def _accumulate(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    function = args[1] if len(args) > 1 else kwargs.get("func")
-    items = operations.iterate(tracer, args[0])
-    if "initial" in kwargs and not operations.is_none(kwargs["initial"]):
-        items = [kwargs["initial"], *items]
-    totals = items[:1]
-    for item in items[1:]:
-        totals.append(operations.binary(tracer, operator.add, totals[-1], item) if function is None
-                      else calls.call_value(tracer, function, [totals[-1], item], {}))
-    return IteratorValue(totals)
-
-
-@handles(itertools.islice)
-def _islice(tracer, args, kwargs):
-    bounds = [operations.python_value(tracer, arg) for arg in args[1:]]
-    return IteratorValue(list(itertools.islice(operations.iterate(tracer, args[0]), *bounds)))
-
-
-@handles(itertools.zip_longest)
-def _zip_longest(tracer, args, kwargs):
-    fill = kwargs.get("fillvalue", NONE)
-    return _tuples(itertools.zip_longest(*_sequences(tracer, args), fillvalue=fill))
 
 
 @handles(torch.utils.checkpoint.checkpoint)
