@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from .harness import corpus_logger, program_decorator, rand
+from .harness import Args, corpus_logger, module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -563,3 +563,42 @@ def _(x):
     counts = collections.Counter(["relu", "gelu", "relu"])
     counts["tanh"] += 2
     return x * counts["relu"], counts.most_common(1), sorted(counts)
+
+
+# -- config objects read by a model -------------------------------------------------------
+
+class _ModelConfig:
+    """A config object as models hold one (transformers' PretrainedConfig is read this way)."""
+
+    def __init__(self):
+        self.use_cache = True
+        self.output_attentions = False
+        self.layer_types = ["full", "sliding"]
+
+
+class _Configured(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = _ModelConfig()
+        self.proj = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.proj(x)
+        if self.config.use_cache:
+            y = y * 2
+        for kind in self.config.layer_types:
+            y = y + 1 if kind == "full" else y - getattr(self.config, "sliding_scale", 0.5)
+        return y
+
+
+def _change_config(world, compiled, args):
+    if args.kwargs["change"]:
+        compiled.config.use_cache = False
+        compiled.config.layer_types.append("full")
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "config_attribute_changed_between_calls_recompiles", _Configured,
+    lambda: Args(rand(2, 3), change=False), call=_change_config,
+    changed=lambda: Args(rand(2, 3), change=True), frames_changed=2))
