@@ -6,7 +6,6 @@ importable from here. This file only re-exports.
 from . import testing
 from ._core import config
 from ._core.counters import counters
-from ._core.rules import allow_in_graph, disallow_in_graph, leaf_function, nonstrict_trace
 from ._core.errors import (
     BackendError,
     DataDependentError,
@@ -17,7 +16,21 @@ from ._core.errors import (
     TraceError,
     Unsupported,
 )
-from .api import compile, disable, explain, graph_break, mark_dynamic, mark_static, reset
+from ._core.rules import (
+    allow_in_graph,
+    disallow_in_graph,
+    leaf_function,
+    nonstrict_trace,
+)
+from .api import (
+    compile,
+    disable,
+    explain,
+    graph_break,
+    mark_dynamic,
+    mark_static,
+    reset,
+)
 from .backends import list_backends, register_backend
 from .nonstrict import check_nonstrict, make_fx
 

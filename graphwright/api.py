@@ -18,7 +18,7 @@ from .backends import list_backends, lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.explain import ExplainOutput, explain_call
-from .strict.marked.markers import disable, graph_break, mark_dynamic, mark_static
+from .strict.marked.markers import disable, graph_break, is_disabled, mark_dynamic, mark_static
 
 __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "mark_static",
            "OptimizedModule"]
@@ -97,7 +97,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if model is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
-    if disable or getattr(model, "_graphwright_disabled", False) or getattr(model, "_torchdynamo_disable", False):
+    if disable or is_disabled(model):
         return model
     compiler = lookup_backend(backend)
     settings = CompileSettings(compiler, fullgraph, dynamic, _specialises_sizes(compiler))

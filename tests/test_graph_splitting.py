@@ -211,3 +211,35 @@ def test_breaks_under_fullgraph_still_raise():
         graphwright.compile(_seed_program(graphwright.graph_break), fullgraph=True, backend="eager")(
             torch.rand(3))
 
+
+
+_EXPLAINED = ["two_breaks_give_three_graphs", "print_splits_and_prints_in_order",
+              "item_breaks_and_the_number_feeds_the_rest",
+              "data_dependent_if_takes_the_true_side", "break_in_a_callee_two_deep",
+              "break_inside_no_grad", "break_inside_autocast", "break_in_a_loop_still_compiles_the_callees",
+              "break_inside_try_finally", "side_effects_on_an_input_list_before_and_after_a_break"]
+
+
+@pytest.mark.parametrize("name", _EXPLAINED)
+def test_explain_agrees_with_pytorch(name, monkeypatch):
+    """The same graphs as torch._dynamo.explain, and every break PyTorch reports (it reports
+    those that ended a graph) among ours, at the same user line. PyTorch reports a break it
+    could not resume from ("step_unsupported") at the line its graph stopped before; ours
+    names the breaking line itself."""
+    from tests.programs import cases_graph_breaks, markers
+
+    program = next(p for p in cases_graph_breaks.PROGRAMS if p.name == name)
+    fn = program.make()
+    torch.manual_seed(0)
+    args = program.inputs()
+    args = args if isinstance(args, tuple) else (args,)
+    ours = graphwright.explain(fn)(*args)
+    monkeypatch.setattr(markers, "graph_break", torch._dynamo.graph_break)
+    monkeypatch.setattr(cases_graph_breaks, "graph_break", torch._dynamo.graph_break)
+    monkeypatch.setattr(cases_graph_breaks, "disable", torch._dynamo.disable)
+    theirs = torch._dynamo.explain(fn.__wrapped__ if hasattr(fn, "__wrapped__") else fn)(*args)
+    assert ours.graph_count == theirs.graph_count
+    our_lines = {frame.lineno for reason in ours.break_reasons for frame in reason.user_stack}
+    for reason in theirs.break_reasons:
+        if reason.reason != "step_unsupported":
+            assert reason.user_stack[-1].lineno in our_lines, reason.reason

@@ -5,7 +5,13 @@ functional aten forward/backward (or inference) graphs, compiles them with
 the backend's `GraphCompilers` and returns a callable that runs them under
 autograd as eager would.
 """
-from .compile import USER_OUTPUTS_KEY, AOTCompiledGraph, GraphCompilers, aot_compile, example_values
+from .compile import (
+    USER_OUTPUTS_KEY,
+    AOTCompiledGraph,
+    GraphCompilers,
+    aot_compile,
+    example_values,
+)
 from .partition import Partition, partition_joint
 
 __all__ = [

@@ -19,7 +19,12 @@ from .._core.errors import TraceError
 from . import joint
 from .metadata import analyze_graph
 from .partition import Partition, partition_joint
-from .runtime import BoxedFn, LazyBackward, make_inference_function, make_training_function
+from .runtime import (
+    BoxedFn,
+    LazyBackward,
+    make_inference_function,
+    make_training_function,
+)
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.

@@ -17,7 +17,11 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 from torch._guards import GuardSource, Source
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, UnsupportedFakeTensorException
+from torch._subclasses.fake_tensor import (
+    FakeTensor,
+    FakeTensorMode,
+    UnsupportedFakeTensorException,
+)
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from .._core.errors import InvalidInputError

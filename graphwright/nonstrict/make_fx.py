@@ -23,7 +23,13 @@ from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 
 from .._core.errors import InvalidInputError
 from .._core.user_stack import user_frames_of_stack
-from .inputs import TRACING_MODES, argument_names, choose_fake_mode, flatten_inputs, tracing_value
+from .inputs import (
+    TRACING_MODES,
+    argument_names,
+    choose_fake_mode,
+    flatten_inputs,
+    tracing_value,
+)
 from .recorder import GraphRecorder
 from .symbolic_sizes import SymbolicSizeNodes
 from .trace_errors import translate_trace_exception

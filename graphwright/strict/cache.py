@@ -18,7 +18,13 @@ from .._core import config
 from .._core.counters import counters
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
-from .entries import CompileSettings, build_entry, cache_limit_warning, changed_sizes, failure_reason
+from .entries import (
+    CompileSettings,
+    build_entry,
+    cache_limit_warning,
+    changed_sizes,
+    failure_reason,
+)
 from .guards.codegen import MISS
 from .interpreter.graph_builder import prepare_fake_tensors
 

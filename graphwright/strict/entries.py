@@ -23,7 +23,7 @@ from .._core import config
 from .._core.errors import BackendError
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
-from .guards.guards import Guard, ordered
+from .guards.guards import ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR
@@ -31,7 +31,14 @@ from .interpreter.tracer import TraceResult, describe, trace_function
 from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
-from .residual.split import CannotResume, Continuation, SplitPlan, checkpoint_plan, exit_open_contexts, plan_split
+from .residual.split import (
+    CannotResume,
+    Continuation,
+    SplitPlan,
+    checkpoint_plan,
+    exit_open_contexts,
+    plan_split,
+)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import torch
 

@@ -295,9 +295,7 @@ PROGRAMS.append(Program(
 
 PROGRAMS.append(function_program(
     "torch_clip_grad_norm_utility", torch.nn.utils.clip_grad_norm_,
-    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False,
-    xfail="graph breaks under fullgraph=False run the whole function eagerly (the break: "
-          "`dict.items` on the dict `_group_tensors_by_device_and_dtype` returns, GB005)"))
+    lambda: ([p for p in _gradients_of_a_step().parameters()], 0.5), fullgraph=False))
 
 
 class ParameterContainers(nn.Module):
@@ -365,9 +363,7 @@ PROGRAMS.append(Program(
     name="whole_training_step_compiled_breaks_at_backward", make=_whole_training_step_world,
     target=lambda world: training_step, inputs=lambda: (rand(6, 4), rand(6, 1)),
     call=_compiled_whole_step, repeats=3, fullgraph=False, frames=3,
-    observe=lambda world: world[0].state_dict(),
-    xfail="`optimizer.zero_grad` (a Python method of torch.optim) breaks at its lookup, before any "
-          "graph: the tracer does not trace into torch's Python functions yet"))
+    observe=lambda world: world[0].state_dict()))
 
 
 class FiftyLayers(nn.Module):

@@ -88,7 +88,7 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
             gb.USER_GRAPH_BREAK,
             f"Called `graphwright.graph_break()` with args `{shown_args}`, kwargs `{shown_kwargs}`",
             msg=message)
-    if getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False):
+    if markers.is_disabled(target):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
     if rules.marking_of(target) is not None:
@@ -109,12 +109,12 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
+    handler = builtin_calls.handler_for(target)  # before markings: torch disables what we model
+    if handler is not None:
+        return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
-    handler = builtin_calls.handler_for(target)
-    if handler is not None:
-        return handler(tracer, args, kwargs)
     if is_cached_function(target):
         return _call_cached(tracer, target, args, kwargs)
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
@@ -192,7 +192,7 @@ def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], k
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    if cls in contexts.GRAD_MODE_CLASSES or cls in contexts.AUTOCAST_CLASSES:
+    if cls in contexts.MODELLED_CLASSES:
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
                      torch.inference_mode)
 AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
+# Profiler ranges: the graph does not record them (PyTorch ignores them too, with a warning).
+PROFILER_CLASSES = (torch.autograd.profiler.record_function,)
+MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
@@ -48,6 +51,8 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
         return context
     if cls in AUTOCAST_CLASSES:
         return ContextValue("autocast", (cls(*args, **kwargs),))
+    if cls in PROFILER_CLASSES:
+        return ContextValue("profiler", ())
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
 
 

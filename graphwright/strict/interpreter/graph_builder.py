@@ -213,6 +213,10 @@ class GraphBuilder:
                      for index, item in enumerate(result)]
             cls = type(result) if _is_structseq(result) else None
             return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
+        if type(result) is dict:  # e.g. tensors grouped by (device, dtype)
+            return DictValue({key: self._wrap_result(self._create_node("call_function", operator.getitem,
+                                                                       [node, key], {}), item)
+                              for key, item in result.items()})
         return self._constant_result(result)
 
     def _register_symbolic(self, node: torch.fx.Node, result: Any) -> None:
@@ -237,6 +241,8 @@ class GraphBuilder:
             return True
         if isinstance(result, (tuple, list)):
             return any(GraphBuilder._holds_tensor(item) for item in result)
+        if type(result) is dict:
+            return any(GraphBuilder._holds_tensor(item) for item in result.values())
         return False
 
     @staticmethod

@@ -9,6 +9,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import torch
+import torch._compile
+
 
 def graph_break(msg: str = "") -> None:
     """An explicit graph break: under `fullgraph=True` compiling raises `Unsupported`.
@@ -35,6 +38,16 @@ def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
 
     disabled._graphwright_disabled = True
     return disabled
+
+
+def is_disabled(target: Any) -> bool:
+    """Marked never to be compiled: by `graphwright.disable`, `torch._dynamo.disable` (or
+    `torch.compiler.disable`), or torch's own lazy `torch._disable_dynamo` decorator."""
+    return (getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False)
+            or getattr(target, "__code__", None) is _LAZY_DISABLE_CODE)
+
+
+_LAZY_DISABLE_CODE = torch._compile._disable_dynamo(lambda: None).__code__
 
 
 def _indices(index: int | list | tuple) -> list[int]:

@@ -67,7 +67,7 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
-        return _method_if(value, name, dict if value.kind is dict else set)
+        return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):

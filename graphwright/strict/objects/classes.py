@@ -170,8 +170,9 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw.__func__)
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
-        if is_graph_operator(getattr(cls, name)):  # e.g. autograd.Function.apply: one opaque call
-            return ConstantValue(getattr(cls, name))
+        bound = getattr(cls, name)
+        if is_graph_operator(bound):  # e.g. autograd.Function.apply: one opaque call
+            return ConstantValue(bound)
         tracer.add_guard(_entry_source(owner, name), "id", raw)
         return function_value(raw.__func__, None).bind(cls_value)
     if isinstance(raw, property):

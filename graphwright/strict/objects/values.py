@@ -272,7 +272,8 @@ class GeneratorValue(LazyIteratorValue):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast" or "lock" (a no-op)."""
+    """A context manager the tracer models: `kind` is "grad", "autocast", or "lock" and
+    "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 

@@ -36,15 +36,19 @@ from typing import Any, Callable
 import torch
 from bytecode import Bytecode, Instr
 
+from ..marked.markers import is_disabled
 from .callees import module_call
 
 _NULL, _VALUE = "null", "value"
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                     | inspect.CO_ITERABLE_COROUTINE)
+_TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__)) + os.sep
 _SKIPPED_DIRS = tuple(os.path.realpath(path) + os.sep for path in {
-    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"],
-    os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
-_COMPILED_TORCH_DIRS = (os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "nn", "modules") + os.sep,)
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], _TORCH_DIR,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+# Of torch's own code only the optimizers are compiled when called, as TorchDynamo's frame hook
+# does (its skip list names every other part of torch that holds Python code).
+_COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
 
 
 class CallRouter:
@@ -80,11 +84,11 @@ class CallRouter:
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
             compiled = self._compiled_function(target.__func__)
             return target if compiled is None else types.MethodType(compiled, target.__self__)
-        if isinstance(target, torch.nn.Module):
+        if isinstance(target, torch.nn.Module) and _forward_is_compiled(target):
             forward = getattr(type(target), "forward", None)
             call = self._module_calls.get(forward) if type(forward) is types.FunctionType else None
             if call is None and type(forward) is types.FunctionType:
-                compiled = self._compiled_function(forward)
+                compiled = self._compiled_function(forward, module_forward=True)
                 if compiled is not None:
                     call = self._module_calls[forward] = module_call(compiled, self.route)
             return target if call is None else types.MethodType(call, target)
@@ -97,24 +101,34 @@ class CallRouter:
             return target if compiled is None else types.MethodType(compiled, target)
         return target
 
-    def _compiled_function(self, fn: types.FunctionType) -> Callable | None:
+    def _compiled_function(self, fn: types.FunctionType, module_forward: bool = False) -> Callable | None:
         compiled = self._compiled.get(fn)
         if compiled is None:
-            if not compiles_when_called(fn):
+            if not compiles_when_called(fn, module_forward):
                 return None
             compiled = self._compiled[fn] = self.compile_function(fn)
         return compiled
 
 
-def compiles_when_called(fn: types.FunctionType) -> bool:
+def _forward_is_compiled(module: torch.nn.Module) -> bool:
+    """A module's forward is compiled when called from plain Python unless it is one of torch's
+    own modules without hooks (a hook may break, and then the forward is worth a graph)."""
+    if not type(module).__module__.startswith(("torch.nn.", "torch.ao.")):
+        return True
+    return bool(module._forward_hooks or module._forward_pre_hooks)
+
+
+def compiles_when_called(fn: types.FunctionType, module_forward: bool = False) -> bool:
     """Whether a call from plain Python compiles `fn`, as TorchDynamo's frame hook would: user
-    and library code does; the standard library, torch (but for `torch.nn` modules),
-    graphwright itself, generators and functions marked `disable` do not."""
-    if getattr(fn, "_graphwright_disabled", False) or getattr(fn, "_torchdynamo_disable", False):
+    and library code does; the standard library, torch (but for its optimizers), graphwright
+    itself, generators and functions marked `disable` do not."""
+    if is_disabled(fn):
         return False
     code = fn.__code__
     if code.co_flags & _GENERATOR_FLAGS:
         return False
+    if module_forward:
+        return True  # `_forward_is_compiled` decided
     filename = _real_path(code.co_filename)
     return filename.startswith(_COMPILED_TORCH_DIRS) or not filename.startswith(_SKIPPED_DIRS)
 

@@ -21,10 +21,11 @@ frame a re-trace stopped in.
 """
 from __future__ import annotations
 
+import contextlib
 import dis
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -265,6 +266,8 @@ class Continuation:
 def _reentry(context: ContextValue) -> ReenteredContext:
     if context.kind == "grad":
         return ReenteredContext(torch.set_grad_enabled, (bool(context.args[0]),))
+    if context.kind == "profiler":
+        return ReenteredContext(contextlib.nullcontext, ())
     if context.kind == "autocast":
         real = context.args[0]
         return ReenteredContext(torch.amp.autocast, (real.device, real.fast_dtype, real._enabled,
@@ -277,5 +280,5 @@ def exit_open_contexts(graph: Any, contexts: list[tuple[int, ReenteredContext, C
     for _, _, context in reversed(contexts):
         if context.kind == "grad":
             graph.record(torch._C._set_grad_enabled, [bool(context.saved)])
-        else:
+        elif context.kind == "autocast":
             graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
