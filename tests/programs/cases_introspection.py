@@ -602,3 +602,39 @@ PROGRAMS.append(module_program(
     "config_attribute_changed_between_calls_recompiles", _Configured,
     lambda: Args(rand(2, 3), change=False), call=_change_config,
     changed=lambda: Args(rand(2, 3), change=True), frames_changed=2))
+
+
+# -- decorators applied inside the region --------------------------------------------------
+
+def _inner_op(x):
+    """Inner doc."""
+    return x * 2
+
+
+_inner_op.tag = "inner"
+
+
+def _plus_one(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+
+    return wrapper
+
+
+def _use_returned_wrapper(world, compiled, args):
+    result, wrapper = compiled(*args.args)
+    return result, wrapper(args.args[0]), wrapper.__name__, wrapper.__wrapped__ is _inner_op, sorted(vars(wrapper))
+
+
+@program("functools_wraps_applied_inside_the_region", lambda: rand(3), call=_use_returned_wrapper,
+         reference={"xfail": "the wrapper's __dict__ also lists __module__, __name__, __doc__...",
+                    "why": "PyTorch 2.13 puts update_wrapper's special attributes in the __dict__"})
+def _(x):
+    def annotated(a: torch.Tensor, n: int = 2) -> torch.Tensor:
+        return a * n
+
+    wrapped = _plus_one(_inner_op)
+    facts = (wrapped.__name__, wrapped.__qualname__, wrapped.__doc__, wrapped.__wrapped__ is _inner_op,
+             wrapped.tag, sorted(wrapped.__dict__), annotated.__annotations__, wrapped.__annotations__)
+    return (wrapped(x), facts), wrapped

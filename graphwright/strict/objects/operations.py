@@ -110,6 +110,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return items if value.cls is None else value.cls(items)
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None:
+        return value.fn
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
