@@ -383,3 +383,13 @@ def _(x):
 def _(mu, value):
     normal = torch.distributions.Normal(mu, torch.ones_like(mu) * 0.5)
     return normal.log_prob(value).sum(), normal.entropy().sum(), normal.mean
+
+
+@program("number_plus_equals_tensor_is_a_plain_addition", lambda: rand(3))
+def _(x):
+    # T5's relative position buckets start as the int 0 and grow by tensors with `+=`
+    buckets = 0
+    buckets += (x > 0).to(torch.long) * 4
+    scale = 2.0
+    scale *= x
+    return buckets, scale

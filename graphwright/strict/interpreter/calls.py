@@ -33,7 +33,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_graph_operator
+from ..objects.wrap import function_value, is_cached_function, is_graph_operator
 from ..residual.callees import global_module_hooks
 from . import contexts
 from . import graph_breaks as gb
@@ -115,6 +115,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
+    if is_cached_function(target):
+        return _call_cached(tracer, target, args, kwargs)
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound
@@ -138,9 +140,7 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     modelled = modelled_call(tracer, target, args, kwargs)
     if modelled is not None:
         return modelled
-    if isinstance(target, functools._lru_cache_wrapper):
-        return _call_cached(tracer, target, args, kwargs)
-    if type(target) is types.MethodType and isinstance(target.__func__, functools._lru_cache_wrapper):
+    if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:

@@ -26,7 +26,6 @@ from ..._core.flat_call import ModuleState, module_state_names
 from ..objects import attributes
 from ..objects.classes import builtin_base, is_instance_value
 from ..objects.instances import fill, make_empty
-from ..objects.wrap import is_constant
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -36,6 +35,7 @@ from ..objects.values import (
     TensorValue,
     Value,
 )
+from ..objects.wrap import is_constant
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer

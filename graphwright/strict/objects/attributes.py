@@ -18,7 +18,7 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes
+from . import classes, output_calls
 from .values import (
     ConstantValue,
     DictValue,
@@ -40,8 +40,6 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
                              "is_nested", "itemsize", "nbytes"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
 GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
@@ -166,8 +164,7 @@ def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value |
     if value.bound_self is not None:
         if name == "__self__":
             return value.bound_self
-        value = FunctionValue(value.code, value.globals, value.name, value.defaults, value.kwdefaults,
-                              value.closure, fn=value.fn)
+        value = value.unbound()
         if name == "__func__":
             return value
     if value.fn is not None:
@@ -181,10 +178,24 @@ def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value |
     return _made_function_attr(tracer, value, name)
 
 
+# Attributes of a function that Python keeps outside its `__dict__` and the region may store.
+_SPECIAL_STORES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__"})
+
+
 def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
-    """A function made by MAKE_FUNCTION while tracing has no attributes but those it was made with:
-    stores on it are not modelled, so nothing else can have been added."""
+    """A function made by MAKE_FUNCTION while tracing: the attributes it was made with, and
+    those the region stored on it."""
     code = value.code
+    if name in value.special:
+        return value.special[name]
+    if name == "__annotations__":  # made on first read, then the same dict
+        return value.special.setdefault(name, DictValue({}))
+    if name in value.attributes:
+        return value.attributes[name]
+    if name == "__dict__":
+        view = DictValue({})
+        view.items = value.attributes  # one dict: stores through either are seen by both
+        return view
     if name == "__code__":
         return ConstantValue(code)
     if name in ("__name__", "__qualname__"):
@@ -198,7 +209,7 @@ def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Va
         return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
     if name == "__kwdefaults__":
         return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
-    if hasattr(types.FunctionType, name):
+    if name in vars(types.FunctionType) or hasattr(types.FunctionType, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
                                  type="function made in the compiled region")
     return None
@@ -241,7 +252,7 @@ def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value
 
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
-    if isinstance(value.obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
+    if isinstance(value.obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)
@@ -250,6 +261,19 @@ def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | Non
 
 def _attr(source: Any, name: str) -> Any:
     return None if source is None else AttrSource(source, name)
+
+
+def _store_on_made_function(tracer: "Tracer", function: FunctionValue, name: str, value: Value) -> None:
+    if name in _SPECIAL_STORES:
+        if name in ("__name__", "__qualname__") and not (isinstance(value, ConstantValue)
+                                                         and isinstance(value.value, str)):
+            raise tracer.user_error(TypeError(f"{name} must be set to a string object"))
+        function.special[name] = value
+    elif name in vars(types.FunctionType):  # __code__, __defaults__, __dict__...: not modelled
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set {function.name}.{name}", name=f"setting {name}",
+                                 type="function made in the compiled region")
+    else:
+        function.attributes[name] = value
 
 
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
@@ -266,6 +290,9 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, ConstantValue) and owner.source is not None \
             and isinstance(owner.value, (type, types.ModuleType)):
         tracer.side_effects.store_shared_attr(owner, name, value)
+        return
+    if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
+        _store_on_made_function(tracer, owner, name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)

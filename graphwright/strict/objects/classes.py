@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ConstantSource, InstanceDictSource, ItemSource, Source
+from ..guards.sources import (
+    AttrSource,
+    ConstantSource,
+    InstanceDictSource,
+    ItemSource,
+    Source,
+)
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from .values import (
@@ -43,7 +49,7 @@ from .values import (
     SuperValue,
     Value,
 )
-from .wrap import function_value, is_graph_operator
+from .wrap import cached_function_value, function_value, is_graph_operator
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -207,14 +213,9 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
             return tracer.wrap(getattr(real_object(instance), name), None)
         return MethodValue(instance, name)
     if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
-        # a cached function: called through the tracer's model of the cache (`calls`), bound
-        # to the real instance; on an instance made in the region, the function itself
-        tracer.add_guard(_entry_source(owner, name), "id", raw)
-        if instance is None:
-            return ConstantValue(raw)
-        if real_object(instance) is not None:
-            return ConstantValue(types.MethodType(raw, real_object(instance)))
-        return function_value(raw.__wrapped__, None).bind(instance)
+        tracer.add_guard(_entry_source(owner, name), "id", raw)  # calls.modelled_call runs the cache
+        function = cached_function_value(raw)
+        return function if instance is None else function.bind(instance)
     real = real_object(instance) if instance is not None else None
     if real is not None and instance.source is not None:
         return tracer.wrap(getattr(real, name), AttrSource(instance.source, name))

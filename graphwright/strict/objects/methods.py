@@ -12,10 +12,8 @@ import collections
 import logging
 from typing import TYPE_CHECKING
 
-from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import classes, operations
-from .attributes import LOGGER_QUERIES
+from . import classes, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
@@ -67,17 +65,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         from ..interpreter import contexts
 
         return contexts.exit_context(tracer, receiver)
-    if isinstance(receiver, ObjectValue) and name in LOGGER_QUERIES:
-        python_args = tuple(operations.python_value(tracer, arg) for arg in args)
-        result = getattr(receiver.obj, name)(*python_args)
-        tracer.add_guard(receiver.source, "call", (name, python_args, result))  # levels can change
-        return ConstantValue(result)
     if isinstance(receiver, ObjectValue) and isinstance(receiver.obj, logging.Logger):
-        if config.reorderable_logging:
-            tracer.side_effects.replay_call(getattr(receiver.obj, name), args, kwargs)
-            return NONE
-        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"logging call {name}",
-                                 name=f"Logger.{name}")
+        return output_calls.call_logger_method(tracer, receiver, name, args, kwargs)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
                              type=receiver.python_type().__name__)
 

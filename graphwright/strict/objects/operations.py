@@ -110,6 +110,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return items if value.cls is None else value.cls(items)
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None:
+        return value.fn
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
@@ -125,9 +127,10 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
-    if isinstance(value, ObjectValue) and value.obj is not None and is_identity_key(value.obj):
-        tracer.add_guard(value.source, "id", value.obj)  # found by identity: the same object
-        return value.obj
+    real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
+    if real is not None and is_identity_key(real):
+        tracer.add_guard(value.source, "id", real)  # found by identity: the same object
+        return real
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 
@@ -151,10 +154,10 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
-    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
-        if isinstance(lhs, ConstantValue):  # a number has no in-place form: `n += t` is `n = n + t`
-            op = _PLAIN_OPS.get(op, op)
+    if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
+    if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
+        return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})

@@ -168,13 +168,19 @@ class CellValue(Value):
 
 
 class FunctionValue(Value):
-    """A Python function to inline; `bound_self` makes it a bound method."""
+    """A Python function to inline; `bound_self` makes it a bound method.
 
-    __slots__ = ("code", "globals", "name", "defaults", "kwdefaults", "closure", "bound_self", "fn")
+    For a function the region made, `attributes` is its `__dict__` and `special` the
+    `__name__`, `__qualname__`, `__doc__` and `__module__` stored on it (`functools.wraps`
+    sets both); bound methods share them with their function."""
+
+    __slots__ = ("code", "globals", "name", "defaults", "kwdefaults", "closure", "bound_self", "fn",
+                 "attributes", "special")
 
     def __init__(self, code: types.CodeType, f_globals: dict, name: str, defaults: tuple,
                  kwdefaults: dict, closure: tuple[CellValue, ...], *, bound_self: Value | None = None,
-                 fn: Any = None, source: Source | None = None) -> None:
+                 fn: Any = None, source: Source | None = None, attributes: dict | None = None,
+                 special: dict | None = None) -> None:
         super().__init__(source)
         self.code = code
         self.globals = f_globals
@@ -184,10 +190,17 @@ class FunctionValue(Value):
         self.closure = closure
         self.bound_self = bound_self
         self.fn = fn
+        self.attributes: dict[Any, Value] = {} if attributes is None else attributes
+        self.special: dict[str, Value] = {} if special is None else special
 
     def bind(self, receiver: Value) -> "FunctionValue":
-        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults,
-                             self.closure, bound_self=receiver, fn=self.fn)
+        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults, self.closure,
+                             bound_self=receiver, fn=self.fn, attributes=self.attributes, special=self.special)
+
+    def unbound(self) -> "FunctionValue":
+        """The function of a bound method (the same function, attributes and all)."""
+        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults, self.closure,
+                             fn=self.fn, attributes=self.attributes, special=self.special)
 
     def python_type(self) -> type:
         return types.MethodType if self.bound_self is not None else types.FunctionType

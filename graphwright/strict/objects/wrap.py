@@ -88,6 +88,17 @@ def is_graph_operator(target: Any) -> bool:
     return False
 
 
+def is_cached_function(real: Any) -> bool:
+    """A Python function under `functools.lru_cache`/`cache`."""
+    return isinstance(real, functools._lru_cache_wrapper) and type(real.__wrapped__) is types.FunctionType
+
+
+def is_dict_key(key: Any) -> bool:
+    """A key a modelled dict can hold: a constant, or an object compared and hashed by identity
+    (a class, `typing.Union`...), which a guard on the keys can compare exactly."""
+    return is_constant(key) or is_identity_key(key)
+
+
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
@@ -146,7 +157,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_constant(key) or is_identity_key(key) for key in real):
+        if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         return DictValue({}, dict, source, cls=None if cls is dict else cls,
@@ -164,6 +175,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "type", set)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
@@ -183,6 +198,8 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
         if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
             return function_value(real.__func__, None).bind(receiver)
+        if is_cached_function(real.__func__):  # transformers' Logger.warning_once
+            return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
@@ -226,7 +243,7 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
         keys = list(base.__iter__(real))
-        if not all(is_constant(key) or is_identity_key(key) for key in keys):
+        if not all(is_dict_key(key) for key in keys):
             return None
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(contents, "keys", tuple(keys))
@@ -281,6 +298,14 @@ def function_value(fn: types.FunctionType, source: Source | None) -> FunctionVal
     return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
                          dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
                          source=source)
+
+
+def cached_function_value(cached: Any) -> FunctionValue:
+    """A function under `functools.lru_cache`: its code is the wrapped function's, the real
+    object (`fn`) the cache, whose calls `calls.modelled_call` gives their meaning."""
+    wrapped = cached.__wrapped__
+    return FunctionValue(wrapped.__code__, wrapped.__globals__, wrapped.__name__, tuple(wrapped.__defaults__ or ()),
+                         dict(wrapped.__kwdefaults__ or {}), closure_cells(wrapped, None), fn=cached)
 
 
 def closure_cells(fn: Any, source: Source | None) -> tuple[CellValue, ...]:

@@ -56,9 +56,11 @@ def _refill(container: Any, new: Any, base: type) -> None:
 
 
 def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
-                   closure: tuple) -> types.FunctionType:
+                   closure: tuple, attributes: dict | None = None) -> types.FunctionType:
     function = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
     function.__kwdefaults__ = kwdefaults
+    for name, value in (attributes or {}).items():  # stored in the region (functools.wraps...)
+        setattr(function, name, value)
     return function
 
 
@@ -187,8 +189,10 @@ class ResidualWriter(EntryWriter):
             defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
             kwdefaults = self.rebuild(DictValue(value.kwdefaults)) if value.kwdefaults else "None"
             closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in value.closure) + ")"
+            stored = {**value.attributes, **value.special}
+            attributes = "{" + ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in stored.items()) + "}"
             plain = (f"___make_function({self.ref(value.code)}, {self.ref(value.globals)}, "
-                     f"{defaults}, {kwdefaults}, {closure})")
+                     f"{defaults}, {kwdefaults}, {closure}, {attributes})")
         else:
             plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
         if value.bound_self is None:
