@@ -313,6 +313,10 @@ class Instructions311:
             self.push(item)
 
     def op_RETURN_VALUE(self, inst):
+        if self.is_root:
+            from . import generators
+
+            generators.check_left_suspended(self.tracer)
         self.result = self.pop()
 
     def op_LOAD_ASSERTION_ERROR(self, inst):
