@@ -107,10 +107,18 @@ def breaks_on_class_statement(x):
     return x
 
 
+def breaks_on_deleting_a_global(x):
+    global _SCRATCH
+    _SCRATCH = 1
+    del _SCRATCH
+    return x
+
+
 @pytest.mark.parametrize("fn, gb_id", [
     (breaks_on_item, "GB003"), (breaks_on_branch, "GB002"), (breaks_on_c_function, "GB005"),
     (breaks_on_print, "GB008"), (breaks_on_coroutine, "GB007"), (breaks_on_backward, "GB013"),
-    (breaks_on_nonzero, "GB004"), (breaks_on_class_statement, "GB006"),
+    (breaks_on_nonzero, "GB004"), (breaks_on_class_statement, "GB030"),
+    (breaks_on_deleting_a_global, "GB006"),
     (breaks_on_formatting_a_tensor, "GB003"),
 ], ids=lambda value: getattr(value, "__name__", value))
 def test_each_break_reason_names_its_id_title_and_the_users_line(fn, gb_id):

@@ -18,6 +18,7 @@ import linecache
 import sys
 import traceback
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..objects.values import CellValue, ConstantValue, Value
@@ -27,7 +28,8 @@ from .instructions_311 import Instructions311
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_DECODED: dict[types.CodeType, tuple[list[dis.Instruction], dict[int, int], list, frozenset[int]]] = {}
+# code -> its decoded form; weak, so that dropping a function frees what it cost
+_DECODED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def decoded(code: types.CodeType) -> tuple[list[dis.Instruction], dict[int, int], list, frozenset[int]]:

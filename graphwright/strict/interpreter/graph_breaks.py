@@ -183,6 +183,11 @@ UNSUPPORTED_CLASS = define_kind(
     "GB022", "Unsupported class instantiation",
     "The tracer cannot create an instance of `{name}` inside the compiled region.",
     "Create the object outside the compiled region and pass it in.")
+CLASS_STATEMENT = define_kind(
+    "GB030", "Class statement inside the compiled region",
+    "The `class {name}` statement runs inside the compiled function: the tracer does not build "
+    "classes, so the class is built in Python between two graphs (a new class on every call).",
+    "Define the class outside the compiled function.")
 
 
 def graph_break_kinds() -> list[GraphBreakKind]:

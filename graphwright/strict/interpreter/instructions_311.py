@@ -6,6 +6,7 @@ operations. `BINARY_OPS` and `COMPARE_OPS` decode the 3.11 opargs.
 """
 from __future__ import annotations
 
+import builtins
 import collections.abc
 import dis
 import operator
@@ -318,6 +319,10 @@ class Instructions311:
 
             generators.check_left_suspended(self.tracer)
         self.result = self.pop()
+
+    def op_LOAD_BUILD_CLASS(self, inst):
+        # a class statement: calling __build_class__ is a graph break the function splits at
+        self.push(ConstantValue(builtins.__build_class__))
 
     def op_LOAD_ASSERTION_ERROR(self, inst):
         self.push(ConstantValue(AssertionError))

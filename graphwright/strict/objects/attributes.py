@@ -224,21 +224,34 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     module, source = value.module, value.source
     if name == "__class__":
         return ConstantValue(type(module))
+    if name == "__dict__":
+        return classes.instance_dict(tracer, value)
     found = classes.find(tracer, type(module), name)
     if found is not None and isinstance(found[1], property):
         return classes.bind(tracer, *found, name, value, type(module))
     if name in module.__dict__:
         return tracer.wrap(module.__dict__[name], _attr(source, name))
-    for table in ("_parameters", "_buffers", "_modules"):
-        entries = module.__dict__[table]
-        if name in entries:
-            return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
+    entry = module_table_entry(tracer, value, name)
+    if entry is not None:
+        return entry
     if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
                 "named_children", "modules", "named_modules", "items", "keys", "values"):
         from .values import MethodValue
 
         return MethodValue(value, name)
-    return None if found is None else classes.bind(tracer, *found, name, value, type(module))
+    if found is not None:
+        return classes.bind(tracer, *found, name, value, type(module))
+    return classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+
+
+def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
+    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds."""
+    module, source = value.module, value.source
+    for table in ("_parameters", "_buffers", "_modules"):
+        entries = module.__dict__[table]
+        if name in entries:
+            return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
+    return None
 
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
@@ -273,9 +286,9 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, ModuleValue):
         found = classes.find(tracer, type(owner.module), name)
         if found is not None and isinstance(found[1], property):
-            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
-                                     type=owner.python_type().__name__)
-        tracer.side_effects.store_attr(owner, name, value)
+            classes.generic_set(tracer, owner, name, value)  # its setter, inlined
+            return
+        classes.store_raw(tracer, owner, name, value)
         return
     if isinstance(owner, ConstantValue) and owner.source is not None \
             and isinstance(owner.value, (type, types.ModuleType)):

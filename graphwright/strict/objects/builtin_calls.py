@@ -19,7 +19,16 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, classes, copying, instances, introspection, iteration, operations, output_calls
+from . import (
+    attributes,
+    classes,
+    copying,
+    instances,
+    introspection,
+    iteration,
+    operations,
+    output_calls,
+)
 from .values import (
     NONE,
     ConstantValue,
@@ -440,6 +449,12 @@ def _checkpoint(tracer, args, kwargs):
     own = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug")
     call_kwargs = {key: value for key, value in kwargs.items() if key not in own}
     return calls.call_value(tracer, args[0], list(args[1:]), call_kwargs)
+
+
+@handles(builtins.__build_class__)
+def _build_class(tracer, args, kwargs):
+    name = operations.python_value(tracer, args[1]) if len(args) > 1 else "?"
+    raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name)
 
 
 @handles(print)

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from . import classes, operations
-from .values import NONE, ConstantValue, IteratorValue, LazyIteratorValue, SequenceValue, Value
+from .values import (
+    NONE,
+    ConstantValue,
+    IteratorValue,
+    LazyIteratorValue,
+    SequenceValue,
+    Value,
+)
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer

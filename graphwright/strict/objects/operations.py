@@ -20,7 +20,6 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
-from .wrap import is_dict_key
 from .values import (
     ConstantValue,
     DictValue,
@@ -33,6 +32,7 @@ from .values import (
     TensorValue,
     Value,
 )
+from .wrap import is_identity_key
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -128,7 +128,8 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
     if isinstance(value, ModuleValue):
         return value.module
     real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
-    if real is not None and is_dict_key(real):  # compared by identity: what it holds does not matter
+    if real is not None and is_identity_key(real):
+        tracer.add_guard(value.source, "id", real)  # found by identity: the same object
         return real
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
@@ -326,7 +327,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     if isinstance(container, DictValue):
-        return hashable_key(tracer, item) in container.items
+        return container.lookup(hashable_key(tracer, item)) is not None
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
@@ -453,9 +454,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
-        if python_key in container.items:
-            return container.items[python_key]
-        return _missing(tracer, container, key, python_key)
+        found = container.lookup(python_key)
+        return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
         try:
             return constant_result(container.value[python_value(tracer, key, "an index")])

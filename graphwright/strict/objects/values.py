@@ -27,7 +27,7 @@ Values read from outside carry a `source`; values created while tracing have non
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 
@@ -102,22 +102,54 @@ class DictValue(Value):
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
-    is the real object when it was read from outside."""
+    is the real object when it was read from outside.
 
-    __slots__ = ("items", "kind", "mutated", "cls", "overlay", "obj")
+    A dict read from outside is read as the program reads it: `lookup` reads (and
+    guards) one key through `reader`; the first use of `items` reads the whole dict,
+    guarded on its keys."""
+
+    __slots__ = ("_items", "kind", "mutated", "cls", "overlay", "obj", "reader")
 
     def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None,
-                 cls: type | None = None, obj: Any = None) -> None:
+                 cls: type | None = None, obj: Any = None, reader: "DictReader | None" = None) -> None:
         super().__init__(source)
-        self.items = dict(items)
+        self._items = dict(items)
         self.kind = kind
         self.mutated = False
         self.cls = cls
         self.overlay: dict[str, Value | None] = {}
         self.obj = obj
+        self.reader = reader
+
+    @property
+    def items(self) -> dict[Any, Value]:
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            self._items = reader.read_all()
+        return self._items
+
+    @items.setter
+    def items(self, items: dict[Any, Value]) -> None:
+        self._items, self.reader = items, None
+
+    def lookup(self, key: Any) -> "Value | None":
+        """The item under `key` (a Python key), or None when there is none."""
+        if self.reader is not None and key not in self._items:
+            found = self.reader.read_key(key)
+            if found is not None:
+                self._items[key] = found
+            return found
+        return self._items.get(key)
 
     def python_type(self) -> type:
         return self.cls or self.kind
+
+
+class DictReader(Protocol):
+    """Reads a dict from outside for `DictValue` (made in wrap.py, where guards are chosen)."""
+
+    def read_key(self, key: Any) -> Value | None: ...
+    def read_all(self) -> dict[Any, Value]: ...
 
 
 class CellValue(Value):

@@ -96,13 +96,20 @@ def is_cached_function(real: Any) -> bool:
 def is_dict_key(key: Any) -> bool:
     """A key a modelled dict can hold: a constant, or an object compared and hashed by identity
     (a class, `typing.Union`...), which a guard on the keys can compare exactly."""
-    cls = type(key)
-    return is_constant(key) or cls.__eq__ is object.__eq__ and cls.__hash__ is object.__hash__
+    return is_constant(key) or is_identity_key(key)
 
 
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
+
+
+def is_identity_key(real: Any) -> bool:
+    """An object that hashes and compares by identity (a class, a function, a typing form):
+    as a dict key it is found exactly when the same object is looked up (registries keyed by
+    class)."""
+    cls = type(real)
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
@@ -153,15 +160,16 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=None if cls is dict else cls)
-    if cls is types.MappingProxyType and all(is_dict_key(key) for key in real):
+        return DictValue({}, dict, source, cls=None if cls is dict else cls,
+                         reader=_OutsideDict(tracer, real, source))
+    if cls is types.MappingProxyType and all(is_constant(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=cls, obj=real)
+        return DictValue({}, dict, source, cls=cls, obj=real, reader=_OutsideDict(tracer, real, source))
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
     if cls is set and all(is_constant(item) for item in real):
         # the order too: code that iterates the set must see the order it was traced with
         tracer.add_guard(source, "type", set)
@@ -199,6 +207,29 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
     return ObjectValue(real, cls, source)
+
+
+class _OutsideDict:
+    """Reads a dict found outside the region as the program reads it. A lookup guards what it
+    saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
+    recompile when another variable is set); using the dict as a whole guards all its keys."""
+
+    __slots__ = ("tracer", "real", "source")
+
+    def __init__(self, tracer: "Tracer", real: Any, source: Source | None) -> None:
+        self.tracer = tracer
+        self.real = real
+        self.source = source
+
+    def read_key(self, key: Any) -> Value | None:
+        if key in self.real:  # re-reading the value fails the guards once the key is gone
+            return wrap(self.tracer, self.real[key], _item(self.source, key))
+        self.tracer.add_guard(self.source, "contains", (key, False))
+        return None
+
+    def read_all(self) -> dict[Any, Value]:
+        self.tracer.add_guard(self.source, "keys", tuple(self.real))
+        return {key: wrap(self.tracer, item, _item(self.source, key)) for key, item in self.real.items()}
 
 
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:

@@ -25,6 +25,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
+from ..objects.instances import fill, make_empty
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -42,23 +43,6 @@ from ..objects.values import (
 from .side_effects import SideEffects
 
 _LITERAL_TYPES = (int, str, bool, type(None))
-
-
-def _new_instance(cls: type, base: type, items: tuple | None) -> Any:
-    """An empty instance of `cls`, made by its builtin base (no `__new__` of the user's runs)."""
-    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
-
-
-def _fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
-    """Give an instance made by `_new_instance` its items and attributes, as the builtin base
-    and `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
-    if isinstance(contents, dict):
-        for key, value in contents.items():
-            base.__setitem__(instance, key, value)
-    elif contents is not None:
-        list.extend(instance, contents)
-    for name, value in state.items():
-        object.__setattr__(instance, name, value)
 
 
 def _refill(container: Any, new: Any, base: type) -> None:
@@ -93,8 +77,8 @@ class ResidualWriter(EntryWriter):
 
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         super().__init__(code)
-        self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": _new_instance,
-                               "___fill": _fill, "___refill": _refill, "___setattr": object.__setattr__,
+        self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
+                               "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___object_delattr": object.__delattr__,
                                "___replace_contents": _replace_contents, "___make_function": _make_function})
         self.outputs: list[Value] = []
@@ -118,6 +102,8 @@ class ResidualWriter(EntryWriter):
                 self.outputs.append(value)
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
+            if value.source is not None:
+                return self.expr(value.source)  # a symbolic input, unchanged: read it again
             return self._rebuild_symbolic(value)
         if isinstance(value, ConstantValue):
             return self.literal(value.value)

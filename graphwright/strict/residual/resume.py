@@ -22,7 +22,6 @@ so resume functions never nest.
 from __future__ import annotations
 
 import dis
-import functools
 import inspect
 import types
 import weakref
@@ -34,6 +33,8 @@ from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 _PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RESUME"})
 # resume code -> (the original code, resume offset -> original offset)
 _ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# original code -> {(offset, layout): resume code}
+_MADE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,17 @@ def resume_name(code: types.CodeType, offset: int) -> str:
     return f"graphwright_resume_in_{code.co_name}_at_{line}"
 
 
-@functools.lru_cache(maxsize=None)
 def resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> types.CodeType:
     """The code of a function continuing `code` (a user's code object, never resume code) at
-    the instruction at `offset`."""
+    the instruction at `offset`; made once, kept as long as `code` lives."""
+    made = _MADE.setdefault(code, {})
+    resumed = made.get((offset, layout))
+    if resumed is None:
+        resumed = made[(offset, layout)] = _assemble_resume_code(code, offset, layout)
+    return resumed
+
+
+def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> types.CodeType:
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
     skipped = _prologue_length(real)
