@@ -11,15 +11,17 @@ from ._core.errors import (
     DataDependentError,
     GraphwrightError,
     InvalidInputError,
+    InvalidMarkingError,
+    LeafFunctionError,
     MissingFakeKernelError,
     NonFakeInputError,
     TraceError,
     Unsupported,
 )
+from ._core.leaf_function import leaf_function
 from ._core.rules import (
     allow_in_graph,
     disallow_in_graph,
-    leaf_function,
     nonstrict_trace,
 )
 from .api import (
@@ -39,6 +41,8 @@ __all__ = [
     "DataDependentError",
     "GraphwrightError",
     "InvalidInputError",
+    "InvalidMarkingError",
+    "LeafFunctionError",
     "MissingFakeKernelError",
     "NonFakeInputError",
     "TraceError",

@@ -68,24 +68,27 @@ def module_state_names(module: torch.nn.Module) -> tuple[str, ...]:
 
 
 def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor_positions: Sequence[int],
-                    module_states: Sequence[ModuleState], flat_inputs: Sequence[Any]) -> Any:
+                    module_states: Sequence[ModuleState], flat_inputs: Sequence[Any],
+                    reads_constants: bool = True) -> Any:
     """`fn(*args, **kwargs)` with `(args, kwargs)` rebuilt from `in_spec` and the flat inputs.
 
     `leaves` are the constant leaves of the call site; the first
     `len(tensor_positions)` flat inputs fill the tensor leaves at those
-    positions, the rest are the module states' tensors.
+    positions, the rest are the module states' tensors. Run on fake tensors,
+    `fn` may read real tensors that are not inputs (they are constants of the
+    trace) unless `reads_constants` is False (a leaf function's fake must not).
     """
     leaves = list(leaves)
     for position, tensor in zip(tensor_positions, flat_inputs):
         leaves[position] = tensor
     args, kwargs = pytree.tree_unflatten(leaves, in_spec)
     with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]), \
-            _as_traced_when_fake(flat_inputs):
+            _as_traced_when_fake(flat_inputs, reads_constants):
         return fn(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
+def _as_traced_when_fake(flat_inputs: Sequence[Any], reads_constants: bool) -> Iterator[None]:
     """While a tracer runs the body on fake tensors: the body's captured real tensors
     (globals, closures) are constants, and `torch.compiler.is_compiling()` reads True, as
     under torch.compile. Run on real tensors (the eager backend), the body runs as written."""
@@ -95,7 +98,8 @@ def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
         return
     compiler = torch.compiler
     allowed, compiling = fake_mode.allow_non_fake_inputs, compiler._is_compiling_flag
-    fake_mode.allow_non_fake_inputs = compiler._is_compiling_flag = True
+    fake_mode.allow_non_fake_inputs = reads_constants
+    compiler._is_compiling_flag = True
     try:
         yield
     finally:

@@ -71,9 +71,12 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
 
 
 def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], name: str,
-                   failure: GraphBreakKind = mb.NONSTRICT_TRACE_FAILED) -> tuple[Any, torch.fx.GraphModule]:
+                   failure: GraphBreakKind = mb.NONSTRICT_TRACE_FAILED,
+                   reads_constants: bool = True) -> tuple[Any, torch.fx.GraphModule]:
     """Run `call(*fakes)` under the non-strict tracer; its output (on fakes) and the graph.
-    An exception is the graph break `failure`, its stack ending at the user's line that raised."""
+    A real tensor that is not an input is a constant of the trace, or with `reads_constants`
+    False an error. An exception is the graph break `failure`, its stack ending at the user's
+    line that raised."""
     outputs: list[Any] = []
 
     def traced(anchor: torch.Tensor, *flat: Any) -> tuple:
@@ -85,7 +88,7 @@ def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], 
     # compilation's, even for a call without tensor inputs.
     anchor = tracer.graph.fake_mode.from_tensor(torch.empty(0))
     try:
-        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(anchor, *fakes)
+        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=reads_constants)(anchor, *fakes)
     except GraphBreak:
         raise
     except Exception as error:
