@@ -186,12 +186,15 @@ def _check_escaped_gradients(outputs: list[torch.Tensor], grad_leaves: list[torc
 
 
 def _fresh_tensor_leaves(output: Any, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The output's tensor leaves, as an operator may return them (`_unaliased`)."""
+    return _unaliased([leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)], inputs)
+
+
+def _unaliased(tensors: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """An operator's outputs may alias neither its inputs nor each other: such outputs are copied."""
     taken = {tensor.untyped_storage()._cdata for tensor in inputs if isinstance(tensor, torch.Tensor)}
     fresh = []
-    for leaf in pytree.tree_leaves(output):
-        if not isinstance(leaf, torch.Tensor):
-            continue
+    for leaf in tensors:
         storage = leaf.untyped_storage()._cdata
         if storage in taken:
             leaf = leaf.clone()
@@ -231,7 +234,8 @@ def leaf_call_backward(handle: int, ticket: torch.Tensor, likes: list[torch.Tens
             found = torch.autograd.grad([out for out, _ in pairs], wanted, [grad for _, grad in pairs],
                                         allow_unused=True)
     by_leaf = dict(zip(map(id, wanted), found))
-    return [_zeros_if_none(by_leaf.get(id(leaf)), like) for leaf, like in zip(grad_leaves, likes)]
+    computed = [_zeros_if_none(by_leaf.get(id(leaf)), like) for leaf, like in zip(grad_leaves, likes)]
+    return _unaliased(computed, [ticket, *likes, *grads])
 
 
 @leaf_call_backward.register_fake

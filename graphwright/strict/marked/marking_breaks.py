@@ -48,8 +48,8 @@ DISALLOWED_CALL = define_kind(
     "Remove the `disallow_in_graph` marking if the call should be captured.")
 LEAF_MISSING_FAKE = define_kind(
     "GB106", "leaf_function without a fake implementation",
-    "`{name}` is a `leaf_function` but has no fake implementation, so the tracer cannot know "
-    "the shapes of its outputs.",
+    "`{name}` is a `leaf_function` and requires a fake implementation: the tracer never looks "
+    "inside it, so only a fake can tell the shapes of its outputs.",
     "Register one with `@<the function>.register_fake` on a function with the same signature that "
     "returns outputs of the right shapes, e.g. with `x.new_empty(...)`.")
 LEAF_INVALID_IO = define_kind(
