@@ -45,14 +45,14 @@ class LeafCall:
     `input_names` name the flat inputs as the user writes them (`x`, `model.running_mean`)."""
 
     def __init__(self, fn: Callable, fake: Callable, name: str, in_spec: pytree.TreeSpec, leaves: list,
-                 tensor_positions: Sequence[int], module_states: Sequence[ModuleState],
+                 input_positions: Sequence[int], module_states: Sequence[ModuleState],
                  mutated: Sequence[int], input_names: Sequence[str]) -> None:
         self.fn = fn
         self.fake = fake
         self.name = name
         self.in_spec = in_spec
         self.leaves = leaves
-        self.tensor_positions = tuple(tensor_positions)
+        self.input_positions = tuple(input_positions)
         self.module_states = tuple(module_states)
         self.mutated = tuple(mutated)
         self.input_names = tuple(input_names)
@@ -81,7 +81,7 @@ class LeafCall:
         versions = [tensor._version for tensor in flat_inputs]
         local = [tensor.clone() if index in self.mutated else tensor.detach()
                  for index, tensor in enumerate(flat_inputs)]
-        output = apply_flat_call(self.fake, self.in_spec, self.leaves, self.tensor_positions, self.module_states,
+        output = apply_flat_call(self.fake, self.in_spec, self.leaves, self.input_positions, self.module_states,
                                  local, reads_constants=False)
         self._check_mutations(flat_inputs, versions)
         return output, _fresh_tensor_leaves(output, local) + [local[index] for index in self.mutated]
@@ -96,7 +96,7 @@ class LeafCall:
                 leaf = tensor.detach().requires_grad_(wanted)
                 grad_leaves.append(leaf if wanted else None)
                 local.append(leaf.clone() if index in self.mutated else leaf)
-            output = apply_flat_call(self.fn, self.in_spec, self.leaves, self.tensor_positions,
+            output = apply_flat_call(self.fn, self.in_spec, self.leaves, self.input_positions,
                                      self.module_states, local)
             self._check_mutations(flat_inputs, versions)
             self._check_output(output)

@@ -35,6 +35,10 @@ _IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
 _FUNCTIONAL_KEY = torch._C._TorchDispatchModeKey.FUNCTIONAL
 _active_infra_mode = torch._C._get_dispatch_mode
 _UNSEEN = object()
+_grad_enabled = torch._C.is_grad_enabled
+
+GRAD_ENABLED_KEY = "grad_enabled"
+"""`node.meta` key, set to False on operations recorded while grad mode was off."""
 
 
 class GraphRecorder(TorchDispatchMode):
@@ -179,6 +183,8 @@ class GraphRecorder(TorchDispatchMode):
         if name is None:
             name = self._node_names[func] = _node_name(func)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
+        if not _grad_enabled():
+            node.meta[GRAD_ENABLED_KEY] = False  # replaying the graph must not differentiate it
         self._track_output(node, out)
 
     def _track_output(self, node: torch.fx.Node, out: Any) -> None:

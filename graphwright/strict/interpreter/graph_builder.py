@@ -217,6 +217,8 @@ class GraphBuilder:
             return DictValue({key: self._wrap_result(self._create_node("call_function", operator.getitem,
                                                                        [node, key], {}), item)
                               for key, item in result.items()})
+        if self.symbolic is not None and holds_symbol(result):  # a size the node computes
+            self._register_symbolic(node, result)
         return self._constant_result(result)
 
     def _register_symbolic(self, node: torch.fx.Node, result: Any) -> None:

@@ -28,6 +28,7 @@ from .pytree_values import (
     FlatArguments,
     InvalidLeaf,
     check_output_leaves,
+    example_value,
     flatten_call_arguments,
     output_value,
 )
@@ -42,22 +43,22 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
     if info.fake is None:
         raise tracer.graph_break(mb.LEAF_MISSING_FAKE, f"leaf_function {name} without fake", name=name)
     try:
-        flat = flatten_call_arguments(tracer, args, kwargs)
+        flat = flatten_call_arguments(tracer, args, kwargs, symbolic_inputs=False)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"input {leaf.path} of {name}", name=name,
                                  what=f"input `{leaf.path}`", type=leaf.kind) from None
     inputs = flat.graph_inputs
-    fakes = [value.fake for value in inputs]
+    fakes = [example_value(value) for value in inputs]
     try:
         mutated, names = _mutated_and_named(info, flat, fakes)
     except (InvalidMarkingError, TypeError) as error:
         raise tracer.user_error(error) from None
-    site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.tensor_positions,
+    site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.input_positions,
                     flat.module_states, mutated, names)
     output, _ = trace_on_fakes(tracer, lambda *flat_inputs: site.run_fake(flat_inputs)[0], fakes, name,
                                mb.LEAF_FAKE_FAILED, reads_constants=False)
     try:
-        leaves, out_spec = check_output_leaves(output)
+        leaves, out_spec = check_output_leaves(output, symbolic=False)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"{leaf.path} of {name}", name=name,
                                  what=f"`{leaf.path}`", type=leaf.kind) from None
@@ -89,4 +90,4 @@ def _mutated_and_named(info: LeafFunctionInfo, flat: FlatArguments,
                           for index in positions.get(id(tensor), ())})
         return mutated, names
 
-    return apply_flat_call(resolve, flat.in_spec, flat.leaves, flat.tensor_positions, flat.module_states, fakes)
+    return apply_flat_call(resolve, flat.in_spec, flat.leaves, flat.input_positions, flat.module_states, fakes)

@@ -69,3 +69,17 @@ LEAF_FAKE_FAILED = define_kind(
     "Running the fake implementation of `{name}` on fake tensors raised {error}",
     "The fake must only use its arguments' metadata (shapes, dtypes) and build outputs with "
     "e.g. `x.new_empty(...)`.")
+NONSTRICT_OPAQUE_CREATED = define_kind(
+    "GB110", "Opaque object created in the compiled region",
+    "An opaque object was created in the middle of the program: input `{path}` of `{name}` is a "
+    "`{type}`, an opaque reference type, made inside the compiled region. A nonstrict_trace call "
+    "takes such objects only when they exist before the region runs.",
+    "Create the object outside the compiled function and pass it in.")
+NONSTRICT_OBJECT_IN_CONTEXT = define_kind(
+    "GB111", "Invalid use of pytree_flatten with nonstrict_trace-ed function",
+    "Input `{path}` of `{name}` is a `{type}` that its parent's pytree flatten function puts in "
+    "the node's context; a context must be a constant, and this object is neither a pytree nor "
+    "a constant.",
+    "Return the object among the children in the flatten function, and register its class with "
+    "torch.utils._pytree.",
+    "Or register its class with `register_constant` if it is a constant.")

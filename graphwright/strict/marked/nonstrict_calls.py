@@ -15,6 +15,7 @@ autograd: each warns once, at the user's line.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -26,13 +27,16 @@ from ..._core.errors import GraphwrightError
 from ..._core.flat_call import FlatCall
 from ..._core.user_stack import user_frames_of_traceback
 from ...nonstrict import TRACE_RECORD_KEY, make_fx
+from ...nonstrict.replay import replay, replayable
 from ..interpreter.graph_breaks import GraphBreak, GraphBreakKind
 from ..objects.values import Value
 from . import marking_breaks as mb
 from .pytree_values import (
     InvalidLeaf,
     check_output_leaves,
+    example_value,
     flatten_call_arguments,
+    is_graph_output,
     output_value,
 )
 
@@ -51,23 +55,31 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     try:
         flat = flatten_call_arguments(tracer, args, kwargs)
     except InvalidLeaf as leaf:
-        raise tracer.graph_break(mb.NONSTRICT_INVALID_INPUT, f"input {leaf.path} of {name}: {leaf.kind}",
+        kind = _INPUT_PROBLEMS[leaf.problem]
+        raise tracer.graph_break(kind, f"input {leaf.path} of {name}: {leaf.kind}",
                                  path=leaf.path, name=name, type=leaf.kind) from None
-    flat_call = FlatCall(fn, flat.in_spec, flat.leaves, flat.tensor_positions, flat.module_states)
+    flat_call = FlatCall(fn, flat.in_spec, flat.leaves, flat.input_positions, flat.module_states)
     inputs = flat.graph_inputs
-    output, gm = trace_on_fakes(tracer, flat_call.call_function, [value.fake for value in inputs], name)
+    fakes = [example_value(value) for value in inputs]
+    output, gm = trace_on_fakes(tracer, flat_call.call_function, fakes, name)
     try:
         leaves, out_spec = check_output_leaves(output)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.NONSTRICT_INVALID_OUTPUT, f"{leaf.path} of {name}: {leaf.kind}",
                                  path=leaf.path, name=name, type=leaf.kind) from None
-    tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+    results = tuple(leaf for leaf in leaves if is_graph_output(leaf))
     flat_call.out_spec = out_spec
-    flat_call.num_tensor_outputs = len(tensors)
+    flat_call.output_positions = tuple(index for index, leaf in enumerate(leaves) if is_graph_output(leaf))
     flat_call.call_site = _call_site(tracer)
-    _warn_about_impurities(tracer, gm, name, len(flat.tensors))
-    result = tracer.graph.call_with_result(flat_call, inputs, tensors)
+    if replayable(results, fakes):
+        flat_call.traced_body = functools.partial(replay, gm, None)
+    _warn_about_impurities(tracer, gm, name, len(flat.inputs))
+    result = tracer.graph.call_with_result(flat_call, inputs, results)
     return output_value(leaves, out_spec, lambda index: result.items[index])
+
+
+_INPUT_PROBLEMS = {"type": mb.NONSTRICT_INVALID_INPUT, "context": mb.NONSTRICT_OBJECT_IN_CONTEXT,
+                   "created_opaque": mb.NONSTRICT_OPAQUE_CREATED}
 
 
 def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], name: str,
@@ -82,7 +94,7 @@ def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], 
     def traced(anchor: torch.Tensor, *flat: Any) -> tuple:
         output = call(*flat)
         outputs.append(output)
-        return tuple(leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor))
+        return tuple(leaf for leaf in pytree.tree_leaves(output) if is_graph_output(leaf))
 
     # make_fx traces on the fake mode of its first fake input: the anchor makes it the
     # compilation's, even for a call without tensor inputs.
