@@ -8,18 +8,25 @@ untimed setup). Workloads live in `bench/workloads_*.py` and register with
 
 - `cold` workloads take one sample per fresh Python process (import and setup
   excluded), for first-call figures such as tracing or capture time.
+- a workload that cannot run yet (a model graphwright cannot capture) raises
+  `Skip(reason)` from its factory or sample; its row says why.
 - the others take samples in one process after warm-up calls, for steady-state
   figures.
 
 Each figure is the median of the samples; the ratio is graphwright / PyTorch.
-Every process runs with `torch.set_num_threads(1)`.
+Every process runs with `torch.set_num_threads(1)`. Before cold samples the
+harness writes graphwright's bytecode cache, as an installed package has one
+(torch's has; under PYTHONDONTWRITEBYTECODE every fresh process would
+otherwise compile graphwright's sources again).
 """
 from __future__ import annotations
 
 import argparse
+import compileall
 import dataclasses
 import fnmatch
 import importlib
+import importlib.util
 import pathlib
 import statistics
 import subprocess
@@ -29,6 +36,13 @@ from collections.abc import Callable, Sequence
 Sample = Callable[[], float]
 
 _BENCH_DIR = pathlib.Path(__file__).resolve().parent
+
+
+class Skip(Exception):
+    """Raised by a workload that cannot be measured (yet); the message says why."""
+
+
+_SKIP_PREFIX = "SKIP: "
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +81,11 @@ def load_workloads() -> None:
         importlib.import_module(f"bench.{path.stem}")
 
 
+def _write_bytecode(package: str) -> None:
+    for location in importlib.util.find_spec(package).submodule_search_locations:
+        compileall.compile_dir(location, quiet=1)
+
+
 def _setup_process() -> None:
     import torch
 
@@ -89,7 +108,10 @@ def _cold_samples(name: str, side: str, runs: int) -> list[float]:
         )
         if proc.returncode != 0:
             raise RuntimeError(f"{name} [{side}] failed:\n{proc.stderr[-4000:]}")
-        samples.append(float(proc.stdout.strip().splitlines()[-1]))
+        last = proc.stdout.strip().splitlines()[-1]
+        if last.startswith(_SKIP_PREFIX):
+            raise Skip(last[len(_SKIP_PREFIX):])
+        samples.append(float(last))
     return samples
 
 
@@ -104,6 +126,7 @@ def _warm_samples(name: str, side: str, runs: int, warmup: int) -> list[float]:
 class Result:
     workload: Workload
     medians: dict[str, float]
+    skipped: str | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -112,22 +135,31 @@ class Result:
 
 
 def measure(name: str, runs: int, warmup: int) -> Result:
+    """Medians per side; cold samples alternate between the sides, so that a change in the
+    machine's load during the measurement affects both alike."""
     wl = WORKLOADS[name]
-    medians = {}
-    for side in wl.sides:
-        samples = _cold_samples(name, side, runs) if wl.cold else _warm_samples(name, side, runs, warmup)
-        medians[side] = statistics.median(samples)
-    return Result(wl, medians)
+    try:
+        if wl.cold:
+            samples: dict[str, list[float]] = {side: [] for side in wl.sides}
+            for _ in range(runs):
+                for side in wl.sides:
+                    samples[side] += _cold_samples(name, side, 1)
+        else:
+            samples = {side: _warm_samples(name, side, runs, warmup) for side in wl.sides}
+    except Skip as skip:
+        return Result(wl, {}, skipped=str(skip))
+    return Result(wl, {side: statistics.median(values) for side, values in samples.items()})
 
 
 def format_table(results: list[Result]) -> str:
-    sides = sorted({side for r in results for side in r.medians}, key=["graphwright", "pytorch", "eager"].index)
+    sides = sorted({side for r in results for side in r.medians or r.workload.sides},
+                   key=["graphwright", "pytorch", "eager"].index)
     header = ["workload", "kind"] + [f"{side} ms" for side in sides] + ["graphwright/pytorch"]
     rows = [header, ["---"] * len(header)]
     for r in results:
         row = [r.workload.name, "cold" if r.workload.cold else "warm"]
         row += [f"{r.medians[s] * 1e3:.3f}" if s in r.medians else "" for s in sides]
-        row.append(f"{r.ratio:.2f}x" if r.ratio is not None else "")
+        row.append(f"skipped: {r.skipped}" if r.skipped else f"{r.ratio:.2f}x" if r.ratio is not None else "")
         rows.append(row)
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
@@ -144,7 +176,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     _setup_process()
     load_workloads()
     if args.sample:
-        print(sample_in_this_process(*args.sample))
+        try:
+            print(sample_in_this_process(*args.sample))
+        except Skip as skip:
+            print(_SKIP_PREFIX + " ".join(str(skip).split()))
         return
     names = [n for n in WORKLOADS if any(fnmatch.fnmatch(n, p) for p in args.patterns)]
     if args.list:
@@ -152,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             wl = WORKLOADS[name]
             print(f"{name:40s} {'cold' if wl.cold else 'warm'}  {wl.description}")
         return
+    if any(WORKLOADS[name].cold for name in names):
+        _write_bytecode("graphwright")
     results = []
     for name in names:
         results.append(measure(name, args.runs, args.warmup))

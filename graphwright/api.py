@@ -18,7 +18,13 @@ from .backends import list_backends, lookup_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.explain import ExplainOutput, explain_call
-from .strict.marked.markers import disable, graph_break, is_disabled, mark_dynamic, mark_static
+from .strict.marked.markers import (
+    disable,
+    graph_break,
+    is_disabled,
+    mark_dynamic,
+    mark_static,
+)
 
 __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "mark_static",
            "OptimizedModule"]

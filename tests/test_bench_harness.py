@@ -25,3 +25,21 @@ def test_every_workload_file_registers():
     harness.load_workloads()
     assert "make_fx/transformer/symbolic/first" in harness.WORKLOADS
     assert harness.WORKLOADS["make_fx/mlp/fake/first"].cold
+
+
+def test_a_workload_that_cannot_run_yet_is_skipped_with_its_reason(monkeypatch):
+    monkeypatch.setattr(harness, "WORKLOADS", {})
+
+    @harness.workload("not_yet")
+    def not_yet(side):
+        raise harness.Skip("cannot capture it yet")
+
+    result = harness.measure("not_yet", runs=3, warmup=1)
+    assert result.skipped == "cannot capture it yet" and result.ratio is None
+    assert "| not_yet | warm |  |  | skipped: cannot capture it yet |" in harness.format_table([result])
+
+
+def test_cold_start_and_real_model_workloads_register():
+    harness.load_workloads()
+    assert harness.WORKLOADS["coldstart/mlp"].cold
+    assert harness.WORKLOADS["strict/hf-llama/capture"].cold

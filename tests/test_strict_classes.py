@@ -86,3 +86,18 @@ def test_objects_that_escape_keep_their_identity():
     first, second, listed = compiled(torch.ones(2))
     assert first is second is listed[0] is first.me
     assert type(first) is Node
+
+
+class Holder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = 1
+
+    def forward(self, x):
+        self.k = 3
+        return x * self.__dict__["k"]
+
+
+def test_module_dict_read_after_a_store_breaks_instead_of_reading_the_old_value():
+    text = _unsupported(Holder(), torch.ones(1))
+    assert "GB012" in text and "__dict__ (after attributes were set in the region)" in text

@@ -333,3 +333,26 @@ def test_a_conjugate_view_recompiles_and_says_its_dispatch_keys_changed():
     assert counter.frame_count == 2
     (reason,) = graphwright.counters["recompiles"]
     assert reason.startswith("tensor 'x' dispatch keys mismatch") and "Conjugate" in reason
+
+
+FLAGS = {"scale": 2}
+
+
+def scaled_by_flags(x):
+    return x * FLAGS["scale"] if FLAGS.get("debug") is None else x
+
+
+def test_a_dict_read_by_key_is_guarded_on_those_keys_and_says_which_one_changed():
+    compiled, counter = compiled_with_counter(scaled_by_flags)
+    try:
+        compiled(torch.randn(3))
+        FLAGS["unrelated"] = 1
+        compiled(torch.randn(3))
+        assert counter.frame_count == 1
+        FLAGS["debug"] = True
+        compiled(torch.randn(3))
+        assert counter.frame_count == 2
+        assert any("has the key 'debug' now" in reason for reason in graphwright.counters["recompiles"])
+    finally:
+        FLAGS.clear()
+        FLAGS["scale"] = 2

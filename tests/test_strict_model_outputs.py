@@ -117,3 +117,36 @@ def test_module_returning_a_model_output_trains_like_eager():
     for (name, e), (_, a) in zip(eager_model.named_parameters(), compiled_model.named_parameters()):
         torch.testing.assert_close(a.grad, e.grad, msg=name)
     assert counter.frame_count == 1
+
+
+@graphwright.nonstrict_trace
+def _scaled_head(out):
+    return outputs.BaseModelOutput(last_hidden_state=out.last_hidden_state * 2, hidden_states=(out[0],))
+
+
+def _through_nonstrict(x):
+    result = _scaled_head(outputs.BaseModelOutput(last_hidden_state=x + 1))
+    return result, result.last_hidden_state + 1, list(result.keys())
+
+
+def test_model_output_passes_into_and_out_of_a_nonstrict_trace_call_as_itself():
+    counter = CompileCounter()
+    compiled = graphwright.compile(_through_nonstrict, backend=counter, fullgraph=True)
+    x = torch.randn(2, 3)
+    expected, actual = _through_nonstrict(x), compiled(x)
+    _assert_same(_state(expected[0]), _state(actual[0]))
+    _assert_same(list(expected[1:]), list(actual[1:]))
+    assert counter.frame_count == 1
+
+
+def _from_pairs(x):
+    out = outputs.BaseModelOutput({"last_hidden_state": x * 3, "hidden_states": (x,)})
+    return out, out.last_hidden_state, list(out.keys())
+
+
+def test_model_output_built_from_a_mapping_sets_each_pair_as_eager_does():
+    compiled = graphwright.compile(_from_pairs, backend="eager", fullgraph=True)
+    x = torch.randn(2)
+    expected, actual = _from_pairs(x), compiled(x)
+    _assert_same(_state(expected[0]), _state(actual[0]))
+    _assert_same(list(expected[1:]), list(actual[1:]))

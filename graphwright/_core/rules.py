@@ -251,3 +251,14 @@ def is_compiling_function(fn: Any) -> bool:
         if module is not None and fn is getattr(module, name, None):
             return True
     return False
+
+
+def is_dynamo_tensor_marking(fn: Any) -> bool:
+    """`torch._dynamo`'s tensor markings that only set attributes read by later compilations
+    (`mark_dynamic`, `maybe_mark_dynamic`, `mark_static_address`, `mark_unbacked`)."""
+    for module_name in ("torch._dynamo", "torch._dynamo.decorators"):
+        module = sys.modules.get(module_name)
+        if module is not None and any(fn is getattr(module, name, None) for name in
+                                      ("mark_dynamic", "maybe_mark_dynamic", "mark_static_address", "mark_unbacked")):
+            return True
+    return False

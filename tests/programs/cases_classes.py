@@ -14,6 +14,7 @@ import dataclasses
 import enum
 import functools
 import types
+import typing
 from collections import OrderedDict
 import torch
 from torch import nn
@@ -449,6 +450,14 @@ def _(x):
     return total, logged.reads
 
 
+@program("getattribute_override_on_an_object_passed_in", lambda: (rand(3), Logged(2)),
+         changed=lambda: (rand(3), Logged(5)), frames_changed=2,
+         reference=dict(xfail="2.13 cannot trace a class that overrides __getattribute__",
+                        why="PyTorch breaks the graph here"))
+def _(x, logged):
+    return x * logged.value, logged.reads
+
+
 class Interval:
     def __init__(self, low, high):
         self.low, self.high = low, high
@@ -541,13 +550,19 @@ class Access(enum.Flag):
     WRITE = 2
 
 
+class Permission(enum.IntFlag):
+    READ = 1
+    WRITE = 2
+
+
 @program("enum_members_and_classes", lambda: rand(3))
 def _(x):
     color = Color(2)
     named = Color["RED"]
     members = [member.name for member in Color]
     both = Access.READ | Access.WRITE
-    return (x * color.scale() + Level.HIGH, named is Color.RED, members, len(Color),
+    return (x * color.scale() + Level.HIGH, x * (Permission.READ | Permission.WRITE), named is Color.RED,
+            members, len(Color),
             Access.WRITE in both, Level(1) < Level.HIGH, color.name)
 
 
@@ -747,6 +762,165 @@ def _(x, hyper):
     mine.widths.append(7)
     del mine.depth
     return x * len(mine.widths), mine, hyper.extra["act"], hasattr(mine, "depth")
+
+
+@program("delattr_and_setattr_by_name_on_a_deep_copy", lambda: (rand(3), Hyper(3, [5])),
+         reference=dict(frames=[1, 2], why="2.13 recompiles for a second object of the same class"))
+def _(x, hyper):
+    mine = copy.deepcopy(hyper)
+    for name in list(vars(mine)):
+        if name.startswith("w"):
+            value = getattr(mine, name)
+            delattr(mine, name)
+            setattr(mine, "renamed_" + name, value)
+    buckets = 0
+    buckets += (x > 0).long() * 4  # a number augmented by a tensor (T5's relative buckets)
+    return buckets, sorted(vars(mine)), hyper.widths
+
+
+SCALE_BY_TYPE = {int: 2.0, float: 0.5, typing.Union: 3.0}
+
+
+@program("registries_keyed_by_classes_and_enum_members",
+         lambda: (rand(3), {Color.RED: rand(3), Color.GREEN: rand(3)}))
+def _(x, by_color):
+    scale = SCALE_BY_TYPE.get(type(3)) * SCALE_BY_TYPE[float] * SCALE_BY_TYPE.get(typing.Union)
+    return x * scale + by_color[Color.GREEN], list(by_color)
+
+
+class Delegating(nn.Module):
+    """A wrapper module that forwards unknown attributes to the wrapped one (as adapters do)
+    and keeps a setting behind a property."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self._scale = 1.0
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.inner, name)
+
+    @property
+    def scale(self):
+        return self._scale
+
+    @scale.setter
+    def scale(self, value):
+        self._scale = value
+
+    def forward(self, x):
+        self.scale = 2.0
+        return self.inner(x) * self.scale + self.bias.sum(), self.out_features
+
+
+PROGRAMS.append(module_program(
+    "module_getattr_override_and_property_setter", Delegating, lambda: rand(2, 3),
+    observe=lambda world: world.scale))
+
+
+class ScaledCall(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.calls = 0
+
+    def __call__(self, x, scale=1.0):
+        self.calls += 1
+        return super().__call__(x) * scale
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class CallsScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scaled = ScaledCall()
+
+    def forward(self, x):
+        return self.scaled(x, scale=3.0)
+
+
+PROGRAMS.append(module_program(
+    "module_class_overriding_call", CallsScaled, lambda: rand(1, 2), frames=[1, 2],
+    observe=lambda world: world.scaled.calls))
+
+
+Item = typing.TypeVar("Item")
+
+
+class Box(typing.Generic[Item]):
+    def __init__(self, content):
+        self.content = content
+
+
+class Registered(type):
+    def __call__(cls, *args, **kwargs):
+        instance = super().__call__(*args, **kwargs)
+        instance.registered = True
+        return instance
+
+
+class Tracked2(metaclass=Registered):
+    def __init__(self, value):
+        self.value = value
+
+
+class Only:
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+
+class Padding(str, enum.Enum):
+    LONGEST = "longest"
+    MAX = "max_length"
+
+
+@program("generic_alias_metaclass_call_singleton_and_str_enum", lambda: rand(3),
+         reset=lambda: setattr(Only, "_instance", None), frames=[1, 2],  # the singleton is made once
+         reference=dict(xfail="2.13 cannot call typing's Box[int]", why="PyTorch breaks the graph here"))
+def _(x):
+    boxed = Box[int](x)
+    tracked = Tracked2(x * 2)
+    return (boxed.content, boxed.__orig_class__ is Box[int], tracked.value, tracked.registered,
+            Only() is Only(), Padding("longest") is Padding.LONGEST, Padding.MAX == "max_length")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class Slotted2:
+    weight: torch.Tensor
+    bias: float = 0.0
+
+
+@dataclasses.dataclass(order=True, frozen=True)
+class Version:
+    major: int
+    minor: int
+
+
+@dataclasses.dataclass
+class Rescaled:
+    values: torch.Tensor
+    factor: dataclasses.InitVar[float] = 1.0
+
+    def __post_init__(self, factor):
+        self.values = self.values * factor
+
+
+@program("dataclass_slots_kw_only_order_and_init_var", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot sort objects by their __lt__", why="PyTorch breaks the graph here"))
+def _(x):
+    slotted = Slotted2(weight=x, bias=1.0)
+    versions = sorted([Version(1, 2), Version(0, 9), Version(1, 0)])
+    return (slotted, slotted.weight + slotted.bias, [(v.major, v.minor) for v in versions],
+            Version(1, 2) > Version(1, 0), Rescaled(x, 3.0))
 
 
 # -- objects that escape the region ---------------------------------------------------------

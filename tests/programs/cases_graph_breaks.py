@@ -872,3 +872,52 @@ def _(x):
     del y
     graph_break()
     return z - 1
+
+
+@breaks("break_inside_an_except_clause", lambda: rand(3), frames=0)
+def _(x):
+    try:
+        raise ValueError("handled")
+    except ValueError:
+        graph_break()
+        y = x + 1
+    return y
+
+
+@breaks("break_in_a_with_block_inside_an_except_clause", lambda: rand(3, requires_grad=True), frames=0)
+def _(x):
+    try:
+        raise ValueError("handled")
+    except ValueError:
+        with torch.no_grad():
+            graph_break()
+            y = x + 1
+    return y, y.requires_grad
+
+
+@breaks("return_inside_a_with_block_after_a_break", lambda: rand(3, requires_grad=True), frames=2)
+def _(x):
+    y = x.sin() + 1
+    with torch.no_grad():
+        graph_break()
+        return y * 2, torch.is_grad_enabled()
+
+
+@breaks("break_in_a_no_grad_block_of_a_callee", lambda: rand(3, requires_grad=True), frames=4)
+def _(x):
+    return _no_grad_helper(x.cos()) + x
+
+
+def _no_grad_helper(t):
+    with torch.no_grad():
+        u = t * 2
+        graph_break()
+        return u + 1
+
+
+@breaks("break_with_star_args_and_keyword_arguments_at_the_root",
+        lambda: Args(rand(3), rand(3), scale=2.0, shift=1.0), frames=2)
+def _(*args, scale=1.0, **options):
+    a = args[0] * scale
+    graph_break()
+    return a + args[1] + options["shift"]

@@ -5,15 +5,19 @@ contextlib, operator, itertools, collections), and the markers torch gives such 
 (`torch.compiler.is_compiling()`). A changed fact must recompile."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
+import itertools
+import logging
 import operator
 import typing
+import warnings
 
 import torch
 
-from .harness import corpus_logger, program_decorator, rand
+from .harness import Args, corpus_logger, module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -407,3 +411,230 @@ _LAYER = _Layer()
 @program("bound_method_argument_does_not_recompile", lambda: (rand(3), _LAYER.forward), repeats=3)
 def _(x, method):
     return method(x) + 1
+
+
+# -- warnings and logging records keep the user's location -----------------------------
+
+class _LocatedWarning(UserWarning):
+    pass
+
+
+def _deprecated_helper(x):
+    warnings.warn("helper is deprecated", _LocatedWarning, stacklevel=2)
+    return x
+
+
+def _warnings_with_locations(world, compiled, args):
+    records = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record):
+            records.append((record.levelname, record.getMessage(), record.filename, record.lineno,
+                            record.funcName))
+
+    recorder = Recorder()
+    corpus_logger.addHandler(recorder)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # once per location: the location must be the user's
+            output = compiled(*args.args)
+    finally:
+        corpus_logger.removeHandler(recorder)
+    located = [(w.category.__name__, str(w.message), w.filename, w.lineno) for w in caught
+               if issubclass(w.category, _LocatedWarning)]
+    return output, located, records
+
+
+@program("warnings_and_log_records_report_the_users_line", lambda: rand(3),
+         call=_warnings_with_locations,
+         reference={"xfail": "logging.Logger methods are a graph break under fullgraph",
+                    "why": "PyTorch 2.13 does not replay logging calls outside export"})
+def _(x):
+    warnings.warn("first", _LocatedWarning)
+    warnings.warn(_LocatedWarning("an instance"))
+    y = _deprecated_helper(x)
+    y = _deprecated_helper(y)  # another line: shown again under the "default" action
+    if corpus_logger.isEnabledFor(logging.DEBUG):
+        corpus_logger.debug("debug %d", 1)
+    corpus_logger.info("scaled by %s", 2)
+    corpus_logger.log(logging.WARNING, "tensor %s", y.shape)
+    return y * 2
+
+
+# -- torch's markers ---------------------------------------------------------------------
+
+def _marks_after_the_call(world, compiled, args):
+    x = args.args[0]
+    output = compiled(x)
+    return output, sorted(getattr(x, "_dynamo_dynamic_indices", ())), getattr(x, "_dynamo_static_input_type", None)
+
+
+@program("tensor_markings_inside_the_region_apply_to_the_real_tensor", lambda: rand(3, 4),
+         call=_marks_after_the_call,
+         reference={"xfail": "Attempt to trace forbidden callable mark_dynamic",
+                    "why": "PyTorch 2.13 forbids tensor markings inside a compiled region"})
+def _(x):
+    import torch._dynamo
+
+    torch._dynamo.mark_dynamic(x, 1)
+    torch._dynamo.mark_static_address(x)
+    return x * 2
+
+
+# -- registries keyed by classes, deleting attributes -----------------------------------
+
+def _double_list(value):
+    return [item * 2 for item in value]
+
+
+def _double_tuple(value):
+    return tuple(item * 2 for item in value)
+
+
+_BY_TYPE = {list: _double_list, tuple: _double_tuple, typing.Union: None}
+
+
+def _set_tuple_handler(handler):
+    def make():
+        _BY_TYPE[tuple] = handler
+        return ((rand(3), rand(3)),)
+    return make
+
+
+@program("registry_keyed_by_classes_dispatches_on_the_type", _set_tuple_handler(_double_tuple),
+         changed=_set_tuple_handler(_double_list), frames_changed=2,
+         reset=_set_tuple_handler(_double_tuple))
+def _(pair):
+    # huggingface_hub's validators: a dict from classes (and typing forms) to functions
+    handler = _BY_TYPE.get(type(pair))
+    return handler(pair), _BY_TYPE.get(dict, "missing"), typing.Union in _BY_TYPE
+
+
+class _Options:
+    def __init__(self):
+        self.encoder_layers = 2
+        self.scale = 3
+
+
+@program("delattr_and_setattr_rename_an_attribute", lambda: (rand(3), _Options()))
+def _(x, options):
+    # the shape of PretrainedConfig.get_text_config renaming encoder_* keys
+    value = getattr(options, "encoder_layers")
+    delattr(options, "encoder_layers")
+    setattr(options, "num_layers", value)
+    return x * options.num_layers, hasattr(options, "encoder_layers")
+
+
+# -- itertools and collections --------------------------------------------------------
+
+@program("map_runs_its_function_when_each_item_is_asked_for", lambda: (rand(3), []))
+def _(x, log):
+    def scaled(k):
+        log.append(f"scale {k}")
+        return x * k
+
+    total = x
+    for value in map(scaled, [1, 2, 3]):
+        log.append("add")
+        total = total + value
+    return total
+
+
+@program("itertools_infinite_and_lazy_helpers", lambda: rand(3))
+def _(x):
+    counter = itertools.count(1)
+    numbers = [next(counter) for _ in range(3)]
+    alternating = list(itertools.islice(itertools.cycle([x, x * 2]), 3))
+    small = list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1]))
+    rest = list(itertools.dropwhile(lambda v: v < 3, [1, 2, 3, 1]))
+    products = list(itertools.starmap(lambda a, b: a * b, [(x, 2), (x, 3)]))
+    repeated = list(itertools.repeat(x, 2))
+    keys = [(key, len(list(group))) for key, group in itertools.groupby([1, 1, 2, 3, 3])]
+    pairs = list(itertools.pairwise([1, 2, 3]))
+    kept = list(itertools.compress([x, x + 1, x + 2], [1, 0, 1]))
+    running = list(itertools.accumulate([x, x, x], lambda a, b: a * b))
+    return numbers, alternating, small, rest, products, repeated, keys, pairs, kept, running
+
+
+@program("collections_counter_tallies_in_the_region", lambda: rand(3),
+         reference={"xfail": "Failed to trace builtin operator `object` (Counter.most_common)",
+                    "why": "PyTorch 2.13 cannot trace Counter.most_common"})
+def _(x):
+    counts = collections.Counter(["relu", "gelu", "relu"])
+    counts["tanh"] += 2
+    return x * counts["relu"], counts.most_common(1), sorted(counts)
+
+
+# -- config objects read by a model -------------------------------------------------------
+
+class _ModelConfig:
+    """A config object as models hold one (transformers' PretrainedConfig is read this way)."""
+
+    def __init__(self):
+        self.use_cache = True
+        self.output_attentions = False
+        self.layer_types = ["full", "sliding"]
+
+
+class _Configured(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = _ModelConfig()
+        self.proj = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.proj(x)
+        if self.config.use_cache:
+            y = y * 2
+        for kind in self.config.layer_types:
+            y = y + 1 if kind == "full" else y - getattr(self.config, "sliding_scale", 0.5)
+        return y
+
+
+def _change_config(world, compiled, args):
+    if args.kwargs["change"]:
+        compiled.config.use_cache = False
+        compiled.config.layer_types.append("full")
+    return compiled(*args.args)
+
+
+PROGRAMS.append(module_program(
+    "config_attribute_changed_between_calls_recompiles", _Configured,
+    lambda: Args(rand(2, 3), change=False), call=_change_config,
+    changed=lambda: Args(rand(2, 3), change=True), frames_changed=2))
+
+
+# -- decorators applied inside the region --------------------------------------------------
+
+def _inner_op(x):
+    """Inner doc."""
+    return x * 2
+
+
+_inner_op.tag = "inner"
+
+
+def _plus_one(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+
+    return wrapper
+
+
+def _use_returned_wrapper(world, compiled, args):
+    result, wrapper = compiled(*args.args)
+    return result, wrapper(args.args[0]), wrapper.__name__, wrapper.__wrapped__ is _inner_op, sorted(vars(wrapper))
+
+
+@program("functools_wraps_applied_inside_the_region", lambda: rand(3), call=_use_returned_wrapper,
+         reference={"xfail": "the wrapper's __dict__ also lists __module__, __name__, __doc__...",
+                    "why": "PyTorch 2.13 puts update_wrapper's special attributes in the __dict__"})
+def _(x):
+    def annotated(a: torch.Tensor, n: int = 2) -> torch.Tensor:
+        return a * n
+
+    wrapped = _plus_one(_inner_op)
+    facts = (wrapped.__name__, wrapped.__qualname__, wrapped.__doc__, wrapped.__wrapped__ is _inner_op,
+             wrapped.tag, sorted(wrapped.__dict__), annotated.__annotations__, wrapped.__annotations__)
+    return (wrapped(x), facts), wrapped

@@ -378,9 +378,18 @@ def _(x):
          # PyTorch's torch.compile turns validation off for the whole process on its first
          # compile; this program runs with it on, as eager code does by default
          reset=lambda: torch.distributions.Distribution.set_default_validate_args(True),
-         xfail="argument validation of torch.distributions (on by default): methods of torch's "
-               "constraint objects (GB020 at constraints.is_dependent), then a branch on "
-               "`torch._is_all_true(valid)`, a tensor")
+         xfail="argument validation of torch.distributions (on by default) branches on "
+               "`torch._is_all_true(valid)`, a tensor, to raise ValueError (GB002)")
 def _(mu, value):
     normal = torch.distributions.Normal(mu, torch.ones_like(mu) * 0.5)
     return normal.log_prob(value).sum(), normal.entropy().sum(), normal.mean
+
+
+@program("number_plus_equals_tensor_is_a_plain_addition", lambda: rand(3))
+def _(x):
+    # T5's relative position buckets start as the int 0 and grow by tensors with `+=`
+    buckets = 0
+    buckets += (x > 0).to(torch.long) * 4
+    scale = 2.0
+    scale *= x
+    return buckets, scale

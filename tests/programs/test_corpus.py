@@ -17,6 +17,7 @@ from . import (
     cases_language,
     cases_models,
     cases_modules,
+    cases_real_models,
     cases_side_effects,
     cases_tensors,
 )
@@ -26,7 +27,7 @@ ALL_PROGRAMS = [
     *cases_language.PROGRAMS, *cases_bytecode.PROGRAMS, *cases_idioms.PROGRAMS,
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
-    *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS,
+    *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
 ]
 
 

@@ -15,10 +15,11 @@ import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from ..interpreter.symbolic_sizes import substitute_inputs
-from .sources import ExprWriter, Source
+from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "no_hooks": 3, "lacks": 3,
+_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+         "no_hooks": 3, "lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 
@@ -94,11 +95,14 @@ class Guard:
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
-            return f"___type({value}) is {ref(type(expected))} and {value} == {_literal(expected, ref)}"
+            return f"___type({value}) is {ref(type(expected))} and {value} == {literal(expected, ref)}"
         if kind == "len":
             return f"___len({value}) == {expected}"
         if kind == "keys":
-            return f"___tuple({value}) == {_literal(expected, ref)}"
+            return f"___tuple({value}) == {literal(expected, ref)}"
+        if kind == "contains":  # one key of a dict, present or absent
+            key, present = expected
+            return f"{literal(key, ref)} {'in' if present else 'not in'} {value}"
         if kind == "no_hooks":
             return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
@@ -139,6 +143,8 @@ class Guard:
             return f"length of '{name}' changed: expected {expected}, actual {len(actual)}"
         if kind == "keys" and tuple(actual) != expected:
             return f"keys of '{name}' changed: expected {list(expected)}, actual {list(actual)}"
+        if kind == "contains" and (expected[0] in actual) is not expected[1]:
+            return f"'{name}' {'lacks' if expected[1] else 'has'} the key {expected[0]!r} now"
         if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
                                    or actual._backward_hooks or actual._backward_pre_hooks):
             return f"module '{name}' has hooks now"
@@ -154,15 +160,6 @@ class Guard:
         if kind == "tensor":
             return _tensor_failure(name, expected, actual)
         return None
-
-
-def _literal(value: Any, ref: Callable[[Any], str]) -> str:
-    if type(value) in (int, str, bytes) or (type(value) is float and value == value
-                                            and value not in (float("inf"), float("-inf"))):
-        return repr(value)
-    if type(value) is tuple:
-        return "(" + "".join(_literal(item, ref) + ", " for item in value) + ")"
-    return ref(value)
 
 
 def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -> str:

@@ -8,7 +8,7 @@ hashable, so one value read twice is guarded once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class ExprWriter(Protocol):
@@ -94,6 +94,23 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class InstanceDictSource(Source):
+    """An object's own `__dict__`, read without its class's `__getattribute__` (a Python one
+    would run on every guard check)."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(object.__getattribute__)}({writer.expr(self.base)}, '__dict__')"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return object.__getattribute__(self.base.read(fn, local_values), "__dict__")
+
+    def name(self) -> str:
+        return f"{self.base.name()}.__dict__"
+
+
+@dataclass(frozen=True)
 class ModuleDictSource(Source):
     """An entry of an nn.Module's `_parameters`, `_buffers` or `_modules`: fast to re-read."""
 
@@ -111,13 +128,23 @@ class ModuleDictSource(Source):
         return f"{self.base.name()}.{self.key}"
 
 
+def literal(value: Any, ref: Callable[[Any], str]) -> str:
+    """`value` as Python text: a literal where its repr is one, else a reference to the object."""
+    if type(value) in (int, str, bytes) or (type(value) is float and value == value
+                                            and value not in (float("inf"), float("-inf"))):
+        return repr(value)
+    if type(value) is tuple:
+        return "(" + "".join(literal(item, ref) + ", " for item in value) + ")"
+    return ref(value)
+
+
 @dataclass(frozen=True)
 class ItemSource(Source):
     base: Source
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.expr(self.base)}[{self.key!r}]"
+        return f"{writer.expr(self.base)}[{literal(self.key, writer.ref)}]"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
         return self.base.read(fn, local_values)[self.key]

@@ -33,7 +33,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_graph_operator
+from ..objects.wrap import function_value, is_cached_function, is_graph_operator
 from ..residual.callees import global_module_hooks
 from . import contexts
 from . import graph_breaks as gb
@@ -63,7 +63,7 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
     if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
         return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
-        return call_constant(tracer, function.value, args, kwargs)
+        return call_constant(tracer, function.value, args, kwargs, function)
     if isinstance(function, SequenceValue) and function.cls is torch.nn.Sequential:
         result = args[0]
         for child in function.items:
@@ -115,6 +115,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
+    if is_cached_function(target):
+        return _call_cached(tracer, target, args, kwargs)
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound
@@ -132,13 +134,13 @@ def _is_one_of(target: Any, callables: set) -> bool:
         return False
 
 
-def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value],
+                  value: Value | None = None) -> Value:
+    """Call a real callable; `value` is it as read (with its source), when it was read."""
     modelled = modelled_call(tracer, target, args, kwargs)
     if modelled is not None:
         return modelled
-    if isinstance(target, functools._lru_cache_wrapper):
-        return _call_cached(tracer, target, args, kwargs)
-    if type(target) is types.MethodType and isinstance(target.__func__, functools._lru_cache_wrapper):
+    if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
     compiled_original = getattr(target, "_graphwright_original", None)
     if compiled_original is not None:
@@ -151,6 +153,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return inline(tracer, function_value(target, None), args, kwargs)
     if builtin_calls.is_pure_on_constants(target):
         return builtin_calls.evaluate(tracer, target, args, kwargs)
+    call = getattr(type(target), "__call__", None)
+    if type(call) is types.FunctionType:  # an object whose class defines __call__ (typing's Box[int])
+        return inline(tracer, function_value(call, None).bind(value or ConstantValue(target)), args, kwargs)
     name = getattr(target, "__qualname__", None) or repr(target)
     module = getattr(target, "__module__", None)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {module}.{name}",
@@ -219,7 +224,16 @@ def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwar
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """`module(*args, **kwargs)`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
+    """`module(*args, **kwargs)`: the module class's own `__call__` when it overrides
+    nn.Module's, else `module_call`."""
+    override = classes.special_method(tracer, module, "__call__")
+    if override is not None:
+        return call_value(tracer, override, args, kwargs)
+    return module_call(tracer, module, args, kwargs)
+
+
+def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """nn.Module's `__call__`: forward pre-hooks, forward, forward hooks, as nn.Module runs them."""
     from ..objects import attributes
 
     real = module.module

@@ -8,6 +8,7 @@ operators) and then becomes a node. It knows nothing about bytecode.
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import operator
 import re
@@ -271,6 +272,9 @@ class GraphBuilder:
                     raise self._on_break(gb.UNSUPPORTED_OPERATION, f"symbolic size {value.value}",
                                          op="a symbolic size the graph cannot compute",
                                          types="SymInt") from None
+            if isinstance(value.value, enum.Enum) and isinstance(value.value, (int, float)):
+                # an IntEnum/IntFlag is its number to an operator; fx cannot name `Flag.A|B`
+                return int(value.value) if isinstance(value.value, int) else float(value.value)
             return value.value
         if isinstance(value, SequenceValue):
             items = [self._convert(item, leaf, target, kind) for item in value.items]

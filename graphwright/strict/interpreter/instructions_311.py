@@ -412,11 +412,14 @@ class Instructions311:
     def op_MAKE_FUNCTION(self, inst):
         code = self.pop().value
         closure = tuple(self.pop().items) if inst.arg & 0x08 else ()
-        if inst.arg & 0x04:
-            self.pop()  # annotations do not change what the function computes
+        special = {}
+        if inst.arg & 0x04:  # (name, annotation, name, annotation...)
+            pairs = self.pop().items
+            annotations = {operations.hashable_key(self.tracer, pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)}
+            special["__annotations__"] = DictValue(annotations)
         kwdefaults = operations.dict_items(self.tracer, self.pop()) if inst.arg & 0x02 else {}
         defaults = tuple(self.pop().items) if inst.arg & 0x01 else ()
-        self.push(FunctionValue(code, self.globals, code.co_name, defaults, kwdefaults, closure))
+        self.push(FunctionValue(code, self.globals, code.co_name, defaults, kwdefaults, closure, special=special))
 
     # -- structural pattern matching -----------------------------------------------------
     def op_GET_LEN(self, inst):

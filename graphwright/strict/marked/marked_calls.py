@@ -11,7 +11,10 @@ value or raises its graph break:
 - `assume_constant_result` (torch's marking): called now, its result a constant;
 - the decorators themselves, applied inside the region to a function defined
   outside it: marked now, the wrapper is the value;
-- `torch.compiler.is_compiling()` and its spellings: True while tracing.
+- `torch.compiler.is_compiling()` and its spellings: True while tracing;
+- tensor markings (`graphwright.mark_dynamic`, `torch._dynamo.mark_static_address`...)
+  made inside the region: they set attributes that later compilations read, so
+  they are replayed on the real tensors after the graph, as the eager call does.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from ..objects.values import (
     Value,
 )
 from ..objects.wrap import function_value
-from . import leaf_calls, nonstrict_calls
+from . import leaf_calls, markers, nonstrict_calls
 from . import marking_breaks as mb
 from .pytree_values import PRIMITIVE_LEAF_TYPES
 
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     if rules.is_compiling_function(target):
         return ConstantValue(True)
+    if target is markers.mark_dynamic or target is markers.mark_static or rules.is_dynamo_tensor_marking(target):
+        tracer.side_effects.replay_call(target, args, kwargs)
+        return ConstantValue(None)
     decorator = rules.decorator_name(target)
     if decorator is not None:
         return _apply_decorator(tracer, target, decorator, args, kwargs)

@@ -26,6 +26,8 @@ from torch._library.opaque_object import is_opaque_reference_type, is_opaque_val
 
 from ..._core.flat_call import ModuleState, module_state_names
 from ..objects import attributes, operations
+from ..objects.classes import builtin_base, is_instance_value
+from ..objects.instances import fill, make_empty
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -35,6 +37,7 @@ from ..objects.values import (
     TensorValue,
     Value,
 )
+from ..objects.wrap import is_constant
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -110,6 +113,9 @@ class _Flattener:
             return self._slot(value)
         if isinstance(value, ConstantValue):
             return self._constant(value, path)
+        if is_instance_value(value) and not isinstance(value, ObjectValue) or \
+                isinstance(value, DictValue) and value.cls is not None:
+            return self._container_instance(value, path)
         if isinstance(value, SequenceValue):
             items = [self.template(item, f"{path}[{index}]") for index, item in enumerate(value.items)]
             if value.cls is not None:
@@ -152,6 +158,30 @@ class _Flattener:
             self.module_tensors.append(current)
         self.module_states.append(ModuleState(value.module, names))
         return value.module
+
+    def _container_instance(self, value: Value, path: str) -> Any:
+        """A stand-in instance of a dict, list or tuple subclass (OrderedDict, a ModelOutput)
+        holding templates, made as residual code rebuilds one: its class's own flatten
+        function (it must be registered) picks its children."""
+        cls = value.python_type()
+        if cls not in pytree.SUPPORTED_NODES:
+            raise InvalidLeaf(path, cls.__qualname__)
+        base = builtin_base(cls)
+        if isinstance(value, DictValue):
+            contents: Any = {key: self.template(item, f"{path}[{key!r}]") for key, item in value.items.items()}
+        else:
+            contents = [self.template(item, f"{path}[{index}]") for index, item in enumerate(value.items)]
+        state = {name: self.template(attr, f"{path}.{name}") for name, attr in self._attributes(value).items()}
+        shadow = make_empty(cls, base, tuple(contents) if base is tuple else None)
+        fill(shadow, base, None if base is tuple else contents, state)
+        return shadow
+
+    def _attributes(self, value: Value) -> dict[str, Value]:
+        real = value.obj
+        names = list(vars(real)) if real is not None and hasattr(real, "__dict__") else []
+        names += [name for name in value.overlay if name not in names]
+        found = {name: attributes.lookup(self.tracer, value, name) for name in names}
+        return {name: attr for name, attr in found.items() if attr is not None}
 
     def _object(self, value: ObjectValue, path: str) -> Any:
         cls = value.cls
@@ -268,6 +298,9 @@ def output_value(leaves: list[Any], spec: pytree.TreeSpec, graph_value: Callable
 def _as_value(tree: Any) -> Value:
     if isinstance(tree, Value):
         return tree
+    if isinstance(tree, (dict, list, tuple)) and type(tree) not in (dict, list, tuple) \
+            and not hasattr(type(tree), "_fields"):
+        return _container_instance_value(tree)
     if type(tree) in (list, tuple) or isinstance(tree, tuple) and hasattr(type(tree), "_fields"):
         items = [_as_value(item) for item in tree]
         cls = None if type(tree) in (list, tuple) else type(tree)
@@ -280,3 +313,19 @@ def _as_value(tree: Any) -> Value:
     for name, item in vars(tree).items():
         instance.overlay[name] = _as_value(item)
     return instance
+
+
+def _container_instance_value(tree: Any) -> Value:
+    """An output instance of a dict, list or tuple subclass: its items (read through its
+    builtin base) in the value, its attributes in the overlay."""
+    cls = type(tree)
+    base = builtin_base(cls)
+    if isinstance(tree, dict):
+        value: Value = DictValue({key: _as_value(dict.__getitem__(tree, key)) for key in base.__iter__(tree)},
+                                 cls=cls)
+    else:
+        value = SequenceValue([_as_value(item) for item in base.__iter__(tree)],
+                              list if isinstance(tree, list) else tuple, cls=cls)
+    for name, item in getattr(tree, "__dict__", {}).items():  # not leaves: None fields, constants
+        value.overlay[name] = ConstantValue(item) if is_constant(item) else _as_value(item)
+    return value

@@ -18,7 +18,7 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes
+from . import classes, output_calls
 from .values import (
     ConstantValue,
     DictValue,
@@ -40,8 +40,6 @@ TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad"
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
                              "is_nested", "itemsize", "nbytes"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel"})
 GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
 
@@ -166,8 +164,7 @@ def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value |
     if value.bound_self is not None:
         if name == "__self__":
             return value.bound_self
-        value = FunctionValue(value.code, value.globals, value.name, value.defaults, value.kwdefaults,
-                              value.closure, fn=value.fn)
+        value = value.unbound()
         if name == "__func__":
             return value
     if value.fn is not None:
@@ -181,10 +178,24 @@ def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value |
     return _made_function_attr(tracer, value, name)
 
 
+# Attributes of a function that Python keeps outside its `__dict__` and the region may store.
+_SPECIAL_STORES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__"})
+
+
 def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
-    """A function made by MAKE_FUNCTION while tracing has no attributes but those it was made with:
-    stores on it are not modelled, so nothing else can have been added."""
+    """A function made by MAKE_FUNCTION while tracing: the attributes it was made with, and
+    those the region stored on it."""
     code = value.code
+    if name in value.special:
+        return value.special[name]
+    if name == "__annotations__":  # made on first read, then the same dict
+        return value.special.setdefault(name, DictValue({}))
+    if name in value.attributes:
+        return value.attributes[name]
+    if name == "__dict__":
+        view = DictValue({})
+        view.items = value.attributes  # one dict: stores through either are seen by both
+        return view
     if name == "__code__":
         return ConstantValue(code)
     if name in ("__name__", "__qualname__"):
@@ -198,7 +209,7 @@ def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Va
         return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
     if name == "__kwdefaults__":
         return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
-    if hasattr(types.FunctionType, name):
+    if name in vars(types.FunctionType) or hasattr(types.FunctionType, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
                                  type="function made in the compiled region")
     return None
@@ -210,25 +221,38 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     module, source = value.module, value.source
     if name == "__class__":
         return ConstantValue(type(module))
+    if name == "__dict__":
+        return classes.instance_dict(tracer, value)
     found = classes.find(tracer, type(module), name)
     if found is not None and isinstance(found[1], property):
         return classes.bind(tracer, *found, name, value, type(module))
     if name in module.__dict__:
         return tracer.wrap(module.__dict__[name], _attr(source, name))
-    for table in ("_parameters", "_buffers", "_modules"):
-        entries = module.__dict__[table]
-        if name in entries:
-            return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
+    entry = module_table_entry(tracer, value, name)
+    if entry is not None:
+        return entry
     if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
                 "named_children", "modules", "named_modules", "items", "keys", "values"):
         from .values import MethodValue
 
         return MethodValue(value, name)
-    return None if found is None else classes.bind(tracer, *found, name, value, type(module))
+    if found is not None:
+        return classes.bind(tracer, *found, name, value, type(module))
+    return classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+
+
+def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
+    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds."""
+    module, source = value.module, value.source
+    for table in ("_parameters", "_buffers", "_modules"):
+        entries = module.__dict__[table]
+        if name in entries:
+            return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
+    return None
 
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
-    if isinstance(value.obj, logging.Logger) and name in LOGGER_METHODS | LOGGER_QUERIES:
+    if isinstance(value.obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
         from .values import MethodValue
 
         return MethodValue(value, name)
@@ -239,6 +263,19 @@ def _attr(source: Any, name: str) -> Any:
     return None if source is None else AttrSource(source, name)
 
 
+def _store_on_made_function(tracer: "Tracer", function: FunctionValue, name: str, value: Value) -> None:
+    if name in _SPECIAL_STORES:
+        if name in ("__name__", "__qualname__") and not (isinstance(value, ConstantValue)
+                                                         and isinstance(value.value, str)):
+            raise tracer.user_error(TypeError(f"{name} must be set to a string object"))
+        function.special[name] = value
+    elif name in vars(types.FunctionType):  # __code__, __defaults__, __dict__...: not modelled
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set {function.name}.{name}", name=f"setting {name}",
+                                 type="function made in the compiled region")
+    else:
+        function.attributes[name] = value
+
+
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
         classes.set_attribute(tracer, owner, name, value)
@@ -246,13 +283,16 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, ModuleValue):
         found = classes.find(tracer, type(owner.module), name)
         if found is not None and isinstance(found[1], property):
-            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set property {name}", name=name,
-                                     type=owner.python_type().__name__)
-        tracer.side_effects.store_attr(owner, name, value)
+            classes.generic_set(tracer, owner, name, value)  # its setter, inlined
+            return
+        classes.store_raw(tracer, owner, name, value)
         return
     if isinstance(owner, ConstantValue) and owner.source is not None \
             and isinstance(owner.value, (type, types.ModuleType)):
         tracer.side_effects.store_shared_attr(owner, name, value)
+        return
+    if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
+        _store_on_made_function(tracer, owner, name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)

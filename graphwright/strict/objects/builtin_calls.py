@@ -1,20 +1,17 @@
 """Python builtins, and pure functions of `math`/`operator`, on symbolic values.
 
-Each builtin the tracer models has a handler here, keyed by the builtin
-itself. Iteration helpers (enumerate, zip, map...) run eagerly over the known
-items. Pure functions of constants are simply computed. Replayable output
-(`print` when `config.reorderable_print`, `warnings.warn`, module-level
-`logging` calls) is recorded as a side effect.
+Each builtin or library function the tracer models has a handler here, keyed
+by the function itself (with those of `introspection` and `output_calls`).
+Iteration helpers (enumerate, zip, map...) run over the known items, or take
+them when asked from a generator. Pure functions of constants are simply
+computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 """
 from __future__ import annotations
 
 import builtins
 import functools
-import itertools
-import logging
 import operator
 import types
-import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -22,14 +19,21 @@ import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import attributes, classes, copying, instances, introspection, operations
+from . import (
+    attributes,
+    classes,
+    copying,
+    instances,
+    introspection,
+    iteration,
+    operations,
+    output_calls,
+)
 from .values import (
     NONE,
     ConstantValue,
     DictValue,
     FunctionValue,
-    IteratorValue,
-    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -43,10 +47,8 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = dict(introspection.HANDLERS)
+_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
-_LOGGING_FUNCTIONS = {logging.debug, logging.info, logging.warning, logging.error,
-                      logging.critical, logging.exception, logging.log}
 
 
 def handles(*targets: Any) -> Callable[[Handler], Handler]:
@@ -191,6 +193,12 @@ def _callable(tracer, args, kwargs):
     return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue)))
 
 
+def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
+    """The real object has no `name`: guarded, unless the region deleted it (then it has it now)."""
+    if name not in (getattr(owner, "overlay", None) or {}):
+        tracer.add_guard(owner.source, "lacks", name)
+
+
 @handles(getattr)
 def _getattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
@@ -198,7 +206,7 @@ def _getattr(tracer, args, kwargs):
     if found is not None:
         return found
     if len(args) > 2:
-        tracer.add_guard(args[0].source, "lacks", name)
+        _guard_lacks(tracer, args[0], name)
         return args[2]
     return attributes.load_attr(tracer, args[0], name)
 
@@ -208,13 +216,19 @@ def _hasattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
     found = attributes.lookup(tracer, args[0], name) is not None
     if not found:
-        tracer.add_guard(args[0].source, "lacks", name)
+        _guard_lacks(tracer, args[0], name)
     return ConstantValue(found)
 
 
 @handles(setattr)
 def _setattr(tracer, args, kwargs):
     attributes.store_attr(tracer, args[0], operations.python_value(tracer, args[1]), args[2])
+    return NONE
+
+
+@handles(delattr)
+def _delattr(tracer, args, kwargs):
+    attributes.delete_attr(tracer, args[0], operations.python_value(tracer, args[1]))
     return NONE
 
 
@@ -231,103 +245,6 @@ def _vars(tracer, args, kwargs):
 @handles(range)
 def _range(tracer, args, kwargs):
     return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
-
-
-def _lazy_rows(tracer, iterables: list[Value], cls: type, make_item: Callable) -> Value:
-    """`make_item(row)` for each row taken from `iterables` together (zip's rule: the shortest
-    ends it). Over a lazy iterator (a generator) the rows are taken when the consumer asks."""
-    if not any(isinstance(arg, LazyIteratorValue) for arg in iterables):
-        columns = [operations.iterate(tracer, arg) for arg in iterables]
-        return IteratorValue([make_item(list(row)) for row in zip(*columns)])
-    iterators = [arg if isinstance(arg, (IteratorValue, LazyIteratorValue))
-                 else IteratorValue(operations.iterate(tracer, arg)) for arg in iterables]
-
-    def advance() -> Value | None:
-        row = []
-        for iterator in iterators:
-            item = iterator.next_item()
-            if item is None:
-                return None
-            row.append(item)
-        return make_item(row)
-    return LazyIteratorValue(advance, cls)
-
-
-@handles(enumerate)
-def _enumerate(tracer, args, kwargs):
-    start_value = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    counter = itertools.count(operations.python_value(tracer, start_value))
-    return _lazy_rows(tracer, [args[0]], enumerate,
-                      lambda row: SequenceValue([ConstantValue(next(counter)), row[0]], tuple))
-
-
-@handles(zip)
-def _zip(tracer, args, kwargs):
-    return _lazy_rows(tracer, list(args), zip, lambda row: SequenceValue(row, tuple))
-
-
-@handles(reversed)
-def _reversed(tracer, args, kwargs):
-    return IteratorValue(list(reversed(operations.iterate(tracer, args[0]))))
-
-
-@handles(iter)
-def _iter(tracer, args, kwargs):
-    if isinstance(args[0], (IteratorValue, LazyIteratorValue)):
-        return args[0]
-    method = classes.special_method(tracer, args[0], "__iter__")
-    if method is not None:
-        from ..interpreter import calls
-
-        iterator = calls.call_value(tracer, method, [], {})
-        if classes.special_method(tracer, iterator, "__next__") is not None:
-            return iterator  # a user iterator: next() calls its __next__
-        return IteratorValue(operations.drain(tracer, iterator))
-    return IteratorValue(operations.iterate(tracer, args[0]))
-
-
-@handles(next)
-def _next(tracer, args, kwargs):
-    iterator = args[0]
-    method = classes.special_method(tracer, iterator, "__next__")
-    if method is not None:
-        from ..interpreter import calls
-
-        return calls.call_value(tracer, method, [], {})
-    if not isinstance(iterator, (IteratorValue, LazyIteratorValue)):
-        raise _unsupported(tracer, "next", args)
-    item = iterator.next_item()
-    if item is not None:
-        return item
-    if len(args) > 1:
-        return args[1]
-    raise tracer.user_error(StopIteration())
-
-
-@handles(map)
-def _map(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    return _lazy_rows(tracer, list(args[1:]), map, lambda row: calls.call_value(tracer, args[0], row, {}))
-
-
-@handles(filter)
-def _filter(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    def keep(item: Value) -> bool:
-        if operations.is_none(args[0]):
-            return operations.truth(tracer, item)
-        return operations.truth(tracer, calls.call_value(tracer, args[0], [item], {}))
-    if not isinstance(args[1], LazyIteratorValue):
-        return IteratorValue([item for item in operations.iterate(tracer, args[1]) if keep(item)])
-
-    def advance() -> Value | None:
-        while (item := args[1].next_item()) is not None:
-            if keep(item):
-                return item
-        return None
-    return LazyIteratorValue(advance, filter)
 
 
 @handles(sorted)
@@ -523,65 +440,6 @@ def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)
 
 
-def _sequences(tracer, args) -> list[list[Value]]:
-    return [operations.iterate(tracer, arg) for arg in args]
-
-
-def _tuples(rows) -> IteratorValue:
-    return IteratorValue([SequenceValue(list(row), tuple) for row in rows])
-
-
-@handles(itertools.product)
-def _product(tracer, args, kwargs):
-    repeat = operations.python_value(tracer, kwargs.get("repeat", ConstantValue(1)))
-    return _tuples(itertools.product(*_sequences(tracer, args), repeat=repeat))
-
-
-for _target in (itertools.combinations, itertools.permutations, itertools.combinations_with_replacement):
-    _HANDLERS[_target] = lambda tracer, args, kwargs, target=_target: _tuples(target(
-        operations.iterate(tracer, args[0]),
-        *(operations.python_value(tracer, arg) for arg in args[1:]),
-        **{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}))
-
-
-@handles(itertools.chain)
-def _chain(tracer, args, kwargs):
-    return IteratorValue([item for items in _sequences(tracer, args) for item in items])
-
-
-@handles(itertools.chain.from_iterable)
-def _chain_from_iterable(tracer, args, kwargs):
-    return IteratorValue([item for group in operations.iterate(tracer, args[0])
-                          for item in operations.iterate(tracer, group)])
-
-
-@handles(itertools.accumulate)
-def _accumulate(tracer, args, kwargs):
-    from ..interpreter import calls
-
-    function = args[1] if len(args) > 1 else kwargs.get("func")
-    items = operations.iterate(tracer, args[0])
-    if "initial" in kwargs and not operations.is_none(kwargs["initial"]):
-        items = [kwargs["initial"], *items]
-    totals = items[:1]
-    for item in items[1:]:
-        totals.append(operations.binary(tracer, operator.add, totals[-1], item) if function is None
-                      else calls.call_value(tracer, function, [totals[-1], item], {}))
-    return IteratorValue(totals)
-
-
-@handles(itertools.islice)
-def _islice(tracer, args, kwargs):
-    bounds = [operations.python_value(tracer, arg) for arg in args[1:]]
-    return IteratorValue(list(itertools.islice(operations.iterate(tracer, args[0]), *bounds)))
-
-
-@handles(itertools.zip_longest)
-def _zip_longest(tracer, args, kwargs):
-    fill = kwargs.get("fillvalue", NONE)
-    return _tuples(itertools.zip_longest(*_sequences(tracer, args), fillvalue=fill))
-
-
 @handles(torch.utils.checkpoint.checkpoint)
 def _checkpoint(tracer, args, kwargs):
     """Activation checkpointing trades memory for recomputation; values and gradients are those
@@ -605,16 +463,6 @@ def _print(tracer, args, kwargs):
         raise tracer.graph_break(gb.PRINT_CALL, f"print with {len(args)} arguments")
     tracer.side_effects.replay_call(print, args, kwargs)
     return NONE
-
-
-for _target in (warnings.warn, *_LOGGING_FUNCTIONS):
-    def _replay(tracer, args, kwargs, target=_target):
-        if not config.reorderable_logging:
-            raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {target.__name__}",
-                                     name=f"{target.__module__}.{target.__name__}")
-        tracer.side_effects.replay_call(target, args, kwargs)
-        return NONE
-    _HANDLERS[_target] = _replay
 
 
 @handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,

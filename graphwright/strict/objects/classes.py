@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ConstantSource, ItemSource, Source
+from ..guards.sources import (
+    AttrSource,
+    ConstantSource,
+    InstanceDictSource,
+    ItemSource,
+    Source,
+)
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from .values import (
@@ -43,7 +49,7 @@ from .values import (
     SuperValue,
     Value,
 )
-from .wrap import function_value, is_graph_operator
+from .wrap import cached_function_value, function_value, is_graph_operator
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -57,6 +63,8 @@ _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # C classes whose attribute stores are object's generic ones
 _GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__)
 _GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__)
+_MODULE_CALL = torch.nn.Module.__dict__["__call__"]
+_TYPE_CALL = type.__dict__["__call__"]
 
 
 def builtin_base(cls: type) -> type:
@@ -162,12 +170,16 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
             return raw.bind(instance)
         return raw
+    if isinstance(instance, ModuleValue) and (raw is torch.nn.Module.__getattr__ or raw is _MODULE_CALL):
+        return MethodValue(instance, name)  # nn.Module's own, modelled: its tables, its hooks
+    if raw is _TYPE_CALL and isinstance(instance, ConstantValue) and isinstance(instance.value, type):
+        return MethodValue(instance, name)  # type.__call__, from a metaclass's own __call__
     if type(raw) is types.FunctionType:
         return _bind_function(tracer, owner, raw, name, instance, cls)
     if cls_value is None:
         cls_value = class_value(cls)
     if isinstance(raw, staticmethod):
-        tracer.add_guard(AttrSource(ConstantSource(id(cls), cls), name), "id", raw.__func__)
+        tracer.add_guard(_resolution_source(cls, owner, name, raw.__func__), "id", raw.__func__)
         return tracer.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
         bound = getattr(cls, name)
@@ -193,16 +205,17 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         tracer.add_guard(_entry_source(owner, name), "id", raw)
         return _call(tracer, function_value(getter, None), [descriptor, instance or ConstantValue(None), cls_value])
     if isinstance(raw, _BUILTIN_METHODS):
-        return MethodValue(instance, name) if instance is not None else ConstantValue(raw)
-    if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
-        # a cached function: called through the tracer's model of the cache (`calls`), bound
-        # to the real instance; on an instance made in the region, the function itself
-        tracer.add_guard(_entry_source(owner, name), "id", raw)
         if instance is None:
             return ConstantValue(raw)
-        if real_object(instance) is not None:
-            return ConstantValue(types.MethodType(raw, real_object(instance)))
-        return function_value(raw.__wrapped__, None).bind(instance)
+        if isinstance(instance, ObjectValue) and instance.obj is not None \
+                and raw.__objclass__ not in MODELLED_BASES:
+            # a C method of a real object (a regex, a generator): called as the constant it is
+            return tracer.wrap(getattr(real_object(instance), name), None)
+        return MethodValue(instance, name)
+    if isinstance(raw, functools._lru_cache_wrapper) and type(raw.__wrapped__) is types.FunctionType:
+        tracer.add_guard(_entry_source(owner, name), "id", raw)  # calls.modelled_call runs the cache
+        function = cached_function_value(raw)
+        return function if instance is None else function.bind(instance)
     real = real_object(instance) if instance is not None else None
     if real is not None and instance.source is not None:
         return tracer.wrap(getattr(real, name), AttrSource(instance.source, name))
@@ -232,11 +245,18 @@ def _bind_function(tracer: "Tracer", owner: type, raw: types.FunctionType, name:
             qualname = f"{cls.__module__}.{cls.__qualname__}.{name}"
             raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"method {qualname}", name=qualname)
     # the class is guarded (by type or identity); a method replaced on it must recompile too
-    resolved = cls.__dict__.get(name, _MISSING) is raw or getattr(cls, name, None) is raw
-    source = AttrSource(ConstantSource(id(cls), cls), name) if resolved else _entry_source(owner, name)
-    tracer.add_guard(source, "id", raw)
+    tracer.add_guard(_resolution_source(cls, owner, name, raw), "id", raw)
     function = function_value(raw, None)
     return function if instance is None else function.bind(instance)
+
+
+def _resolution_source(cls: type, owner: type, name: str, function: Any) -> Source:
+    """Where a guard re-reads a function found on `owner`: `cls.name` when that is how it is
+    reached (so that a method added to a subclass is noticed too), else the entry itself (a
+    function reached through super())."""
+    if getattr(cls, name, None) is function:
+        return AttrSource(ConstantSource(id(cls), cls), name)
+    return _entry_source(owner, name)
 
 
 # -- reading attributes ---------------------------------------------------------------------
@@ -251,12 +271,19 @@ def get_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
             tracer, bind(tracer, *hook, "__getattribute__", instance, cls), [ConstantValue(name)]))
     else:
         found = generic_get(tracer, instance, name)
-    if found is None:
-        hook = _python_hook(tracer, cls, "__getattr__")
-        if hook is not None:
-            found = _unless_attribute_error(tracer, lambda: _call(
-                tracer, bind(tracer, *hook, "__getattr__", instance, cls), [ConstantValue(name)]))
-    return found
+    return found if found is not None else user_getattr(tracer, instance, name)
+
+
+def user_getattr(tracer: "Tracer", instance: Value, name: str) -> Value | None:
+    """What a Python `__getattr__` of the instance's class (torch.nn's own excepted: modules'
+    tables are modelled) gives for an attribute the normal lookup did not find; None when
+    there is none, or it raises AttributeError."""
+    cls = instance.python_type()
+    hook = _python_hook(tracer, cls, "__getattr__")
+    if hook is None or hook[0] is torch.nn.Module:
+        return None
+    return _unless_attribute_error(tracer, lambda: _call(
+        tracer, bind(tracer, *hook, "__getattr__", instance, cls), [ConstantValue(name)]))
 
 
 def _unless_attribute_error(tracer: "Tracer", read: Any) -> Value | None:
@@ -298,7 +325,23 @@ def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
     state = instance_dict_of(real)
     if state is None or name not in state:
         return None
-    return tracer.wrap(state[name], _attr(instance.source, name))
+    return tracer.wrap(state[name], _own_source(tracer, instance, name))
+
+
+def _own_source(tracer: "Tracer", instance: Value, name: str) -> Source | None:
+    """Where the guards re-read an instance's own attribute: `x.name`, or the entry of its
+    `__dict__` when its class's `__getattribute__` is Python (a config's: slow to run per guard)."""
+    if instance.source is None:
+        return None
+    if _python_hook(tracer, instance.python_type(), "__getattribute__") is None:
+        return AttrSource(instance.source, name)
+    return ItemSource(dict_source(tracer, instance), name)
+
+
+def dict_source(tracer: "Tracer", instance: Value) -> Source:
+    if _python_hook(tracer, instance.python_type(), "__getattribute__") is None:
+        return AttrSource(instance.source, "__dict__")
+    return InstanceDictSource(instance.source)
 
 
 def instance_dict_of(real: Any) -> dict | None:
@@ -337,7 +380,7 @@ def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.__dict__ after stores",
                                  name="__dict__ (after attributes were set in the region)",
                                  type=cls.__name__)
-    return tracer.wrap(instance_dict_of(real), _attr(instance.source, "__dict__"))
+    return tracer.wrap(instance_dict_of(real), None if instance.source is None else dict_source(tracer, instance))
 
 
 def has_instance_dict(cls: type) -> bool:
@@ -345,7 +388,7 @@ def has_instance_dict(cls: type) -> bool:
 
 
 def _dict_was_read(tracer: "Tracer", instance: Value) -> bool:
-    return instance.source is not None and AttrSource(instance.source, "__dict__") in tracer.memo_by_source
+    return instance.source is not None and dict_source(tracer, instance) in tracer.memo_by_source
 
 
 def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:

@@ -17,7 +17,6 @@ import collections
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ..guards.sources import AttrSource
 from ..interpreter import graph_breaks as gb
 from . import classes, operations
 from .values import (
@@ -152,7 +151,7 @@ def _own_state(tracer: "Tracer", value: Value) -> dict[str, Value]:
     if real is not None:
         names = list(classes.instance_dict_of(real) or ())
         if value.source is not None:
-            tracer.add_guard(AttrSource(value.source, "__dict__"), "keys", tuple(names))
+            tracer.add_guard(classes.dict_source(tracer, value), "keys", tuple(names))
         for name in names:
             found = classes.own_attribute(tracer, value, name)
             if found is not None:

@@ -44,10 +44,16 @@ def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str
 
 def call_class(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`cls(*args, **kwargs)` for a class the tracer does not model natively."""
-    cls_value = class_value(cls)
     meta_call = find(tracer, type(cls), "__call__")
     if meta_call is not None and is_python_function(meta_call[1]):
-        return _call(tracer, bind(tracer, *meta_call, "__call__", cls_value, type(cls)), args, kwargs)
+        return _call(tracer, bind(tracer, *meta_call, "__call__", class_value(cls), type(cls)), args, kwargs)
+    return type_call(tracer, cls, args, kwargs)
+
+
+def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`type.__call__(cls, *args, **kwargs)`: `__new__`, then `__init__` on what it made
+    (also what a metaclass's own `__call__` reaches through super())."""
+    cls_value = class_value(cls)
     base = builtin_base(cls)
     if base not in MODELLED_BASES:
         raise _unmodelled_base(tracer, cls, base)
@@ -153,6 +159,24 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
             operations.setitem(tracer, instance, ConstantValue(key), value)
         return
     instance.items.update(pairs)
+
+
+def make_empty(cls: type, base: type, items: tuple | None) -> Any:
+    """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
+    runs); a tuple's items are given here. Used by residual code and for pytree templates."""
+    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+
+
+def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
+    """Give an instance made by `make_empty` its items and attributes as the builtin base and
+    `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    if isinstance(contents, dict):
+        for key, value in contents.items():
+            base.__setitem__(instance, key, value)
+    elif contents is not None:
+        list.extend(instance, contents)
+    for name, value in state.items():
+        object.__setattr__(instance, name, value)
 
 
 def handle_builtin_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:

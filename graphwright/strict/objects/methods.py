@@ -12,10 +12,8 @@ import collections
 import logging
 from typing import TYPE_CHECKING
 
-from ..._core import config
 from ..interpreter import graph_breaks as gb
-from . import classes, operations
-from .attributes import LOGGER_QUERIES
+from . import classes, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
@@ -51,6 +49,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return _sequence_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictValue):
         return _dict_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
+        from . import instances  # type.__call__ on a class: __new__ then __init__
+
+        return instances.type_call(tracer, receiver.value, args, kwargs)
     if isinstance(receiver, ConstantValue):
         return _constant_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ModuleValue):
@@ -63,17 +65,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         from ..interpreter import contexts
 
         return contexts.exit_context(tracer, receiver)
-    if isinstance(receiver, ObjectValue) and name in LOGGER_QUERIES:
-        python_args = tuple(operations.python_value(tracer, arg) for arg in args)
-        result = getattr(receiver.obj, name)(*python_args)
-        tracer.add_guard(receiver.source, "call", (name, python_args, result))  # levels can change
-        return ConstantValue(result)
     if isinstance(receiver, ObjectValue) and isinstance(receiver.obj, logging.Logger):
-        if config.reorderable_logging:
-            tracer.side_effects.replay_call(getattr(receiver.obj, name), args, kwargs)
-            return NONE
-        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"logging call {name}",
-                                 name=f"Logger.{name}")
+        return output_calls.call_logger_method(tracer, receiver, name, args, kwargs)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
                              type=receiver.python_type().__name__)
 
@@ -157,8 +150,15 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
 
 def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
                  kwargs: dict[str, Value]) -> Value:
-    items = mapping.items
     key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
+    if name == "get":
+        found = mapping.lookup(key)
+        return found if found is not None else args[1] if len(args) > 1 else NONE
+    if name == "__getitem__":
+        return operations.native_getitem(tracer, mapping, args[0])
+    if name == "__contains__":
+        return ConstantValue(mapping.lookup(key) is not None)
+    items = mapping.items
     if name == "keys":  # a set-like view: iteration keeps the dict's order
         return DictValue({key: ConstantValue(key) for key in items}, set)
     if name == "__iter__":
@@ -167,12 +167,6 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
         return SequenceValue(list(items.values()), list)
     if name == "items":
         return SequenceValue([SequenceValue([ConstantValue(k), v], tuple) for k, v in items.items()], list)
-    if name == "get":
-        return items.get(key, args[1] if len(args) > 1 else NONE)
-    if name == "__getitem__":
-        return operations.native_getitem(tracer, mapping, args[0])
-    if name == "__contains__":
-        return ConstantValue(key in items)
     if name == "__len__":
         return ConstantValue(len(items))
     if name == "copy":
@@ -251,6 +245,16 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     from . import attributes
 
     real = module.module
+    if name == "__call__":  # nn.Module's, reached by super() from a class's own __call__
+        from ..interpreter import calls
+
+        return calls.module_call(tracer, module, args, kwargs)
+    if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
+        key = operations.python_value(tracer, args[0])
+        found = attributes.module_table_entry(tracer, module, key)
+        if found is None:
+            raise tracer.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{key}'"))
+        return found
     if name in ("items", "keys", "values"):
         keys = [item.value for item in attributes.module_children_for_iteration(tracer, module)]
         if name == "keys":

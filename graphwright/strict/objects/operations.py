@@ -32,6 +32,7 @@ from .values import (
     TensorValue,
     Value,
 )
+from .wrap import is_identity_key
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -109,6 +110,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return items if value.cls is None else value.cls(items)
     if isinstance(value, ModuleValue):
         return value.module
+    if isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None:
+        return value.fn
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
@@ -124,6 +127,10 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return python_value(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module
+    real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
+    if real is not None and is_identity_key(real):
+        tracer.add_guard(value.source, "id", real)  # found by identity: the same object
+        return real
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 
@@ -147,8 +154,10 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
-    if isinstance(lhs, TensorValue) or isinstance(rhs, TensorValue):
+    if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
+    if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
+        return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
@@ -318,7 +327,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     if isinstance(container, DictValue):
-        return hashable_key(tracer, item) in container.items
+        return container.lookup(hashable_key(tracer, item)) is not None
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
@@ -445,9 +454,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
-        if python_key in container.items:
-            return container.items[python_key]
-        return _missing(tracer, container, key, python_key)
+        found = container.lookup(python_key)
+        return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
         try:
             return constant_result(container.value[python_value(tracer, key, "an index")])

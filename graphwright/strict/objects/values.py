@@ -27,7 +27,7 @@ Values read from outside carry a `source`; values created while tracing have non
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 
@@ -102,22 +102,54 @@ class DictValue(Value):
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
-    is the real object when it was read from outside."""
+    is the real object when it was read from outside.
 
-    __slots__ = ("items", "kind", "mutated", "cls", "overlay", "obj")
+    A dict read from outside is read as the program reads it: `lookup` reads (and
+    guards) one key through `reader`; the first use of `items` reads the whole dict,
+    guarded on its keys."""
+
+    __slots__ = ("_items", "kind", "mutated", "cls", "overlay", "obj", "reader")
 
     def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None,
-                 cls: type | None = None, obj: Any = None) -> None:
+                 cls: type | None = None, obj: Any = None, reader: "DictReader | None" = None) -> None:
         super().__init__(source)
-        self.items = dict(items)
+        self._items = dict(items)
         self.kind = kind
         self.mutated = False
         self.cls = cls
         self.overlay: dict[str, Value | None] = {}
         self.obj = obj
+        self.reader = reader
+
+    @property
+    def items(self) -> dict[Any, Value]:
+        if self.reader is not None:
+            reader, self.reader = self.reader, None
+            self._items = reader.read_all()
+        return self._items
+
+    @items.setter
+    def items(self, items: dict[Any, Value]) -> None:
+        self._items, self.reader = items, None
+
+    def lookup(self, key: Any) -> "Value | None":
+        """The item under `key` (a Python key), or None when there is none."""
+        if self.reader is not None and key not in self._items:
+            found = self.reader.read_key(key)
+            if found is not None:
+                self._items[key] = found
+            return found
+        return self._items.get(key)
 
     def python_type(self) -> type:
         return self.cls or self.kind
+
+
+class DictReader(Protocol):
+    """Reads a dict from outside for `DictValue` (made in wrap.py, where guards are chosen)."""
+
+    def read_key(self, key: Any) -> Value | None: ...
+    def read_all(self) -> dict[Any, Value]: ...
 
 
 class CellValue(Value):
@@ -136,13 +168,19 @@ class CellValue(Value):
 
 
 class FunctionValue(Value):
-    """A Python function to inline; `bound_self` makes it a bound method."""
+    """A Python function to inline; `bound_self` makes it a bound method.
 
-    __slots__ = ("code", "globals", "name", "defaults", "kwdefaults", "closure", "bound_self", "fn")
+    For a function the region made, `attributes` is its `__dict__` and `special` the
+    `__name__`, `__qualname__`, `__doc__` and `__module__` stored on it (`functools.wraps`
+    sets both); bound methods share them with their function."""
+
+    __slots__ = ("code", "globals", "name", "defaults", "kwdefaults", "closure", "bound_self", "fn",
+                 "attributes", "special")
 
     def __init__(self, code: types.CodeType, f_globals: dict, name: str, defaults: tuple,
                  kwdefaults: dict, closure: tuple[CellValue, ...], *, bound_self: Value | None = None,
-                 fn: Any = None, source: Source | None = None) -> None:
+                 fn: Any = None, source: Source | None = None, attributes: dict | None = None,
+                 special: dict | None = None) -> None:
         super().__init__(source)
         self.code = code
         self.globals = f_globals
@@ -152,10 +190,17 @@ class FunctionValue(Value):
         self.closure = closure
         self.bound_self = bound_self
         self.fn = fn
+        self.attributes: dict[Any, Value] = {} if attributes is None else attributes
+        self.special: dict[str, Value] = {} if special is None else special
 
     def bind(self, receiver: Value) -> "FunctionValue":
-        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults,
-                             self.closure, bound_self=receiver, fn=self.fn)
+        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults, self.closure,
+                             bound_self=receiver, fn=self.fn, attributes=self.attributes, special=self.special)
+
+    def unbound(self) -> "FunctionValue":
+        """The function of a bound method (the same function, attributes and all)."""
+        return FunctionValue(self.code, self.globals, self.name, self.defaults, self.kwdefaults, self.closure,
+                             fn=self.fn, attributes=self.attributes, special=self.special)
 
     def python_type(self) -> type:
         return types.MethodType if self.bound_self is not None else types.FunctionType

@@ -88,9 +88,28 @@ def is_graph_operator(target: Any) -> bool:
     return False
 
 
+def is_cached_function(real: Any) -> bool:
+    """A Python function under `functools.lru_cache`/`cache`."""
+    return isinstance(real, functools._lru_cache_wrapper) and type(real.__wrapped__) is types.FunctionType
+
+
+def is_dict_key(key: Any) -> bool:
+    """A key a modelled dict can hold: a constant, or an object compared and hashed by identity
+    (a class, `typing.Union`...), which a guard on the keys can compare exactly."""
+    return is_constant(key) or is_identity_key(key)
+
+
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
+
+
+def is_identity_key(real: Any) -> bool:
+    """An object that hashes and compares by identity (a class, a function, a typing form):
+    as a dict key it is found exactly when the same object is looked up (registries keyed by
+    class)."""
+    cls = type(real)
+    return cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__
 
 
 def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
@@ -138,18 +157,15 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
     if cls is dict or cls is collections.OrderedDict:
-        if not all(is_constant(key) for key in real):
+        if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=None if cls is dict else cls)
+        return DictValue({}, dict, source, cls=None if cls is dict else cls,
+                         reader=_OutsideDict(tracer, real, source))
     if cls is types.MappingProxyType and all(is_constant(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({key: wrap(tracer, item, _item(source, key)) for key, item in real.items()},
-                         dict, source, cls=cls, obj=real)
+        return DictValue({}, dict, source, cls=cls, obj=real, reader=_OutsideDict(tracer, real, source))
     if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
         value = _wrap_container_subclass(tracer, real, cls, source)
         if value is not None:
@@ -159,6 +175,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "type", set)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
+    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_container_subclass(tracer, real, cls, source)
+        if value is not None:
+            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
@@ -178,6 +198,8 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
         if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
             return function_value(real.__func__, None).bind(receiver)
+        if is_cached_function(real.__func__):  # transformers' Logger.warning_once
+            return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
@@ -185,6 +207,29 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
     return ObjectValue(real, cls, source)
+
+
+class _OutsideDict:
+    """Reads a dict found outside the region as the program reads it. A lookup guards what it
+    saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
+    recompile when another variable is set); using the dict as a whole guards all its keys."""
+
+    __slots__ = ("tracer", "real", "source")
+
+    def __init__(self, tracer: "Tracer", real: Any, source: Source | None) -> None:
+        self.tracer = tracer
+        self.real = real
+        self.source = source
+
+    def read_key(self, key: Any) -> Value | None:
+        if key in self.real:  # re-reading the value fails the guards once the key is gone
+            return wrap(self.tracer, self.real[key], _item(self.source, key))
+        self.tracer.add_guard(self.source, "contains", (key, False))
+        return None
+
+    def read_all(self) -> dict[Any, Value]:
+        self.tracer.add_guard(self.source, "keys", tuple(self.real))
+        return {key: wrap(self.tracer, item, _item(self.source, key)) for key, item in self.real.items()}
 
 
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
@@ -198,7 +243,7 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
         keys = list(base.__iter__(real))
-        if not all(is_constant(key) for key in keys):
+        if not all(is_dict_key(key) for key in keys):
             return None
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(contents, "keys", tuple(keys))
@@ -253,6 +298,14 @@ def function_value(fn: types.FunctionType, source: Source | None) -> FunctionVal
     return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
                          dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
                          source=source)
+
+
+def cached_function_value(cached: Any) -> FunctionValue:
+    """A function under `functools.lru_cache`: its code is the wrapped function's, the real
+    object (`fn`) the cache, whose calls `calls.modelled_call` gives their meaning."""
+    wrapped = cached.__wrapped__
+    return FunctionValue(wrapped.__code__, wrapped.__globals__, wrapped.__name__, tuple(wrapped.__defaults__ or ()),
+                         dict(wrapped.__kwdefaults__ or {}), closure_cells(wrapped, None), fn=cached)
 
 
 def closure_cells(fn: Any, source: Source | None) -> tuple[CellValue, ...]:

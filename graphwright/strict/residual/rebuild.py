@@ -25,6 +25,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
+from ..objects.instances import fill, make_empty
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -44,23 +45,6 @@ from .side_effects import SideEffects
 _LITERAL_TYPES = (int, str, bool, type(None))
 
 
-def _new_instance(cls: type, base: type, items: tuple | None) -> Any:
-    """An empty instance of `cls`, made by its builtin base (no `__new__` of the user's runs)."""
-    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
-
-
-def _fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
-    """Give an instance made by `_new_instance` its items and attributes, as the builtin base
-    and `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
-    if isinstance(contents, dict):
-        for key, value in contents.items():
-            base.__setitem__(instance, key, value)
-    elif contents is not None:
-        list.extend(instance, contents)
-    for name, value in state.items():
-        object.__setattr__(instance, name, value)
-
-
 def _refill(container: Any, new: Any, base: type) -> None:
     """Replace the items of an instance of a dict or list subclass through its builtin base."""
     if base is list:
@@ -72,9 +56,11 @@ def _refill(container: Any, new: Any, base: type) -> None:
 
 
 def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdefaults: dict | None,
-                   closure: tuple) -> types.FunctionType:
+                   closure: tuple, attributes: dict | None = None) -> types.FunctionType:
     function = types.FunctionType(code, f_globals, code.co_name, defaults or None, closure or None)
     function.__kwdefaults__ = kwdefaults
+    for name, value in (attributes or {}).items():  # stored in the region (functools.wraps...)
+        setattr(function, name, value)
     return function
 
 
@@ -91,8 +77,8 @@ class ResidualWriter(EntryWriter):
 
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         super().__init__(code)
-        self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": _new_instance,
-                               "___fill": _fill, "___refill": _refill, "___setattr": object.__setattr__,
+        self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
+                               "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___object_delattr": object.__delattr__,
                                "___replace_contents": _replace_contents, "___make_function": _make_function})
         self.outputs: list[Value] = []
@@ -203,8 +189,10 @@ class ResidualWriter(EntryWriter):
             defaults = "(" + "".join(self.rebuild(d) + ", " for d in value.defaults) + ")"
             kwdefaults = self.rebuild(DictValue(value.kwdefaults)) if value.kwdefaults else "None"
             closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in value.closure) + ")"
+            stored = {**value.attributes, **value.special}
+            attributes = "{" + ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in stored.items()) + "}"
             plain = (f"___make_function({self.ref(value.code)}, {self.ref(value.globals)}, "
-                     f"{defaults}, {kwdefaults}, {closure})")
+                     f"{defaults}, {kwdefaults}, {closure}, {attributes})")
         else:
             plain = self.expr(value.source) if value.source is not None else self.ref(value.fn)
         if value.bound_self is None:

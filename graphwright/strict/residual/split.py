@@ -94,9 +94,10 @@ def has_backedge(frame: Frame, inst: dis.Instruction) -> bool:
 
 def open_with_blocks(code: types.CodeType, offset: int) -> list[Any] | None:
     """The exception-table entries of the `with` blocks around `offset`, innermost first;
-    None when a `try` block (or an exception handler) encloses it."""
+    None when a `try` block or an exception handler encloses it. From a `with` block's
+    handler the chain goes on through the cleanup entry that covers that handler."""
     instructions, index_of, table, _ = decoded(code)
-    blocks = []
+    blocks, after_with = [], False
     while True:
         entry = next((row for row in table if row.start <= offset < row.end), None)
         if entry is None:
@@ -104,8 +105,11 @@ def open_with_blocks(code: types.CodeType, offset: int) -> list[Any] | None:
         handler = [inst.opname for inst in instructions[index_of[entry.target]:index_of[entry.target] + 3]]
         if handler[:2] == ["PUSH_EXC_INFO", "WITH_EXCEPT_START"]:
             blocks.append(entry)
-        elif handler != ["COPY", "POP_EXCEPT", "RERAISE"]:
-            return None
+            after_with = True
+        elif after_with and handler == ["COPY", "POP_EXCEPT", "RERAISE"]:
+            after_with = False  # the cleanup around that `with` block's own handler
+        else:
+            return None  # a try block, or the body of an except clause
         offset = entry.target
 
 

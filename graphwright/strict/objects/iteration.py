@@ -1,0 +1,325 @@
+"""Iterators and the helpers that make them: iter, next, enumerate, zip, map, filter,
+and `itertools`, as Python runs them.
+
+An iterator is an `IteratorValue` (its items already known), a `LazyIteratorValue`
+(a generator made in the region, or a helper over one: items are made when the
+consumer asks), or an instance of a user class with `__next__`. Each helper is
+written as a Python generator over the values its inputs produce (`_pull`), so
+it takes items in exactly the order and number Python's own helper would: an
+infinite `count()` or `cycle()` is fine, `zip` stops at the shortest, a function
+given to `map` runs when its result is asked for, interleaving its side effects
+with the consumer's. Restructuring helpers over inputs whose items are all known
+give an `IteratorValue` right away (it can leave the region).
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_breaks import UserException
+from . import classes, operations
+from .values import (
+    NONE,
+    ConstantValue,
+    IteratorValue,
+    LazyIteratorValue,
+    SequenceValue,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+Handler = Callable[["Tracer", list, dict], Value]
+HANDLERS: dict[Any, Handler] = {}
+
+
+def _handles(*targets: Any) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        for target in targets:
+            HANDLERS[target] = handler
+        return handler
+    return register
+
+
+def _call(tracer: "Tracer", function: Value, args: list[Value]) -> Value:
+    from ..interpreter import calls
+
+    return calls.call_value(tracer, function, args, {})
+
+
+def iterator_of(tracer: "Tracer", value: Value) -> Value:
+    """`iter(value)`: an iterator is itself; a user iterable's `__iter__` is called."""
+    if isinstance(value, (IteratorValue, LazyIteratorValue)):
+        return value
+    method = classes.special_method(tracer, value, "__iter__")
+    if method is not None:
+        iterator = _call(tracer, method, [])
+        if classes.special_method(tracer, iterator, "__next__") is not None:
+            return iterator  # a user iterator: next() calls its __next__
+        return IteratorValue(operations.drain(tracer, iterator))
+    return IteratorValue(operations.iterate(tracer, value))
+
+
+def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
+    """The iterator's next item, or None once it is exhausted."""
+    if isinstance(iterator, (IteratorValue, LazyIteratorValue)):
+        return iterator.next_item()
+    method = classes.special_method(tracer, iterator, "__next__")
+    if method is None:
+        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"next({iterator!r})", name="next",
+                                 types=f"`{iterator.python_type().__name__}`")
+    try:
+        return _call(tracer, method, [])
+    except UserException as raised:
+        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
+            return None
+        raise
+
+
+def _pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
+    while (item := next_item(tracer, iterator)) is not None:
+        yield item
+
+
+def _result(items: Iterator[Value], cls: type, lazy: bool) -> Value:
+    """`items` as the helper's iterator: all made now, or each when the consumer asks."""
+    if not lazy:
+        return IteratorValue(list(items))
+    return LazyIteratorValue(lambda: next(items, None), cls)
+
+
+def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool]:
+    """The inputs as iterators, and whether any of them makes its items lazily."""
+    iterators = [iterator_of(tracer, value) for value in values]
+    return iterators, not all(isinstance(iterator, IteratorValue) for iterator in iterators)
+
+
+def _python(tracer: "Tracer", value: Value | None, default: Any = None) -> Any:
+    return default if value is None else operations.python_value(tracer, value)
+
+
+@_handles(iter)
+def _iter(tracer, args, kwargs):
+    if len(args) > 1:
+        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, "iter(callable, sentinel)", name="iter",
+                                 types="a callable and a sentinel")
+    return iterator_of(tracer, args[0])
+
+
+@_handles(next)
+def _next(tracer, args, kwargs):
+    item = next_item(tracer, args[0])
+    if item is not None:
+        return item
+    if len(args) > 1:
+        return args[1]
+    raise tracer.user_error(StopIteration())
+
+
+@_handles(enumerate)
+def _enumerate(tracer, args, kwargs):
+    (iterator,), lazy = _iterators(tracer, args[:1])
+    start = _python(tracer, args[1] if len(args) > 1 else kwargs.get("start"), 0)
+    items = (SequenceValue([ConstantValue(index), item], tuple)
+             for index, item in zip(itertools.count(start), _pull(tracer, iterator)))
+    return _result(items, enumerate, lazy)
+
+
+@_handles(zip)
+def _zip(tracer, args, kwargs):
+    iterators, lazy = _iterators(tracer, list(args))
+    pulls = [_pull(tracer, it) for it in iterators]
+    rows = _strict_rows(tracer, pulls) if _python(tracer, kwargs.get("strict"), False) else zip(*pulls)
+    return _result((SequenceValue(list(row), tuple) for row in rows), zip, lazy)
+
+
+def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[tuple]:
+    """zip(strict=True): as zip, and a ValueError when the inputs end at different lengths."""
+    end = object()
+    for row in itertools.zip_longest(*pulls, fillvalue=end):
+        ended = [item is end for item in row]
+        if all(ended):
+            return
+        if any(ended):
+            first = ended.index(True) if ended[0] is False else ended.index(False)
+            relation = "shorter" if ended[first] else "longer"
+            raise tracer.user_error(ValueError(f"zip() argument {first + 1} is {relation} than argument 1"))
+        yield row
+
+
+@_handles(map)
+def _map(tracer, args, kwargs):
+    iterators, _ = _iterators(tracer, list(args[1:]))
+    rows = zip(*(_pull(tracer, it) for it in iterators))
+    return _result((_call(tracer, args[0], list(row)) for row in rows), map, lazy=True)
+
+
+def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
+    if operations.is_none(predicate):
+        return lambda item: operations.truth(tracer, item)
+    return lambda item: operations.truth(tracer, _call(tracer, predicate, [item]))
+
+
+@_handles(filter)
+def _filter(tracer, args, kwargs):
+    keep = _truth_of(tracer, args[0])
+    iterator = iterator_of(tracer, args[1])
+    return _result((item for item in _pull(tracer, iterator) if keep(item)), filter, lazy=True)
+
+
+@_handles(reversed)
+def _reversed(tracer, args, kwargs):
+    return IteratorValue(list(reversed(operations.iterate(tracer, args[0]))))
+
+
+# -- itertools ------------------------------------------------------------------------------
+
+def _tuples(rows: Iterator[tuple]) -> Iterator[Value]:
+    return (SequenceValue(list(row), tuple) for row in rows)
+
+
+@_handles(itertools.product)
+def _product(tracer, args, kwargs):
+    pools = [operations.iterate(tracer, arg) for arg in args]  # product takes every input at once
+    return _result(_tuples(itertools.product(*pools, repeat=_python(tracer, kwargs.get("repeat"), 1))),
+                   itertools.product, lazy=False)
+
+
+def _choices(target: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        pool = operations.iterate(tracer, args[0])
+        sizes = [_python(tracer, arg) for arg in [*args[1:], *kwargs.values()]]  # the one size, `r`
+        return _result(_tuples(target(pool, *sizes)), target, lazy=False)
+    return handler
+
+
+for _target in (itertools.combinations, itertools.permutations, itertools.combinations_with_replacement):
+    HANDLERS[_target] = _choices(_target)
+
+
+@_handles(itertools.chain)
+def _chain(tracer, args, kwargs):
+    iterators, lazy = _iterators(tracer, list(args))
+    return _result((item for it in iterators for item in _pull(tracer, it)), itertools.chain, lazy)
+
+
+@_handles(itertools.chain.from_iterable)
+def _chain_from_iterable(tracer, args, kwargs):
+    groups = iterator_of(tracer, args[0])
+    items = (item for group in _pull(tracer, groups) for item in _pull(tracer, iterator_of(tracer, group)))
+    return _result(items, itertools.chain, lazy=True)
+
+
+@_handles(itertools.accumulate)
+def _accumulate(tracer, args, kwargs):
+    function = args[1] if len(args) > 1 else kwargs.get("func")
+    initial = kwargs.get("initial")
+    (iterator,), lazy = _iterators(tracer, args[:1])
+    if function is None or operations.is_none(function):
+        def combine(total: Value, item: Value) -> Value:
+            return operations.binary(tracer, operator.add, total, item)
+    else:
+        def combine(total: Value, item: Value) -> Value:
+            return _call(tracer, function, [total, item])
+        lazy = True
+    start = None if initial is None or operations.is_none(initial) else initial
+    return _result(itertools.accumulate(_pull(tracer, iterator), combine, initial=start),
+                   itertools.accumulate, lazy)
+
+
+@_handles(itertools.islice)
+def _islice(tracer, args, kwargs):
+    (iterator,), lazy = _iterators(tracer, args[:1])
+    bounds = [_python(tracer, arg) for arg in args[1:]]
+    return _result(itertools.islice(_pull(tracer, iterator), *bounds), itertools.islice, lazy)
+
+
+@_handles(itertools.zip_longest)
+def _zip_longest(tracer, args, kwargs):
+    iterators, lazy = _iterators(tracer, list(args))
+    rows = itertools.zip_longest(*(_pull(tracer, it) for it in iterators), fillvalue=kwargs.get("fillvalue", NONE))
+    return _result(_tuples(rows), itertools.zip_longest, lazy)
+
+
+@_handles(itertools.count)
+def _count(tracer, args, kwargs):
+    start = _python(tracer, args[0] if args else kwargs.get("start"), 0)
+    step = _python(tracer, args[1] if len(args) > 1 else kwargs.get("step"), 1)
+    return _result((ConstantValue(number) for number in itertools.count(start, step)), itertools.count, lazy=True)
+
+
+@_handles(itertools.repeat)
+def _repeat(tracer, args, kwargs):
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if times is None:
+        return _result(itertools.repeat(args[0]), itertools.repeat, lazy=True)
+    return _result(itertools.repeat(args[0], _python(tracer, times)), itertools.repeat, lazy=False)
+
+
+@_handles(itertools.cycle)
+def _cycle(tracer, args, kwargs):
+    return _result(itertools.cycle(_pull(tracer, iterator_of(tracer, args[0]))), itertools.cycle, lazy=True)
+
+
+def _while_handler(target: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        keep = _truth_of(tracer, args[0])
+        return _result(target(keep, _pull(tracer, iterator_of(tracer, args[1]))), target, lazy=True)
+    return handler
+
+
+HANDLERS[itertools.takewhile] = _while_handler(itertools.takewhile)
+HANDLERS[itertools.dropwhile] = _while_handler(itertools.dropwhile)
+
+
+@_handles(itertools.starmap)
+def _starmap(tracer, args, kwargs):
+    rows = _pull(tracer, iterator_of(tracer, args[1]))
+    return _result((_call(tracer, args[0], operations.iterate(tracer, row)) for row in rows),
+                   itertools.starmap, lazy=True)
+
+
+@_handles(itertools.compress)
+def _compress(tracer, args, kwargs):
+    (data, selectors), lazy = _iterators(tracer, list(args[:2]))
+    truths = (operations.truth(tracer, selector) for selector in _pull(tracer, selectors))
+    return _result(itertools.compress(_pull(tracer, data), truths), itertools.compress, lazy)
+
+
+@_handles(itertools.pairwise)
+def _pairwise(tracer, args, kwargs):
+    (iterator,), lazy = _iterators(tracer, args[:1])
+    return _result(_tuples(itertools.pairwise(_pull(tracer, iterator))), itertools.pairwise, lazy)
+
+
+@_handles(itertools.groupby)
+def _groupby(tracer, args, kwargs):
+    key = args[1] if len(args) > 1 else kwargs.get("key")
+    iterator = iterator_of(tracer, args[0])
+
+    def python_key(item: Value) -> Any:  # groupby compares keys with ==: they must be known
+        found = item if key is None or operations.is_none(key) else _call(tracer, key, [item])
+        return operations.python_value(tracer, found, "itertools.groupby keys")
+
+    def groups() -> Iterator[Value]:
+        for group_key, group in itertools.groupby(_pull(tracer, iterator), python_key):
+            members = LazyIteratorValue(lambda group=group: next(group, None), type(group))
+            yield SequenceValue([operations.constant_result(group_key), members], tuple)
+    return _result(groups(), itertools.groupby, lazy=True)
+
+
+@_handles(collections._count_elements)
+def _count_elements(tracer, args, kwargs):
+    """collections.Counter's tally (a C helper): `mapping[item] = mapping.get(item, 0) + 1`."""
+    from . import attributes
+
+    mapping, iterable = args
+    get = attributes.load_attr(tracer, mapping, "get")
+    for item in _pull(tracer, iterator_of(tracer, iterable)):
+        count = _call(tracer, get, [item, ConstantValue(0)])
+        operations.setitem(tracer, mapping, item, operations.binary(tracer, operator.add, count, ConstantValue(1)))
+    return NONE
