@@ -161,43 +161,41 @@ def _callers_containers(args: tuple, leaves: list, traced_leaves: list) -> Itera
 
     In real mode they are passed as they are. In fake and symbolic modes each
     input tensor in the caller's lists and dicts is swapped for its traced
-    counterpart for the run, and the real tensors still there are put back
-    after it: side effects on the containers (a `pop`, an `append`) happen to
-    the caller's objects during the trace, as the function would do them
-    (the non-strict tracing seed's example 3). Tuples are rebuilt around the
-    same mutable children.
+    counterpart for the run, and after it every traced counterpart of an
+    input found in those containers is swapped back for the real tensor:
+    side effects on the containers (a `pop`, an `append`) happen to the
+    caller's objects during the trace, as the function would do them (the
+    non-strict tracing seed's example 3). A tensor the function computed and
+    stored there has no real value: it stays the fake it was. Tuples are
+    rebuilt around the same mutable children.
     """
     traced_of = {id(leaf): traced for leaf, traced in zip(leaves, traced_leaves) if traced is not leaf}
     if not traced_of:
         yield args
         return
-    swapped: list[tuple[Any, dict[int, Any]]] = []
+    real_of = {id(traced): leaf for leaf, traced in zip(leaves, traced_leaves) if traced is not leaf}
+    swapped: list[Any] = []
     try:
         yield tuple(_swap_in(arg, traced_of, swapped) for arg in args)
     finally:
-        for container, originals in swapped:
+        for container in swapped:
             keys = range(len(container)) if isinstance(container, list) else list(container)
             for key in keys:
-                original = originals.get(id(container[key]))
-                if original is not None:
-                    container[key] = original
+                real = real_of.get(id(container[key]))
+                if real is not None:
+                    container[key] = real
 
 
 def _swap_in(value: Any, traced_of: dict[int, Any], swapped: list) -> Any:
     """`value` with its input tensors replaced by their traced counterparts: lists and dicts in
-    place (recorded in `swapped` with the tensors to put back), other containers rebuilt."""
+    place (recorded in `swapped`), other containers rebuilt."""
     if isinstance(value, torch.Tensor):
         return traced_of.get(id(value), value)
     if type(value) in (list, dict):
-        originals: dict[int, Any] = {}
         keys = range(len(value)) if type(value) is list else list(value)
         for key in keys:
-            item = value[key]
-            new = _swap_in(item, traced_of, swapped)
-            if new is not item:
-                originals[id(new)] = item
-                value[key] = new
-        swapped.append((value, originals))
+            value[key] = _swap_in(value[key], traced_of, swapped)
+        swapped.append(value)
         return value
     if pytree.tree_is_leaf(value):
         return value
