@@ -237,6 +237,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     from ..objects import attributes
 
     real = module.module
+    if markers.is_disabled(real):
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
