@@ -1218,3 +1218,55 @@ def test_leaf_function_on_an_unweakrefable_callable_stays_marked_while_registere
     # by another object while it is marked.
     assert scale_id in rules.allowed_callables.names
     assert rules.allowed_callables._kept_alive[scale_id].k == 2.0
+
+
+def test_leaf_function_traced_by_make_fx_is_one_opaque_node():
+    calls = []
+
+    @graphwright.leaf_function
+    def logged(x):
+        calls.append(float(x.sum()))
+        return (x * 2,)
+
+    @logged.register_fake
+    def _(x):
+        return (torch.empty_like(x),)
+
+    def f(x):
+        return logged(x.sin())[0] + 1
+
+    for mode in ("real", "fake"):
+        calls.clear()
+        gm = graphwright.make_fx(f, tracing_mode=mode)(torch.ones(3))
+        targets = [str(node.target) for node in gm.graph.nodes if node.op == "call_function"]
+        assert "graphwright.leaf_call.default" in targets and "aten.mul.Tensor" not in targets
+        assert calls == ([3 * float(torch.ones(1).sin())] if mode == "real" else [])
+        x = torch.randn(3)
+        torch.testing.assert_close(gm(x), x.sin() * 2 + 1)
+        assert len(calls) == (2 if mode == "real" else 1)  # and once more when the graph runs
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_leaf_function_called_in_a_nonstrict_trace_body_runs_at_run_time(backend):
+    calls = []
+
+    @graphwright.leaf_function
+    def logged(x):
+        calls.append("ran")
+        return (x * 2,)
+
+    @logged.register_fake
+    def _(x):
+        return (torch.empty_like(x),)
+
+    @graphwright.nonstrict_trace
+    def body(x):
+        graphwright.graph_break()
+        return logged(x.cos())[0] + 1
+
+    compiled = graphwright.compile(lambda x: body(x).sum(), backend=backend, fullgraph=True)
+    x = torch.randn(3, requires_grad=True)
+    compiled(x).backward()
+    compiled(x)
+    assert calls == ["ran", "ran"]  # once per call at run time, never while tracing
+    torch.testing.assert_close(x.grad, -2 * x.detach().sin())

@@ -26,8 +26,10 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from . import rules
-from .errors import InvalidMarkingError, LeafFunctionError
+from torch._subclasses.fake_tensor import FakeTensor
+
+from . import leaf_op, rules
+from .errors import InvalidMarkingError
 from .user_stack import user_frames_of_stack
 
 _STEP = re.compile(r"\.([A-Za-z_]\w*)|\[\s*(-?\d+)\s*\]|\[\s*(['\"])(.*?)\3\s*\]")
@@ -73,6 +75,7 @@ class LeafFunctionInfo:
     name: str
     mutates: tuple[MutationTarget, ...] = ()
     fake: Callable | None = field(default=None, repr=False)
+    sites: list = field(default_factory=list, repr=False)  # operator call sites made while tracing
 
     def require_fake(self) -> Callable:
         if self.fake is None:
@@ -128,28 +131,27 @@ def named_input_tensors(arguments: dict[str, Any]) -> Iterator[tuple[str, torch.
                     yield f"{path}.{state_name}", tensor
 
 
-def undeclared_mutation(name: str, path: str) -> LeafFunctionError:
-    return LeafFunctionError(
-        f"leaf_function '{name}' mutates its input `{path}` in place without declaring it",
-        explanation="Undeclared in-place mutation: a compiled call gives the function its "
-                    "inputs as they are and assumes they come back unchanged.",
-        hints=[f"Declare it: `@graphwright.leaf_function(mutates_args={{'{path}'}})`.",
-               "Or clone the input before changing it."],
-        user_stack=user_frames_of_stack())
-
-
 def call_eagerly(info: LeafFunctionInfo, args: tuple, kwargs: dict[str, Any]) -> Any:
-    """A call outside any compiled region: the Python, with the compiled call's checks."""
-    info.require_fake()
+    """A call outside any compiled region: the Python, with the compiled call's checks. Made
+    while a tracer runs (on fake tensors, or under `make_fx`), it is a call of the operator:
+    one opaque node in the trace, the Python running when the graph does."""
+    fake = info.require_fake()
     arguments = info.arguments(args, kwargs)
     declared = {id(tensor) for tensor in info.declared_tensors(arguments)}
-    watched = [(path, tensor, tensor._version) for path, tensor in named_input_tensors(arguments)
-               if id(tensor) not in declared]
+    named = list(named_input_tensors(arguments))
+    if _tracing(named):
+        names = {id(tensor): path for path, tensor in reversed(named)}
+        return leaf_op.call_operator(info.fn, fake, info.name, args, kwargs, declared, names, info.sites)
+    watched = [(path, tensor, tensor._version) for path, tensor in named if id(tensor) not in declared]
     output = info.fn(*args, **kwargs)
     for path, tensor, version in watched:
         if tensor._version != version:
-            raise undeclared_mutation(info.name, path)
+            raise leaf_op.undeclared_mutation(info.name, path)
     return output
+
+
+def _tracing(named: list[tuple[str, torch.Tensor]]) -> bool:
+    return torch._C._len_torch_dispatch_stack() > 0 or any(isinstance(t, FakeTensor) for _, t in named)
 
 
 def leaf_function(fn: Callable | None = None, *, mutates_args: set[str] | None = None) -> Any:

@@ -33,8 +33,7 @@ import torch.utils._pytree as pytree
 
 from . import config
 from .errors import LeafFunctionError
-from .flat_call import ModuleState, apply_flat_call
-from .leaf_function import undeclared_mutation
+from .flat_call import ModuleState, apply_flat_call, module_state_names
 from .user_stack import user_frames_of_stack
 
 
@@ -57,6 +56,7 @@ class LeafCall:
         self.mutated = tuple(mutated)
         self.input_names = tuple(input_names)
         self.out_spec: pytree.TreeSpec | None = None
+        self.constant_leaves: list[Any] = []  # the output's leaves, tensors as None
         self.fake_metadata: list[tuple[Any, torch.dtype]] = []
         self._structure_checked = False
         self.handle = next(_HANDLES)
@@ -73,7 +73,14 @@ class LeafCall:
     def record_fake_output(self, output: Any) -> None:
         """What the fake returned when the site was traced: the real output must match it."""
         leaves, self.out_spec = pytree.tree_flatten(output)
+        self.constant_leaves = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
         self.fake_metadata = [(tuple(leaf.shape), leaf.dtype) for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+    def output_tree(self, tensors: Sequence[torch.Tensor]) -> Any:
+        """The output, its tensor leaves from `tensors`, the others as the fake returned them."""
+        found = iter(tensors)
+        leaves = [next(found) if leaf is None else leaf for leaf in self.constant_leaves]
+        return pytree.tree_unflatten(leaves, self.out_spec)
 
     # -- running the function -------------------------------------------------------
     def run_fake(self, flat_inputs: Sequence[torch.Tensor]) -> tuple[Any, list[torch.Tensor]]:
@@ -84,6 +91,8 @@ class LeafCall:
         output = apply_flat_call(self.fake, self.in_spec, self.leaves, self.input_positions, self.module_states,
                                  local, reads_constants=False)
         self._check_mutations(flat_inputs, versions)
+        if self.out_spec is None:
+            self.record_fake_output(output)
         return output, _fresh_tensor_leaves(output, local) + [local[index] for index in self.mutated]
 
     def run(self, flat_inputs: Sequence[torch.Tensor], needs_grad: Sequence[bool]) -> list[torch.Tensor]:
@@ -113,6 +122,8 @@ class LeafCall:
         validate = config.leaf_function_validate_outputs
         if self._structure_checked and not validate:
             return
+        if self.out_spec is None:  # called on real tensors under make_fx: no fake ran
+            self.record_fake_output(output)
         leaves, spec = pytree.tree_flatten(output)
         if spec != self.out_spec:
             raise LeafFunctionError(
@@ -140,6 +151,52 @@ def _check_metadata(name: str, position: int, tensor: torch.Tensor, shape: tuple
         explanation=what + ".",
         hints=["Make the fake build outputs of the real function's shapes and dtypes."],
         user_stack=user_frames_of_stack())
+
+
+def undeclared_mutation(name: str, path: str) -> LeafFunctionError:
+    return LeafFunctionError(
+        f"leaf_function '{name}' mutates its input `{path}` in place without declaring it",
+        explanation="Undeclared in-place mutation: a compiled call gives the function its "
+                    "inputs as they are and assumes they come back unchanged.",
+        hints=[f"Declare it: `@graphwright.leaf_function(mutates_args={{'{path}'}})`.",
+               "Or clone the input before changing it."],
+        user_stack=user_frames_of_stack())
+
+
+def call_operator(fn: Callable, fake: Callable, name: str, args: tuple, kwargs: dict, declared: set[int],
+                  names: dict[int, str], sites: list) -> Any:
+    """`fn(*args, **kwargs)` as one call of the operator, made where a tracer runs: the trace
+    records it as one node. `declared` and `names` are the ids of the tensors the call may
+    mutate and the user's names of its tensors; the new call site is kept in `sites` (the leaf
+    function's own list: the site lives as long as the function)."""
+    def is_module(node: Any) -> bool:
+        return isinstance(node, torch.nn.Module)
+
+    leaves, in_spec = pytree.tree_flatten((tuple(args), dict(kwargs)), is_leaf=is_module)
+    positions = [index for index, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    flat = [leaves[index] for index in positions]
+    states = []
+    for module in dict.fromkeys(leaf for leaf in leaves if is_module(leaf)):
+        state_names = module_state_names(module)
+        states.append(ModuleState(module, state_names))
+        flat += [_state_tensor(module, state_name) for state_name in state_names]
+    constants = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    mutated = [index for index, tensor in enumerate(flat) if id(tensor) in declared]
+    input_names = [names.get(id(tensor), f"input {index}") for index, tensor in enumerate(flat)]
+    site = LeafCall(fn, fake, name, in_spec, constants, positions, states, mutated, input_names)
+    sites.append(site)
+    results = site(*flat)
+    num_outputs = len(results) - len(mutated) - 1  # the last is the call's ticket
+    for index, new_value in zip(mutated, results[num_outputs:]):
+        flat[index].copy_(new_value)  # once, seen by autograd
+    return site.output_tree(results[:num_outputs])
+
+
+def _state_tensor(module: torch.nn.Module, name: str) -> torch.Tensor:
+    """The parameter or buffer at `name`, whatever tensor stands in it now (a traced one)."""
+    owner_path, _, attribute = name.rpartition(".")
+    owner = module.get_submodule(owner_path) if owner_path else module
+    return owner._parameters[attribute] if attribute in owner._parameters else owner._buffers[attribute]
 
 
 _HANDLES = itertools.count()
