@@ -621,3 +621,17 @@ def test_replayed_body_on_symbolic_sizes_serves_every_size():
         out.sum().backward()
         torch.testing.assert_close(x.grad, torch.ones(size))
     assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int_argument_that_changes_between_calls_stays_symbolic_through_the_call(backend):
+    @graphwright.nonstrict_trace
+    def scale(x, n):
+        return x * n
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(lambda x, n: scale(x, n) + 1, fullgraph=True, backend=counter)
+    x = torch.randn(3)
+    for n in (2, 3, 4, 5):
+        torch.testing.assert_close(compiled(x, n), x * n + 1)
+    assert counter.frame_count == 2  # as torch.compile: specialised once, then symbolic

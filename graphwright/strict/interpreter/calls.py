@@ -91,8 +91,9 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
     if markers.is_disabled(target):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
-    if rules.marking_of(target) is not None:
-        # marked callables see plain Python numbers: a symbolic int is specialised at the call site
+    if rules.marking_of(target) not in (None, rules.NONSTRICT):
+        # these marked callables see plain Python numbers: a symbolic int is specialised at the
+        # call site (a nonstrict_trace call takes it as an input of its node)
         args = [_specialised(tracer, arg) for arg in args]
         kwargs = {key: _specialised(tracer, arg) for key, arg in kwargs.items()}
     return marked_calls.call_marked(tracer, target, list(args), kwargs)

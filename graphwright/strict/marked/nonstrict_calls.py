@@ -1,13 +1,16 @@
 """A call to a `nonstrict_trace`-ed function: one opaque graph node, typed by a non-strict trace.
 
 The strict tracer does not look inside the function. Its arguments are
-flattened to a pytree spec and flat tensor inputs (module parameters and
-buffers included, `pytree_values`); the function then runs once under the
-non-strict tracer (`make_fx`) on the compilation's fake tensors, which gives
-the output's structure and metadata; the graph gets one node calling a
-`FlatCall` of the function on the flat inputs, and the output is rebuilt
-around that node's tensor results. Non-tensor inputs and outputs, and the
-structure of both, are specialised to this call site.
+flattened to a pytree spec and flat inputs (tensors and symbolic ints, then
+module parameters and buffers, `pytree_values`); the function then runs once
+under the non-strict tracer (`make_fx`) on the compilation's fake tensors,
+which gives the output's structure and metadata, and records the body's
+operations; the graph gets one node calling a `FlatCall` of the function on
+the flat inputs, and the output is rebuilt around that node's results (its
+tensors and symbolic sizes). Where the recording is faithful to autograd
+(`nonstrict.replay`), ahead-of-time autograd replays it instead of running
+the body again. Other non-tensor inputs and outputs, and the structure of
+both, are specialised to this call site.
 
 Reading a tensor that requires grad and is not an input, or mutating an
 input, is legal but silently different from eager under ahead-of-time
