@@ -56,7 +56,8 @@ class LeafCall:
         self.mutated = tuple(mutated)
         self.input_names = tuple(input_names)
         self.out_spec: pytree.TreeSpec | None = None
-        self.constant_leaves: list[Any] = []  # the output's leaves, tensors as None
+        self.constant_leaves: list[Any] = []  # the output's leaves, tensors and scalars as None
+        self.scalar_outputs: list[tuple[int, torch.dtype]] = []  # symbolic in the fake: (leaf, dtype)
         self.fake_metadata: list[tuple[Any, torch.dtype]] = []
         self._structure_checked = False
         self.handle = next(_HANDLES)
@@ -73,14 +74,34 @@ class LeafCall:
     def record_fake_output(self, output: Any) -> None:
         """What the fake returned when the site was traced: the real output must match it."""
         leaves, self.out_spec = pytree.tree_flatten(output)
-        self.constant_leaves = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+        self.scalar_outputs = [(index, _SCALAR_DTYPES[type(leaf)]) for index, leaf in enumerate(leaves)
+                               if type(leaf) in _SCALAR_DTYPES]
+        self.constant_leaves = [None if isinstance(leaf, torch.Tensor) or type(leaf) in _SCALAR_DTYPES else leaf
+                                for leaf in leaves]
         self.fake_metadata = [(tuple(leaf.shape), leaf.dtype) for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
-    def output_tree(self, tensors: Sequence[torch.Tensor]) -> Any:
-        """The output, its tensor leaves from `tensors`, the others as the fake returned them."""
-        found = iter(tensors)
-        leaves = [next(found) if leaf is None else leaf for leaf in self.constant_leaves]
+    @property
+    def num_outputs(self) -> int:
+        """The operator's results before the mutated inputs' new values and the ticket."""
+        return len(self.fake_metadata) + len(self.scalar_outputs)
+
+    def output_tree(self, results: Sequence[torch.Tensor]) -> Any:
+        """The output from the operator's results: tensors, then scalars (as 0-dim tensors),
+        the other leaves as the fake returned them."""
+        tensors = iter(results[:len(self.fake_metadata)])
+        scalars = {index: value.item() for (index, _), value in zip(self.scalar_outputs,
+                                                                    results[len(self.fake_metadata):])}
+        leaves = [scalars[index] if index in scalars else next(tensors) if leaf is None else leaf
+                  for index, leaf in enumerate(self.constant_leaves)]
         return pytree.tree_unflatten(leaves, self.out_spec)
+
+    def _results(self, output: Any, local: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """What the operator returns for `output` (the ticket aside): its tensors (copied where
+        they alias an input), its symbolic scalars as 0-dim tensors, the mutated inputs."""
+        leaves = pytree.tree_leaves(output)
+        scalars = [torch.empty((), dtype=dtype) if isinstance(leaves[index], _SYMBOLIC)
+                   else torch.tensor(leaves[index], dtype=dtype) for index, dtype in self.scalar_outputs]
+        return _fresh_tensor_leaves(output, local) + scalars + [local[index] for index in self.mutated]
 
     # -- running the function -------------------------------------------------------
     def run_fake(self, flat_inputs: Sequence[torch.Tensor]) -> tuple[Any, list[torch.Tensor]]:
@@ -93,7 +114,7 @@ class LeafCall:
         self._check_mutations(flat_inputs, versions)
         if self.out_spec is None:
             self.record_fake_output(output)
-        return output, _fresh_tensor_leaves(output, local) + [local[index] for index in self.mutated]
+        return output, self._results(output, local)
 
     def run(self, flat_inputs: Sequence[torch.Tensor], needs_grad: Sequence[bool]) -> list[torch.Tensor]:
         """The function, once: the output's tensor leaves, the mutated inputs' new values, the ticket."""
@@ -109,7 +130,7 @@ class LeafCall:
                                      self.module_states, local)
             self._check_mutations(flat_inputs, versions)
             self._check_output(output)
-            outputs = _fresh_tensor_leaves(output, local) + [local[index] for index in self.mutated]
+            outputs = self._results(output, local)
             ticket = _ticket(outputs, grad_leaves) if any(needs_grad) else torch.tensor(-1)
         return [tensor.detach() for tensor in outputs] + [ticket]
 
@@ -153,6 +174,10 @@ def _check_metadata(name: str, position: int, tensor: torch.Tensor, shape: tuple
         user_stack=user_frames_of_stack())
 
 
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_SCALAR_DTYPES = {torch.SymInt: torch.int64, torch.SymFloat: torch.float64, torch.SymBool: torch.bool}
+
+
 def undeclared_mutation(name: str, path: str) -> LeafFunctionError:
     return LeafFunctionError(
         f"leaf_function '{name}' mutates its input `{path}` in place without declaring it",
@@ -186,7 +211,7 @@ def call_operator(fn: Callable, fake: Callable, name: str, args: tuple, kwargs: 
     site = LeafCall(fn, fake, name, in_spec, constants, positions, states, mutated, input_names)
     sites.append(site)
     results = site(*flat)
-    num_outputs = len(results) - len(mutated) - 1  # the last is the call's ticket
+    num_outputs = site.num_outputs
     for index, new_value in zip(mutated, results[num_outputs:]):
         flat[index].copy_(new_value)  # once, seen by autograd
     return site.output_tree(results[:num_outputs])
@@ -342,3 +367,6 @@ leaf_call.register_autograd(_backward, setup_context=_setup_context)
 
 # The user's Python runs for its side effects too: dead-code elimination must keep every call.
 torch.fx.node.has_side_effect(torch.ops.graphwright.leaf_call.default)
+
+OPAQUE_CALL_OPERATORS = frozenset({torch.ops.graphwright.leaf_call.default})
+"""Operators that run user Python: their outputs' sizes may be decided by data (unbacked)."""

@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core.errors import NonFakeInputError, TraceError
+from .._core.leaf_op import OPAQUE_CALL_OPERATORS
 from .._core.user_stack import user_frames_of_stack
 from .symbolic_sizes import SymbolicSizeNodes, is_symbolic
 from .trace_record import CapturedConstant, TraceRecord
@@ -318,7 +319,8 @@ def _depends_on_data(func: Any) -> bool:
     known = _DEPENDS_ON_DATA.get(func)
     if known is None:
         tags = getattr(func, "tags", ())
-        known = _DEPENDS_ON_DATA[func] = any(tag in tags for tag in _DATA_DEPENDENT_TAGS)
+        known = _DEPENDS_ON_DATA[func] = any(tag in tags for tag in _DATA_DEPENDENT_TAGS) \
+            or func in OPAQUE_CALL_OPERATORS  # a leaf function's fake may return such sizes
     return known
 
 

@@ -211,6 +211,8 @@ class GraphBuilder:
 
     def call_with_result(self, target: Any, args: list[Value], result: Any) -> Value:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace)."""
+        if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
+            self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
         return self._wrap_result(node, result)
 

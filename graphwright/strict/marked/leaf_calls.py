@@ -30,6 +30,7 @@ from .pytree_values import (
     check_output_leaves,
     example_value,
     flatten_call_arguments,
+    is_graph_output,
     output_value,
 )
 
@@ -58,7 +59,7 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
     output, _ = trace_on_fakes(tracer, lambda *flat_inputs: site.run_fake(flat_inputs)[0], fakes, name,
                                mb.LEAF_FAKE_FAILED, reads_constants=False)
     try:
-        leaves, out_spec = check_output_leaves(output, symbolic=False)
+        leaves, out_spec = check_output_leaves(output)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"{leaf.path} of {name}", name=name,
                                  what=f"`{leaf.path}`", type=leaf.kind) from None
@@ -66,10 +67,16 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
     with tracer.graph.fake_mode:
         tensors = site(*fakes)
     result = tracer.graph.call_with_result(site, inputs, tensors)
-    num_outputs = len(tensors) - len(mutated) - 1  # the last is the call's ticket
+    num_tensors, num_outputs = len(site.fake_metadata), site.num_outputs
     for index, new_value in zip(mutated, result.items[num_outputs:]):
         tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
-    return output_value(leaves, out_spec, lambda index: result.items[index])
+    # A scalar the fake computes from data comes back as a 0-dim tensor: its value is `.item()`.
+    scalars = [tracer.graph.call("call_method", "item", [value], {})
+               for value in result.items[num_tensors:num_outputs]]
+    results = iter(result.items[:num_tensors])
+    graph_values = [scalars.pop(0) if not isinstance(leaf, torch.Tensor) else next(results)
+                    for leaf in leaves if is_graph_output(leaf)]
+    return output_value(leaves, out_spec, graph_values.__getitem__)
 
 
 def _mutated_and_named(info: LeafFunctionInfo, flat: FlatArguments,
