@@ -246,3 +246,25 @@ def test_nanogpt_style_generate_compiles_at_most_twice():
         tokens = _generate(graphwright.compile(model, backend=counter), idx)
     assert torch.equal(tokens, expected)
     assert counter.frame_count <= 2
+
+
+@graphwright.allow_in_graph
+def _scaled_by(x, n):
+    return x * n
+
+
+@graphwright.nonstrict_trace
+def _shifted_and_length(x, n):
+    return x + n, x.size(0)
+
+
+@pytest.mark.parametrize("fn", [lambda x: _scaled_by(x, x.shape[0]),
+                                lambda x: (lambda y, m: y * m)(*_shifted_and_length(x, x.shape[0]))],
+                         ids=["allow_in_graph", "nonstrict_trace"])
+def test_symbolic_sizes_go_through_marked_functions_without_specialising(fn):
+    counter = CompileCounter()
+    compiled = graphwright.compile(fn, backend=counter, dynamic=True, fullgraph=True)
+    for size in (3, 5, 7):
+        x = torch.randn(size)
+        torch.testing.assert_close(compiled(x), fn(x))
+    assert counter.frame_count == 1

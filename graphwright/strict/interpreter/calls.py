@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..._core import rules
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
@@ -91,18 +90,8 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
     if markers.is_disabled(target):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
-    if rules.marking_of(target) not in (None, rules.NONSTRICT):
-        # these marked callables see plain Python numbers: a symbolic int is specialised at the
-        # call site (a nonstrict_trace call takes it as an input of its node)
-        args = [_specialised(tracer, arg) for arg in args]
-        kwargs = {key: _specialised(tracer, arg) for key, arg in kwargs.items()}
+    # symbolic ints stay symbolic through marked calls: inputs of their nodes
     return marked_calls.call_marked(tracer, target, list(args), kwargs)
-
-
-def _specialised(tracer: "Tracer", value: Value) -> Value:
-    if operations.is_symbolic(value):
-        return ConstantValue(operations.python_value(tracer, value))
-    return value
 
 
 def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

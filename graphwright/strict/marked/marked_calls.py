@@ -35,7 +35,7 @@ from ..objects.values import (
 from ..objects.wrap import function_value
 from . import leaf_calls, markers, nonstrict_calls
 from . import marking_breaks as mb
-from .pytree_values import PRIMITIVE_LEAF_TYPES
+from .pytree_values import PRIMITIVE_LEAF_TYPES, SYMBOLIC_LEAF_TYPES
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -92,7 +92,7 @@ def _allowed_argument(value: Value) -> bool:
     if isinstance(value, TensorValue):
         return True
     if isinstance(value, ConstantValue):
-        return isinstance(value.value, PRIMITIVE_LEAF_TYPES)
+        return isinstance(value.value, (*PRIMITIVE_LEAF_TYPES, *SYMBOLIC_LEAF_TYPES))
     if isinstance(value, SequenceValue) and value.cls is None:
         return all(_allowed_argument(item) for item in value.items)
     return False
