@@ -22,6 +22,7 @@ import torch
 
 from ..._core import rules
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from .. import operators
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
@@ -109,7 +110,7 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
-    handler = builtin_calls.handler_for(target)  # before markings: torch disables what we model
+    handler = builtin_calls.handler_for(target) or operators.handler_for(target)  # before markings
     if handler is not None:
         return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)

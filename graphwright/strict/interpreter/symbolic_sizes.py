@@ -43,8 +43,8 @@ def holds_symbol(value: Any) -> bool:
 
 
 class SymbolicSizes:
-    def __init__(self) -> None:
-        self.shape_env = ShapeEnv()
+    def __init__(self, shape_env: ShapeEnv | None = None) -> None:
+        self.shape_env = shape_env or ShapeEnv()
         self._nodes: dict[Any, torch.fx.Node] = {}
 
     def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int]) -> torch.Tensor:

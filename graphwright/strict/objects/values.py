@@ -23,9 +23,11 @@ One class per kind of Python behaviour, not per type:
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
 
 Values read from outside carry a `source`; values created while tracing have none.
+Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
 """
 from __future__ import annotations
 
+import itertools
 import types
 from typing import Any, Callable, Protocol
 
@@ -33,18 +35,28 @@ import torch
 
 from ..guards.sources import Source
 
+_BIRTHS = itertools.count()
+
 
 class Value:
-    __slots__ = ("source",)
+    # `birth` orders values by creation: a function traced as a subgraph may change only
+    # the objects made after it started (`SideEffects.scope`)
+    __slots__ = ("source", "birth")
 
     def __init__(self, source: Source | None = None) -> None:
         self.source = source
+        self.birth = next(_BIRTHS)
 
     def python_type(self) -> type:
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.python_type().__name__})"
+
+
+def birth_mark() -> int:
+    """A mark in creation order: values made from now on have a greater `birth`."""
+    return next(_BIRTHS)
 
 
 class ConstantValue(Value):

@@ -1,0 +1,21 @@
+"""PyTorch's control-flow and function-transform operators inside a compiled region.
+
+One module per family, sharing `subgraphs` (a Python callable traced as a
+subgraph with its own inputs): `control_flow` (torch.cond). `handler_for`
+gives the tracer the handler of a call, keyed by the callable itself.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import control_flow
+
+_HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS}
+
+
+def handler_for(target: Any) -> Callable | None:
+    """The handler `(tracer, args, kwargs) -> Value` of a call of `target`, or None."""
+    try:
+        return _HANDLERS.get(target)
+    except TypeError:  # an unhashable callable
+        return None
