@@ -56,6 +56,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return methods.call_method(tracer, function.receiver, function.name, args, kwargs)
     if isinstance(function, ModuleValue):
         return call_module(tracer, function, args, kwargs)
+    if isinstance(function, operators.TransformedFunction):
+        return function.call(tracer, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = None if function.source is None else WeakrefSource(function.source)
         return tracer.wrap(function.value(), source)

@@ -1,16 +1,21 @@
 """PyTorch's control-flow and function-transform operators inside a compiled region.
 
 One module per family, sharing `subgraphs` (a Python callable traced as a
-subgraph with its own inputs): `control_flow` (torch.cond). `handler_for`
-gives the tracer the handler of a call, keyed by the callable itself.
+subgraph with its own inputs): `control_flow` (torch.cond), `functorch`
+(vmap, grad, vjp...). `handler_for` gives the tracer the handler of a call,
+keyed by the callable itself; a transformed function is a `TransformedFunction`
+value, called through its `call`.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import control_flow
+from . import control_flow, functorch
+from .functorch import TransformedFunction
 
-_HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS}
+_HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS}
+
+__all__ = ["TransformedFunction", "handler_for"]
 
 
 def handler_for(target: Any) -> Callable | None:

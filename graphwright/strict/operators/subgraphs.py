@@ -208,14 +208,15 @@ def _rebuild_parts(parts: list, leaves: list[Value]) -> list[Value]:
 
 
 def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value] | None = None,
-                   *, purpose: str, example: Callable[[TensorValue], torch.Tensor] | None = None,
+                   *, purpose: str, example: Callable[[int, TensorValue], torch.Tensor] | None = None,
                    grad_enabled: bool | None = None, fresh_outputs: bool = False,
                    call: Callable[[list[Value], dict[str, Value]], Value] | None = None) -> Subgraph:
     """Trace `function(*args, **kwargs)` as a subgraph of the tracer's current graph.
 
     Each tensor leaf of the arguments becomes a placeholder whose fake tensor is
-    `example(leaf)` (default: the leaf's own), each symbolic number one of its
-    own; other leaves stay constants. `purpose` names the function in messages
+    `example(position, leaf)` (default: the leaf's own; `position` counts the
+    leaves of the positional, then the keyword arguments), each symbolic number
+    one of its own; other leaves stay constants. `purpose` names the function in messages
     ("A torch.cond branch"). `grad_enabled` is the grad mode it runs under
     (default: the current one). With `fresh_outputs`, an output that is an input
     (or a view of one) is returned as a copy. `call(args, kwargs)`, when given,
@@ -233,8 +234,10 @@ def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs:
     tracer.graph = builder
     try:
         with tracer.side_effects.scope(refuse):
-            inner_args = [_own_inputs(builder, arg, example, f"arg{index}") for index, arg in enumerate(args)]
-            inner_kwargs = {key: _own_inputs(builder, arg, example, key) for key, arg in kwargs.items()}
+            positions = iter(range(1 << 62))
+            inner_args = [_own_inputs(builder, arg, example, f"arg{index}", positions)
+                          for index, arg in enumerate(args)]
+            inner_kwargs = {key: _own_inputs(builder, arg, example, key, positions) for key, arg in kwargs.items()}
             if grad_enabled is not None:
                 torch._C._set_grad_enabled(grad_enabled)
             if call is not None:
@@ -252,13 +255,15 @@ def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs:
     return Subgraph(module, builder.lifted, output, output_leaves)
 
 
-def _own_inputs(builder: SubgraphBuilder, value: Value, example: Callable | None, name: str) -> Value:
+def _own_inputs(builder: SubgraphBuilder, value: Value, example: Callable | None, name: str,
+                positions: Any) -> Value:
     leaves, unflatten = flatten(value)
     inner = []
     for index, leaf in enumerate(leaves):
+        position = next(positions)
         label = name if len(leaves) == 1 else f"{name}_{index}"
         if isinstance(leaf, TensorValue):
-            fake = leaf.fake if example is None else example(leaf)
+            fake = leaf.fake if example is None else example(position, leaf)
             made = TensorValue(builder.own_input(label, fake), fake)
             made.cls = leaf.cls
             inner.append(made)
