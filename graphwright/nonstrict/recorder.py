@@ -25,6 +25,7 @@ from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._core import recompute
 from .._core.errors import NonFakeInputError, TraceError
 from .._core.user_stack import user_frames_of_stack
 from .higher_order import record_higher_order
@@ -211,6 +212,8 @@ class GraphRecorder(TorchDispatchMode):
         if name is None:
             name = self._node_names[func] = _node_name(func)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
+        if recompute.regions:  # inside a checkpointed function
+            node.meta[recompute.RECOMPUTE_KEY] = recompute.regions[-1]
         self.track_output(node, out)
 
     def track_output(self, node: torch.fx.Node, out: Any) -> None:

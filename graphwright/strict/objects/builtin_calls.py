@@ -15,7 +15,6 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
-import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
@@ -438,17 +437,6 @@ def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[s
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)
-
-
-@handles(torch.utils.checkpoint.checkpoint)
-def _checkpoint(tracer, args, kwargs):
-    """Activation checkpointing trades memory for recomputation; values and gradients are those
-    of the plain call, which is what the graph records."""
-    from ..interpreter import calls
-
-    own = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug")
-    call_kwargs = {key: value for key, value in kwargs.items() if key not in own}
-    return calls.call_value(tracer, args[0], list(args[1:]), call_kwargs)
 
 
 @handles(builtins.__build_class__)

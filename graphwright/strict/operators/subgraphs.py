@@ -325,8 +325,16 @@ def bind_arguments(tracer: "Tracer", function: Callable, args: list[Value],
     except TypeError as error:
         raise tracer.user_error(error, f"{function.__name__}(...)")
     bound.apply_defaults()
-    return {name: value if isinstance(value, Value) else operations.constant(value)
-            for name, value in bound.arguments.items()}
+    values = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            values[name] = SequenceValue(list(value), tuple)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            values[name] = DictValue(dict(value))
+        else:
+            values[name] = value if isinstance(value, Value) else operations.constant(value)
+    return values
 
 
 def graph_arguments(subgraph_inputs: list[Value]) -> list[Value]:
