@@ -2,7 +2,7 @@
 
 One module per family, sharing `subgraphs` (a Python callable traced as a
 subgraph with its own inputs): `control_flow` (torch.cond), `functorch`
-(vmap, grad, vjp...), `checkpoint` (activation checkpointing). `handler_for` gives the tracer the handler of a call,
+(vmap, grad, vjp...), `functional_call`, `checkpoint` (activation checkpointing). `handler_for` gives the tracer the handler of a call,
 keyed by the callable itself; a transformed function is a `TransformedFunction`
 value, called through its `call`.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import checkpoint, control_flow, functorch
+from . import checkpoint, control_flow, functional_call, functorch
 from .functorch import TransformedFunction
 
-_HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS, **checkpoint.HANDLERS}
+_HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS, **checkpoint.HANDLERS,
+                                **functional_call.HANDLERS}
 
 __all__ = ["TransformedFunction", "handler_for"]
 
