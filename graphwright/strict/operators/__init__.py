@@ -2,7 +2,8 @@
 
 One module per family, sharing `subgraphs` (a Python callable traced as a
 subgraph with its own inputs): `control_flow` (torch.cond), `functorch`
-(vmap, grad, vjp...), `functional_call`, `checkpoint` (activation checkpointing). `handler_for` gives the tracer the handler of a call,
+(vmap, grad, vjp...), `functional_call`, `checkpoint` (activation checkpointing),
+`autograd_function` (user torch.autograd.Function subclasses). `handler_for` gives the tracer the handler of a call,
 keyed by the callable itself; a transformed function is a `TransformedFunction`
 value, called through its `call`.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import checkpoint, control_flow, functional_call, functorch
+from . import autograd_function, checkpoint, control_flow, functional_call, functorch
 from .functorch import TransformedFunction
 
 _HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS, **checkpoint.HANDLERS,
@@ -20,7 +21,10 @@ __all__ = ["TransformedFunction", "handler_for"]
 
 
 def handler_for(target: Any) -> Callable | None:
-    """The handler `(tracer, args, kwargs) -> Value` of a call of `target`, or None."""
+    """The handler `(tracer, args, kwargs) -> Value` of a call of `target`, or None. The
+    handler of `MyFunction.apply` may return None: the call is then an opaque node."""
+    if autograd_function.is_function_apply(target):
+        return lambda tracer, args, kwargs: autograd_function.call_apply(tracer, target.__self__, args, kwargs)
     try:
         return _HANDLERS.get(target)
     except TypeError:  # an unhashable callable
