@@ -108,10 +108,13 @@ class SubgraphBuilder(GraphBuilder):
                 self.lifted.append(ConstantValue(example))
         return placeholder
 
+    def aliases_input(self, value: TensorValue) -> bool:
+        """Whether `value` is (or views) an input of the subgraph or a value from outside it."""
+        return value.node.graph is not self.graph or value.fake.untyped_storage()._cdata in self._input_storages
+
     def fresh(self, value: Value) -> Value:
         """`value`, or a copy of it when it is (or views) an input of the subgraph."""
-        if isinstance(value, TensorValue) and (value.node.graph is not self.graph or
-                                               value.fake.untyped_storage()._cdata in self._input_storages):
+        if isinstance(value, TensorValue) and self.aliases_input(value):
             return self.call("call_method", "clone", [value], {})
         return value
 
@@ -168,6 +171,7 @@ class Subgraph:
     lifted: list[Value]
     output: Value
     output_leaves: list[Value]
+    builder: SubgraphBuilder
 
     def rebuild(self, outer_leaves: list[Value]) -> Value:
         """The output structure with the graph values replaced by `outer_leaves`, in order."""
@@ -252,7 +256,7 @@ def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs:
     finally:
         torch._C._set_grad_enabled(grad_mode)
         tracer.graph = parent
-    return Subgraph(module, builder.lifted, output, output_leaves)
+    return Subgraph(module, builder.lifted, output, output_leaves, builder)
 
 
 def _own_inputs(builder: SubgraphBuilder, value: Value, example: Callable | None, name: str,
@@ -273,6 +277,11 @@ def _own_inputs(builder: SubgraphBuilder, value: Value, example: Callable | None
         else:
             inner.append(leaf)
     return unflatten(inner)
+
+
+def aliases_input(subgraph: Subgraph, value: TensorValue) -> bool:
+    """Whether an output of `subgraph` is (or views) one of its inputs."""
+    return subgraph.builder.aliases_input(value)
 
 
 def lifted_key(value: Value) -> Any:
