@@ -178,7 +178,8 @@ def _example_of_batch(tracer: "Tracer", args: list[Value], in_dims: Any, name: s
             return fake
         if not -fake.dim() <= dim < fake.dim():
             raise tracer.user_error(ValueError(
-                f"vmap: in_dim={dim} is out of bounds for an input of dimension {fake.dim()}"))
+                f"vmap: Got in_dim={dim} for some input, but that input is a Tensor of dimensionality "
+                f"{fake.dim()} so expected in_dim to satisfy -{fake.dim()} <= in_dim < {fake.dim()}."))
         dim %= fake.dim()
         with tracer.graph.fake_mode:
             return torch.empty_strided(fake.shape[:dim] + fake.shape[dim + 1:],
