@@ -268,3 +268,16 @@ class MulByConstant(torch.autograd.Function):
          lambda: (rand(2, 3, requires_grad=True), rand(3)), grad=True)
 def _(x, weight):
     return MulByConstant.apply(x, 2.5, weight).exp()
+
+
+def _row_energy(row):
+    return (row ** 3).sum() - row.prod()
+
+
+_BATCHED_ENERGY = torch.vmap(_row_energy)
+_ENERGY_HESSIAN = torch.func.hessian(_row_energy)
+
+
+@program("functions_transformed_outside_the_region", lambda: rand(4, 3, requires_grad=True), grad=True)
+def _(x):
+    return _BATCHED_ENERGY(x), _ENERGY_HESSIAN(x[0])

@@ -285,6 +285,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
     from .frame import Frame
 
     code = function.code
+    transformed = operators.transformed_from_wrapper(tracer, function)
+    if transformed is not None:
+        return transformed.call(tracer, args, kwargs)
     if code.co_flags & _UNSUPPORTED_FLAGS:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import autograd_function, checkpoint, control_flow, functional_call, functorch
-from .functorch import TransformedFunction
+from .functorch import TransformedFunction, transformed_from_wrapper
 
 _HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS, **checkpoint.HANDLERS,
                                 **functional_call.HANDLERS}
 
-__all__ = ["TransformedFunction", "handler_for"]
+__all__ = ["TransformedFunction", "handler_for", "transformed_from_wrapper"]
 
 
 def handler_for(target: Any) -> Callable | None:

@@ -158,7 +158,7 @@ class _Saved:
     def __init__(self, ctx: ObjectValue, output: Value) -> None:
         self.attributes = {name: value for name, value in ctx.overlay.items() if name not in _MODELLED}
         to_save = ctx.overlay.get("to_save")
-        self.to_save = [] if to_save is None else operations_items(to_save)
+        self.to_save = [] if to_save is None else _items(to_save)
         self.tensors: list[TensorValue] = []
         for value in [*self.to_save, *self.attributes.values()]:
             for leaf in flatten(value)[0]:
@@ -200,7 +200,7 @@ def _saved_tensors(ctx: ObjectValue, output: Value) -> _Saved:
     return _Saved(ctx, output)
 
 
-def operations_items(value: Value) -> list[Value]:
+def _items(value: Value) -> list[Value]:
     if isinstance(value, SequenceValue):
         return list(value.items)
     raise NotModelled(f"ctx.to_save is a {value.python_type().__name__}")

@@ -2,7 +2,8 @@
 hessian, vjp and jvp.
 
 `torch.func.vmap(f, ...)` (and the others that return a function) makes a
-`TransformedFunction` value; calling it traces `f` as a subgraph on what `f`
+`TransformedFunction` value (so does a function a transform returned outside
+the region, read from its closure); calling it traces `f` as a subgraph on what `f`
 sees (for vmap, one example of the batch: the mapped dimension removed; for
 reverse-mode transforms, the differentiated inputs requiring grad) and records
 one node calling a `TransformCall` (`_core/transforms.py`) that applies the
@@ -26,7 +27,7 @@ from ..._core import transforms
 from ..interpreter import graph_breaks as gb
 from ..marked.pytree_values import output_value
 from ..objects import operations
-from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
+from ..objects.values import ConstantValue, DictValue, FunctionValue, SequenceValue, TensorValue, Value
 from . import subgraphs
 from .subgraphs import Subgraph, flatten, is_graph_value, trace_subgraph
 
@@ -88,6 +89,29 @@ def make_transform(transform: Callable) -> Callable:
                    for option in _FUNCTION_TRANSFORMS[transform] if option in bound}
         return TransformedFunction(transform, bound["func"], options)
     return handler
+
+
+def _probe(x: Any) -> Any:
+    return x
+
+
+# the code of the function each transform returns -> the transform (hessian returns jacfwd's)
+_WRAPPER_CODES = {transform(_probe).__code__: transform
+                  for transform in (_func.vmap, _func.grad, _func.grad_and_value, _func.jacrev, _func.jacfwd)}
+
+
+def transformed_from_wrapper(tracer: "Tracer", function: FunctionValue) -> TransformedFunction | None:
+    """A function a transform returned outside the region (`batched = torch.vmap(f)`), as the
+    transformed function it stands for: its function and options read from its closure
+    (guarded there). None for any other function."""
+    transform = _WRAPPER_CODES.get(function.code)
+    if transform is None or function.bound_self is not None:
+        return None
+    cells = dict(zip(function.code.co_freevars, function.closure))
+    name = f"torch.func.{transform.__name__}"
+    options = {option: _option(tracer, tracer.cell_contents(cells[option]), name, option)
+               for option in _FUNCTION_TRANSFORMS[transform] if option in cells}
+    return TransformedFunction(transform, tracer.cell_contents(cells["func"]), options)
 
 
 def _option(tracer: "Tracer", value: Value, name: str, option: str) -> Any:
