@@ -8,6 +8,7 @@ from ._core import config
 from ._core.counters import counters
 from ._core.errors import (
     BackendError,
+    ConstraintViolationError,
     DataDependentError,
     GraphwrightError,
     InvalidInputError,
@@ -29,6 +30,7 @@ from .api import (
     graph_break,
     mark_dynamic,
     mark_static,
+    maybe_mark_dynamic,
     reset,
 )
 from .backends import list_backends, register_backend
@@ -36,6 +38,7 @@ from .nonstrict import check_nonstrict, make_fx
 
 __all__ = [
     "BackendError",
+    "ConstraintViolationError",
     "DataDependentError",
     "GraphwrightError",
     "InvalidInputError",
@@ -53,6 +56,7 @@ __all__ = [
     "graph_break",
     "mark_dynamic",
     "mark_static",
+    "maybe_mark_dynamic",
     "reset",
     "config",
     "counters",

@@ -24,9 +24,11 @@ from .strict.marked.markers import (
     is_disabled,
     mark_dynamic,
     mark_static,
+    maybe_mark_dynamic,
 )
 
-__all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "mark_static",
+__all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "maybe_mark_dynamic",
+           "mark_static",
            "OptimizedModule"]
 
 

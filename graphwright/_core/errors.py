@@ -103,3 +103,7 @@ class MissingFakeKernelError(TraceError):
 
 class BackendError(GraphwrightError):
     """A backend failed to compile or run a captured graph."""
+
+
+class ConstraintViolationError(GraphwrightError):
+    """A dimension marked with `mark_dynamic` was forced to one size by the program."""

@@ -116,6 +116,8 @@ class Frame(Instructions311):
                     self.unwind_to_handler(inst.offset, raised)
                 except GuardOnDataDependentSymNode as error:  # Python asked a value only data decides
                     raise self.tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, str(error).splitlines()[0]) from None
+                if self.tracer.graph.marked_sizes:
+                    self.tracer.check_marked_sizes()
             return self.result
         except gb.GraphBreak as brk:
             brk.frames.append((self, inst))

@@ -99,6 +99,7 @@ class GraphBuilder:
         self.symbolic = SymbolicSizes(shape_env) if dynamic_all or self.dynamic_dims or marked else None
         self._shape_env = shape_env
         self.fake_mode = FakeTensorMode(shape_env=shape_env)
+        self.marked_sizes: list[tuple[torch.SymInt, Source, int]] = []  # mark_dynamic dimensions
         self.graph = torch.fx.Graph()
         self.input_sources: list[Source] = []
         self.input_fakes: list[torch.Tensor] = []
@@ -144,11 +145,22 @@ class GraphBuilder:
 
     def _fake_input(self, real: torch.Tensor, source: Source) -> torch.Tensor:
         dims = set(range(real.dim())) if self.dynamic_all else set(self.dynamic_dims.get(source, ()))
-        dims |= getattr(real, "_dynamo_dynamic_indices", set())  # mark_dynamic
+        marked = getattr(real, "_dynamo_dynamic_indices", set())  # mark_dynamic
+        dims |= marked | getattr(real, "_dynamo_weak_dynamic_indices", set())  # maybe_mark_dynamic
         dims -= getattr(real, "_dynamo_static_indices", set())  # mark_static
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
-        return self.symbolic.fake_input(self.fake_mode, real, frozenset(dims))
+        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims))
+        self.marked_sizes += [(fake.shape[dim], source, dim) for dim in marked if dim < real.dim()
+                              and isinstance(fake.shape[dim], torch.SymInt)]
+        return fake
+
+    def forced_marked_size(self) -> tuple[Source, int, int] | None:
+        """A `mark_dynamic` dimension the program forced to one size: (source, dim, size)."""
+        for size, source, dim in self.marked_sizes:
+            if self.symbolic.specialised(size):
+                return source, dim, int(self.symbolic.shape_env.replace(size.node.expr))
+        return None
 
     def symbolic_dims(self, fake: torch.Tensor) -> frozenset[int]:
         return frozenset(i for i, size in enumerate(fake.shape) if isinstance(size, torch.SymInt))

@@ -28,8 +28,10 @@ SCALAR = frozenset()
 
 
 def has_marked_tensor(values: Any) -> bool:
-    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`."""
-    return any(isinstance(leaf, torch.Tensor) and getattr(leaf, "_dynamo_dynamic_indices", None)
+    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`
+    or `maybe_mark_dynamic`."""
+    return any(isinstance(leaf, torch.Tensor) and (getattr(leaf, "_dynamo_dynamic_indices", None)
+                                                   or getattr(leaf, "_dynamo_weak_dynamic_indices", None))
                for leaf in pytree.tree_leaves(values))
 
 
@@ -68,6 +70,10 @@ class SymbolicSizes:
         """A fake of `real` whose `dims` are symbolic."""
         sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
         return fake_mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
+
+    def specialised(self, size: Any) -> bool:
+        """Whether the program forced symbolic `size` to one value."""
+        return self.shape_env.replace(size.node.expr).is_number
 
     def symbolic_int(self, fake_mode: Any, value: int) -> torch.SymInt:
         """A fresh symbol standing for an int input (>= 2: 0 and 1 stay specialised, as sizes do),

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from ..._core import config
+from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.user_stack import is_user_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
@@ -69,6 +70,21 @@ class Tracer:
         """The exception to raise for a graph break of `kind` at the current instruction."""
         explanation = kind.explanation.format(**details) if details else kind.explanation
         return GraphBreak(kind, explanation, debug_context, self.user_stack())
+
+    def check_marked_sizes(self) -> None:
+        """Raise, naming the current line, if the program just forced a `mark_dynamic`
+        dimension to one size (PyTorch raises too, with or without fullgraph)."""
+        forced = self.graph.forced_marked_size()
+        if forced is not None:
+            source, dim, size = forced
+            raise ConstraintViolationError(
+                f"Dimension {dim} of {source.name()} was marked dynamic but the program forces it to {size}",
+                explanation="`mark_dynamic` promises that the compiled code serves every size of this "
+                            "dimension, but this line only works for one size.",
+                hints=["Remove the `mark_dynamic` call, or use `maybe_mark_dynamic` (a hint that may "
+                       "specialise).",
+                       "Rewrite the line so that it does not depend on the exact size."],
+                user_stack=self.user_stack())
 
     def user_error(self, error: BaseException, debug_context: str = "") -> UserException:
         """The exception to raise when the traced program raises `error` (catchable by it)."""
@@ -163,6 +179,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
         add_size_guards(tracer)
     except GraphBreak as brk:
         brk.guards = tracer.guards
+        raise
+    except GraphwrightError:
         raise
     except UserException as raised:
         brk = raised.to_graph_break()

@@ -66,6 +66,17 @@ def mark_dynamic(t: Any, index: int | list | tuple) -> None:
     t._dynamo_dynamic_indices.update(_indices(index))
 
 
+def maybe_mark_dynamic(t: Any, index: int | list | tuple) -> None:
+    """Trace dimension(s) `index` of `t` as symbolic sizes, as a hint: unlike `mark_dynamic`,
+    the program may still force the size to a constant (it then specialises, without error).
+
+    >>> graphwright.maybe_mark_dynamic(x, 0)
+    """
+    if not hasattr(t, "_dynamo_weak_dynamic_indices"):
+        t._dynamo_weak_dynamic_indices = set()
+    t._dynamo_weak_dynamic_indices.update(_indices(index))
+
+
 def mark_static(t: Any, index: int | list | tuple | None = None) -> None:
     """Never trace dimension(s) `index` of `t` (all of them when None) as symbolic sizes.
 

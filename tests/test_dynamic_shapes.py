@@ -1,0 +1,248 @@
+"""Symbolic sizes end to end: the size-marking functions, sweeps over sizes, generation loops.
+
+Compiled results are compared with eager at every size (values and gradients), and the
+number of graphs with what torch.compile needs on the same program, run in this module.
+"""
+import os
+
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+import torch.nn as nn
+
+import graphwright
+from graphwright.testing import CompileCounter, CompileCounterWithBackend
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    torch._dynamo.reset()
+    yield
+    graphwright.reset()
+    torch._dynamo.reset()
+
+
+def _forces_four_rows(x):
+    y = x * 2
+    if x.shape[0] == 4:  # the line that forces the size
+        return y + 1
+    return y
+
+
+@pytest.mark.parametrize("fullgraph", [True, False])
+def test_forcing_a_mark_dynamic_dimension_names_the_line(fullgraph):
+    x = torch.randn(4, 3)
+    graphwright.mark_dynamic(x, 0)
+    compiled = graphwright.compile(_forces_four_rows, fullgraph=fullgraph, backend="eager")
+    with pytest.raises(graphwright.ConstraintViolationError, match="Dimension 0 of x") as caught:
+        compiled(x)
+    assert caught.value.user_stack[-1].lineno == _forces_four_rows.__code__.co_firstlineno + 2
+    assert "maybe_mark_dynamic" in str(caught.value)
+
+
+def test_maybe_mark_dynamic_may_specialise_without_error():
+    x = torch.randn(4, 3)
+    graphwright.maybe_mark_dynamic(x, 0)
+    torch.testing.assert_close(graphwright.compile(_forces_four_rows, fullgraph=True, backend="eager")(x),
+                               _forces_four_rows(x))
+
+
+def test_mark_dynamic_serves_every_size_with_one_graph():
+    counter = CompileCounter()
+    compiled = graphwright.compile(lambda x: x.sum(0) * x.shape[0], backend=counter)
+    for rows in (5, 6, 7, 9):
+        x = torch.randn(rows, 3)
+        graphwright.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), x.sum(0) * rows)
+    assert counter.frame_count == 1
+
+
+def _graph_counts(fn, sizes, dynamic):
+    ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
+    compiled = graphwright.compile(fn, backend=ours, dynamic=dynamic)
+    reference = torch.compile(fn, backend=theirs, dynamic=dynamic)
+    for size in sizes:
+        x = torch.randn(size, 3)
+        torch.testing.assert_close(compiled(x), fn(x))
+        reference(x)
+    return ours.frame_count, theirs.frame_count
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_sizes_zero_and_one_specialise_as_in_pytorch(dynamic):
+    def fn(x):
+        return x * 2 + x.shape[0]
+
+    ours, theirs = _graph_counts(fn, [0, 1, 2, 3, 5, 1, 0], dynamic)
+    assert ours == theirs
+
+
+def test_a_user_backend_sees_symbolic_inputs_in_the_graph():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([node.meta["example_value"] for node in gm.graph.nodes if node.op == "placeholder"])
+        return gm.forward
+
+    graphwright.compile(lambda x: x.relu() * 2, backend=backend, dynamic=True)(torch.randn(4, 5))
+    (placeholders,) = seen
+    assert all(isinstance(size, torch.SymInt) for size in placeholders[0].shape)
+
+
+# -- sweeps: ten sizes through real models ---------------------------------------------------
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.0,
+                                                batch_first=True)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.layer(x)).mean(1)
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def _sweep(model, inputs_for, backend, dynamic):
+    """Ten sizes, forward and backward: values and gradients as eager; the compile count."""
+    counter = CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(model, backend=counter, dynamic=dynamic)
+    for size in range(2, 12):
+        x = inputs_for(size)
+        expected = model(x)
+        expected.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        got = compiled(x)
+        got.sum().backward()
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        for param, grad in zip(model.parameters(), grads):
+            torch.testing.assert_close(param.grad, grad, rtol=1e-5, atol=1e-5)
+        model.zero_grad()
+    return counter.frame_count
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("dynamic, most", [(None, 2), (True, 1)])
+def test_mlp_over_ten_batch_sizes(backend, dynamic, most):
+    torch.manual_seed(0)
+    assert _sweep(_mlp(), lambda size: torch.randn(size, 16), backend, dynamic) <= most
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("dynamic, most", [(None, 2), (True, 1)])
+def test_transformer_block_over_ten_sequence_lengths(backend, dynamic, most):
+    torch.manual_seed(0)
+    assert _sweep(TransformerBlock(), lambda size: torch.randn(2, size, 16), backend, dynamic) <= most
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["mlp", "transformer"])
+def test_inductor_kernels_serve_every_size(model):
+    torch.manual_seed(0)
+    build, inputs = ((_mlp, lambda size: torch.randn(size, 16)) if model == "mlp"
+                     else (TransformerBlock, lambda size: torch.randn(2, size, 16)))
+    assert _sweep(build(), inputs, "inductor", None) <= 2
+
+
+def _tiny_llama():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    config = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                      hidden_size=32, intermediate_size=64, vocab_size=100,
+                                      pad_token_id=0, eos_token_id=None)
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_causal_lm_over_ten_sequence_lengths_compiles_twice(backend):
+    model = _tiny_llama()
+    counter = CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(model, backend=counter, fullgraph=True)
+    with torch.no_grad():
+        for length in range(3, 13):
+            ids = torch.randint(0, 100, (2, length))
+            torch.testing.assert_close(compiled(ids).logits, model(ids).logits, rtol=1e-5, atol=1e-5)
+    assert counter.frame_count == 2
+
+
+def _decode(model, ids, steps=16):
+    from transformers import DynamicCache
+
+    out = model(ids, past_key_values=DynamicCache(), use_cache=True)
+    tokens = []
+    for _ in range(steps):
+        token = out.logits[:, -1:].argmax(-1)
+        tokens.append(token)
+        out = model(token, past_key_values=out.past_key_values, use_cache=True)
+    return torch.cat(tokens, 1)
+
+
+def test_decoding_with_a_dynamic_cache_matches_eager_tokens_with_pytorchs_compile_count():
+    """Prefill, the first step (a cache now), then every later step (its length symbolic)."""
+    model = _tiny_llama()
+    ids = torch.randint(1, 100, (1, 5))
+    ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
+    with torch.no_grad():
+        expected = _decode(model, ids)
+        tokens = _decode(graphwright.compile(model, backend=ours, fullgraph=True), ids)
+        _decode(torch.compile(model, backend=theirs, fullgraph=True), ids)
+    assert torch.equal(tokens, expected)
+    assert ours.frame_count <= theirs.frame_count == 3
+
+
+def test_generate_through_a_compiled_forward_matches_eager():
+    model = _tiny_llama()
+    ids = torch.randint(1, 100, (1, 5))
+    expected = model.generate(ids, max_new_tokens=16, do_sample=False)
+    counter = CompileCounter()
+    model.forward = graphwright.compile(model.forward, backend=counter, fullgraph=True)
+    assert torch.equal(model.generate(ids, max_new_tokens=16, do_sample=False), expected)
+    assert counter.frame_count <= 3
+
+
+class NanoLM(nn.Module):
+    """nanoGPT's shape of model: embeddings, a causal block, a head over the vocabulary."""
+
+    def __init__(self, vocab=50, block=32, dim=16):
+        super().__init__()
+        self.block = block
+        self.tokens = nn.Embedding(vocab, dim)
+        self.positions = nn.Embedding(block, dim)
+        self.layer = nn.TransformerEncoderLayer(dim, 2, 32, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, idx):
+        length = idx.shape[1]
+        x = self.tokens(idx) + self.positions(torch.arange(length))
+        mask = nn.Transformer.generate_square_subsequent_mask(length)
+        return self.head(self.layer(x, src_mask=mask, is_causal=True))
+
+
+def _generate(model, idx, steps=16):
+    for _ in range(steps):
+        logits = model(idx[:, -model.block:])
+        idx = torch.cat([idx, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return idx
+
+
+def test_nanogpt_style_generate_compiles_at_most_twice():
+    torch.manual_seed(0)
+    model = NanoLM().eval()
+    idx = torch.randint(0, 50, (1, 4))
+    counter = CompileCounter()
+    with torch.no_grad():
+        expected = _generate(model, idx)
+        tokens = _generate(graphwright.compile(model, backend=counter), idx)
+    assert torch.equal(tokens, expected)
+    assert counter.frame_count <= 2
