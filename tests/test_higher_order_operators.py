@@ -230,6 +230,47 @@ def test_checkpoint_under_aot_gives_eager_gradients():
         torch.testing.assert_close(got, want)
 
 
+def test_checkpointed_function_reading_outer_values_named_like_its_own_operations():
+    def fn(x):
+        mul = x * 2  # lifted into the body, whose own first operations are also named mul, mul_1
+        mul_1 = x * 3
+        return checkpoint(lambda t: (t * 5) * (t * 7) + mul * mul_1, x, use_reentrant=False)
+
+    x = torch.randn(3)
+    torch.testing.assert_close(graphwright.compile(fn, backend="eager", fullgraph=True)(x), fn(x))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_hugging_face_gradient_checkpointing_trains_like_eager(backend):
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(config)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    ids = torch.randint(0, 64, (2, 8))
+
+    def step(ids):
+        return model(input_ids=ids, labels=ids).loss
+
+    expected = step(ids)
+    expected.backward()
+    expected_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    counter = graphwright.testing.CompileCounterWithBackend(backend)
+    loss = graphwright.compile(step, backend=counter, fullgraph=True)(ids)
+    loss.backward()
+    torch.testing.assert_close(loss, expected)
+    for param, want in zip(model.parameters(), expected_grads):
+        torch.testing.assert_close(param.grad, want)
+    assert counter.frame_count == 1
+
+
 def test_checkpoint_with_a_context_fn_is_refused():
     def fn(x):
         return checkpoint(torch.sin, x, use_reentrant=False,

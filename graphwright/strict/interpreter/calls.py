@@ -31,6 +31,7 @@ from ..objects.values import (
     FunctionValue,
     MethodValue,
     ModuleValue,
+    PartialValue,
     SequenceValue,
     Value,
 )
@@ -56,6 +57,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return methods.call_method(tracer, function.receiver, function.name, args, kwargs)
     if isinstance(function, ModuleValue):
         return call_module(tracer, function, args, kwargs)
+    if isinstance(function, PartialValue):
+        return call_value(tracer, function.func, [*function.args, *args], {**function.keywords, **kwargs})
     if isinstance(function, operators.TransformedFunction):
         return function.call(tracer, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:

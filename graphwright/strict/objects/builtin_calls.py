@@ -37,6 +37,7 @@ from .values import (
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -192,7 +193,7 @@ def _callable(tracer, args, kwargs):
         return ConstantValue(callable(value.value))
     if isinstance(value, ObjectValue):
         return ConstantValue(callable(getattr(value.cls, "__call__", None)))
-    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue)))
+    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue, PartialValue)))
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
@@ -358,6 +359,11 @@ def _dict(tracer, args, kwargs):
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
     function = args[0]
+    if not all(operations.is_constant_tree(arg) or isinstance(arg, (FunctionValue, ModuleValue))
+               for arg in [*args[1:], *kwargs.values()]):
+        if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
+            return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
+        return PartialValue(function, list(args[1:]), dict(kwargs))
     if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
         target = function.fn
     else:

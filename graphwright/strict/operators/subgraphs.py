@@ -79,7 +79,7 @@ class SubgraphBuilder(GraphBuilder):
 
     def own_input(self, name: str, example: Any) -> torch.fx.Node:
         """A placeholder for one of the function's own inputs (made before any operation)."""
-        node = self.graph.placeholder(self._unique_name(name))
+        node = self._named(self.graph.placeholder(self._unique_name(name)))
         node.meta["example_value"] = example
         if isinstance(example, torch.Tensor):
             self._input_storages.add(example.untyped_storage()._cdata)
@@ -95,10 +95,10 @@ class SubgraphBuilder(GraphBuilder):
                 raise self._on_break(gb.SUBGRAPH_SIDE_EFFECT, f"value of {outer.name} escaped its subgraph",
                                      what="a value computed inside another subgraph", purpose=self.purpose)
             if self._first_op is None:
-                placeholder = self.graph.placeholder(self._unique_name(outer.name))
+                placeholder = self._named(self.graph.placeholder(self._unique_name(outer.name)))
             else:
                 with self.graph.inserting_before(self._first_op):
-                    placeholder = self.graph.placeholder(self._unique_name(outer.name))
+                    placeholder = self._named(self.graph.placeholder(self._unique_name(outer.name)))
             placeholder.meta["example_value"] = example
             self._lifted_nodes[outer] = placeholder
             if isinstance(example, torch.Tensor):
@@ -117,6 +117,13 @@ class SubgraphBuilder(GraphBuilder):
         if isinstance(value, TensorValue) and self.aliases_input(value):
             return self.call("call_method", "clone", [value], {})
         return value
+
+    @staticmethod
+    def _named(placeholder: torch.fx.Node) -> torch.fx.Node:
+        """The placeholder with its argument named as its node: torch.fx renames a node whose
+        name an operation already took, and the generated code must not confuse the two."""
+        placeholder.target = placeholder.name
+        return placeholder
 
     def _encloses(self, graph: torch.fx.Graph) -> bool:
         builder: GraphBuilder | None = self.parent
@@ -300,7 +307,7 @@ def take_inputs(subgraph: Subgraph, num_own: int, lifted: list[Value]) -> None:
     first_operation = next(node for node in graph.nodes if node.op != "placeholder")
     for index, value in enumerate(lifted):
         with graph.inserting_before(first_operation):
-            node = graph.placeholder(f"lifted_{index}")
+            node = SubgraphBuilder._named(graph.placeholder(f"lifted_{index}"))
         node.meta["example_value"] = fake_value(value)
         old = current.get(lifted_key(value))
         if old is not None:
