@@ -232,9 +232,9 @@ def test_checkpoint_under_aot_gives_eager_gradients():
 
 def test_checkpointed_function_reading_outer_values_named_like_its_own_operations():
     def fn(x):
-        mul = x * 2  # lifted into the body, whose own first operations are also named mul, mul_1
-        mul_1 = x * 3
-        return checkpoint(lambda t: (t * 5) * (t * 7) + mul * mul_1, x, use_reentrant=False)
+        a, b, c = x * 2, x * 3, x * 4  # nodes mul, mul_1, mul_2
+        # the body's own operations are mul and mul_1 when b and c are lifted into it
+        return checkpoint(lambda t: t * 5 * 7 + b * c, x, use_reentrant=False) + a
 
     x = torch.randn(3)
     torch.testing.assert_close(graphwright.compile(fn, backend="eager", fullgraph=True)(x), fn(x))
