@@ -69,18 +69,23 @@ gm = make_fx(function_with_side_effect, tracing_mode="fake")(x)
 print("calling the graph prints nothing:")
 gm(x)
 
-section("Example 3: an input list is mutated while tracing only")
+section("Example 3: an input list shrinks during capture, not when the graph runs")
 
 
 def function_with_input_list_mutation(lst):
     return lst.pop()
 
 
-lst = [x, torch.tensor([0, 1, 2])]
+y = torch.tensor([0, 1, 2])
+lst = [x, y]
 gm = make_fx(function_with_input_list_mutation, tracing_mode="fake")(lst)
 print("len(lst) after graph capture", len(lst))
+# The graph takes the two tensors it was traced with; it pops nothing.
+lst = [x, y]
 gm(lst)
 print("len(lst) after one call to graph", len(lst))
+gm(lst)
+print("len(lst) after two calls to graph", len(lst))
 
 section("data_ptr() cannot be traced")
 

@@ -12,15 +12,17 @@ from ._core.errors import (
     DataDependentError,
     GraphwrightError,
     InvalidInputError,
+    InvalidMarkingError,
+    LeafFunctionError,
     MissingFakeKernelError,
     NonFakeInputError,
     TraceError,
     Unsupported,
 )
+from ._core.leaf_function import leaf_function
 from ._core.rules import (
     allow_in_graph,
     disallow_in_graph,
-    leaf_function,
     nonstrict_trace,
 )
 from .api import (
@@ -42,6 +44,8 @@ __all__ = [
     "DataDependentError",
     "GraphwrightError",
     "InvalidInputError",
+    "InvalidMarkingError",
+    "LeafFunctionError",
     "MissingFakeKernelError",
     "NonFakeInputError",
     "TraceError",

@@ -20,6 +20,7 @@ from .strict.entries import CompileSettings
 from .strict.explain import ExplainOutput, explain_call
 from .strict.marked.markers import (
     disable,
+    disable_mark,
     graph_break,
     is_disabled,
     mark_dynamic,
@@ -45,7 +46,8 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
-        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks:
+        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks \
+                or "forward" in mod.__dict__:  # a forward of the instance's own
             return self._compiled_call(*args, **kwargs)
         return self._compiled_forward(mod, *args, **kwargs)
 
@@ -74,6 +76,42 @@ def _calling(target: Callable, name: str) -> types.FunctionType:
     call.__code__ = call.__code__.replace(co_name=name, co_qualname=name)
     call.__name__ = call.__qualname__ = name
     return call
+
+
+def _compiled_class(cls: type, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> type:
+    """`@graphwright.compile` on a class: calls of its instances are compiled (for an
+    `nn.Module`, the whole call: hooks and forward). Returns the class, its `__call__` replaced."""
+    original = cls.__call__
+    name = f"{cls.__qualname__}.__call__"
+    if not issubclass(cls, torch.nn.Module):
+        compiled = compile_fn(_calling(original, name))
+
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return compiled(self, *args, **kwargs)
+
+        cls.__call__ = __call__
+        return cls
+
+    def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        return module(*args, **kwargs)
+
+    call.__code__ = call.__code__.replace(co_name=name, co_qualname=name)
+    compiled_call = compile_fn(call)
+    entered: set[int] = set()
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # The compiled call calls the module; where that call runs as Python (a graph break at
+        # it), it is the original call.
+        if id(self) in entered:
+            return original(self, *args, **kwargs)
+        entered.add(id(self))
+        try:
+            return compiled_call(self, *args, **kwargs)
+        finally:
+            entered.discard(id(self))
+
+    cls.__call__ = __call__
+    return cls
 
 
 def _specialises_sizes(compiler: Callable) -> bool:
@@ -105,13 +143,21 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     if model is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
-    if disable or is_disabled(model):
+    if disable:
         return model
+    if is_disabled(model):
+        mark = disable_mark(model)
+        if mark is None or mark.recursive:
+            return model
+        model = mark.original  # disabled with recursive=False: compiling it directly compiles it
     compiler = lookup_backend(backend)
     settings = CompileSettings(compiler, fullgraph, dynamic, _specialises_sizes(compiler))
+    if isinstance(model, type):
+        return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):
         forward = model.forward
-        if not (isinstance(forward, types.MethodType) and forward.__self__ is model
+        if "forward" not in model.__dict__ and not (
+                isinstance(forward, types.MethodType) and forward.__self__ is model
                 and isinstance(forward.__func__, types.FunctionType)):
             raise GraphwrightError(
                 f"Cannot compile module {type(model).__name__}",

@@ -91,10 +91,11 @@ def test_allow_in_graph_applied_inside_the_region():
     assert counter.frame_count == 1
 
 
-def test_disallow_in_graph_makes_the_call_a_graph_break():
+def test_disallow_in_graph_on_an_allowed_function_makes_the_call_a_graph_break():
     def helper(x):
         return x + 1
 
+    graphwright.allow_in_graph(helper)
     graphwright.disallow_in_graph(helper)
 
     @graphwright.compile(fullgraph=True, backend="eager")
@@ -111,6 +112,16 @@ def test_disallow_in_graph_makes_the_call_a_graph_break():
     x = torch.randn(2)
     torch.testing.assert_close(lenient(x), (x + 1) * 2)
     assert graphwright.counters["graph_break"]["Call to a function marked `disallow_in_graph`"] == 1
+
+
+def test_disallow_in_graph_on_a_plain_user_function_is_an_error_pointing_to_disable():
+    def helper(x):
+        return x + 1
+
+    with pytest.raises(graphwright.InvalidMarkingError, match="already allowed callable") as info:
+        graphwright.disallow_in_graph(helper)
+    assert "graphwright.disable" in str(info.value)
+    assert graphwright._core.rules.marking_of(helper) is None
 
 
 def test_disallow_in_graph_on_a_torch_function():
@@ -130,6 +141,7 @@ def test_allow_in_graph_after_disallow_removes_the_disallow_marking():
     def helper(x):
         return x + 1
 
+    graphwright.allow_in_graph(helper)
     graphwright.disallow_in_graph(helper)
     graphwright.allow_in_graph(helper)
 

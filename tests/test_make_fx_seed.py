@@ -87,20 +87,40 @@ def test_print_happens_at_trace_time_only(capsys):
     assert [n.op for n in gm.graph.nodes] == ["placeholder", "output"]
 
 
-def test_input_list_is_mutated_only_while_tracing_not_by_the_graph():
+@pytest.mark.parametrize("tracing_mode", ["fake", "symbolic"])
+def test_input_list_shrinks_during_capture_not_when_the_graph_runs(tracing_mode):
+    # The seed: "the length of the list shrinks during the graph capture but not in invocations
+    # of the graph". PyTorch 2.13's make_fx hands a copy of the list to the function in fake and
+    # symbolic modes (the caller's list keeps both tensors); the seed wins: the function gets the
+    # caller's own list, fake tensors put in for the run, the real ones still there put back.
     def function_with_input_list_mutation(lst):
         return lst.pop()
 
     x = torch.tensor([0, 1, 2])
     y = torch.tensor([3, 4, 5])
     lst = [x, y]
-    gm = graphwright.make_fx(function_with_input_list_mutation, tracing_mode="fake")(lst)
-    reference = [x, y]
-    torch_make_fx(function_with_input_list_mutation, tracing_mode="fake")(reference)
-    assert len(lst) == len(reference)
+    gm = graphwright.make_fx(function_with_input_list_mutation, tracing_mode=tracing_mode)(lst)
+    assert len(lst) == 1 and lst[0] is x
+    lst = [x, y]
     for _ in range(2):
         torch.testing.assert_close(gm(lst), y)
         assert len(lst) == 2
+
+
+def test_callers_dicts_and_nested_lists_see_the_mutation_and_get_their_tensors_back():
+    def consume(state):
+        state["queue"].append(state["queue"].pop(0) * 2)
+        del state["scratch"]
+        return state["queue"][-1]
+
+    a, b, scratch = torch.ones(2), torch.full((2,), 3.0), torch.zeros(1)
+    state = {"queue": [a, b], "scratch": scratch}
+    queue = state["queue"]
+    gm = graphwright.make_fx(consume, tracing_mode="fake")(state)
+    assert list(state) == ["queue"] and state["queue"] is queue
+    assert queue[0] is b  # the real tensor, put back
+    assert len(queue) == 2 and queue[1].shape == (2,)  # the function's own append stays
+    torch.testing.assert_close(gm({"queue": [a, b], "scratch": scratch}), a * 2)
 
 
 def test_real_mode_trace_mutates_the_callers_list_as_pytorch_does():

@@ -22,3 +22,11 @@ graph nodes with unbacked sizes instead of graph breaks. On under `fullgraph=Tru
 
 verbose: bool = False
 """Attach graphwright's internal traceback to errors and fallback warnings."""
+
+leaf_function_validate_outputs: bool = False
+"""Check on every call of a compiled `leaf_function` that the real function's outputs have the
+shapes and dtypes of its fake implementation's (their structure is always checked, once)."""
+
+leaf_function_check_escaped_gradients: bool = False
+"""Raise when a `leaf_function`'s outputs depend on tensors that require grad but are not its
+arguments (globals, closures): gradients cannot reach them through the leaf call."""

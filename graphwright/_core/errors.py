@@ -101,6 +101,17 @@ class MissingFakeKernelError(TraceError):
     """An operator has no fake/meta implementation, so fake tracing cannot run it."""
 
 
+class InvalidMarkingError(GraphwrightError, ValueError):
+    """A marking decorator (`leaf_function`, `nonstrict_trace`, `disallow_in_graph`, ...) applied
+    in a way it cannot mean: a `mutates_args` entry naming no parameter, two exclusive markings,
+    a leaf function called without its fake implementation."""
+
+
+class LeafFunctionError(GraphwrightError, RuntimeError):
+    """A `leaf_function` broke its contract while running: it mutated an input it did not
+    declare, or returned another structure than its fake implementation."""
+
+
 class BackendError(GraphwrightError):
     """A backend failed to compile or run a captured graph."""
 

@@ -1,15 +1,18 @@
 """Applying a function to flattened inputs: the target of a `nonstrict_trace` graph node.
 
 The strict tracer flattens a call's arguments into a pytree spec, the
-constant leaves baked in at that call site, and the flat tensor inputs the
-graph passes (tensor leaves first, then the parameters and buffers of every
-`nn.Module` leaf). `FlatCall` is the graph node's target: it rebuilds the
-arguments, runs the function with each module's state swapped for the
-tensors it was given, and returns the output's tensor leaves as a tuple.
+constant leaves baked in at that call site, and the flat inputs the graph
+passes (tensor leaves and symbolic ints first, then the parameters and
+buffers of every `nn.Module` leaf). `FlatCall` is the graph node's target: it
+rebuilds the arguments, runs the function with each module's state swapped
+for the tensors it was given, and returns the output's tensors and symbolic
+sizes as a tuple.
 
 Under the `eager` backend this runs the real function; under ahead-of-time
 autograd the same call runs on traced tensors, so the function's body is
-traced into the aten graphs. It lives in layer 1 so that every layer reaches it.
+traced into the aten graphs: by replaying the operations recorded when the
+strict tracer met the call (`traced_body`), so that the body's Python runs
+once per compile. It lives in layer 1 so that every layer reaches it.
 """
 from __future__ import annotations
 
@@ -67,25 +70,28 @@ def module_state_names(module: torch.nn.Module) -> tuple[str, ...]:
                                       *module.named_buffers(remove_duplicate=False)))
 
 
-def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor_positions: Sequence[int],
-                    module_states: Sequence[ModuleState], flat_inputs: Sequence[Any]) -> Any:
+def apply_flat_call(fn: Callable, in_spec: pytree.TreeSpec, leaves: list, input_positions: Sequence[int],
+                    module_states: Sequence[ModuleState], flat_inputs: Sequence[Any],
+                    reads_constants: bool = True) -> Any:
     """`fn(*args, **kwargs)` with `(args, kwargs)` rebuilt from `in_spec` and the flat inputs.
 
     `leaves` are the constant leaves of the call site; the first
-    `len(tensor_positions)` flat inputs fill the tensor leaves at those
-    positions, the rest are the module states' tensors.
+    `len(input_positions)` flat inputs fill the tensor leaves at those
+    positions, the rest are the module states' tensors. Run on fake tensors,
+    `fn` may read real tensors that are not inputs (they are constants of the
+    trace) unless `reads_constants` is False (a leaf function's fake must not).
     """
     leaves = list(leaves)
-    for position, tensor in zip(tensor_positions, flat_inputs):
+    for position, tensor in zip(input_positions, flat_inputs):
         leaves[position] = tensor
     args, kwargs = pytree.tree_unflatten(leaves, in_spec)
-    with swapped_module_state(module_states, flat_inputs[len(tensor_positions):]), \
-            _as_traced_when_fake(flat_inputs):
+    with swapped_module_state(module_states, flat_inputs[len(input_positions):]), \
+            _as_traced_when_fake(flat_inputs, reads_constants):
         return fn(*args, **kwargs)
 
 
 @contextlib.contextmanager
-def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
+def _as_traced_when_fake(flat_inputs: Sequence[Any], reads_constants: bool) -> Iterator[None]:
     """While a tracer runs the body on fake tensors: the body's captured real tensors
     (globals, closures) are constants, and `torch.compiler.is_compiling()` reads True, as
     under torch.compile. Run on real tensors (the eager backend), the body runs as written."""
@@ -95,7 +101,8 @@ def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
         return
     compiler = torch.compiler
     allowed, compiling = fake_mode.allow_non_fake_inputs, compiler._is_compiling_flag
-    fake_mode.allow_non_fake_inputs = compiler._is_compiling_flag = True
+    fake_mode.allow_non_fake_inputs = reads_constants
+    compiler._is_compiling_flag = True
     try:
         yield
     finally:
@@ -105,21 +112,23 @@ def _as_traced_when_fake(flat_inputs: Sequence[Any]) -> Iterator[None]:
 class FlatCall:
     """One call site of a nonstrict_trace'd function, as a graph node's target.
 
-    `flat_call(*flat_inputs)` returns the tuple of the output's tensor leaves;
-    `out_spec` and the non-tensor output leaves are what the trace saw, kept
-    for inspection (the strict tracer specialises on them).
+    `flat_call(*flat_inputs)` returns the tuple of the output leaves at `output_positions`
+    (tensors, and sizes that were symbolic when traced); `out_spec` and the other output
+    leaves are what the trace saw (the strict tracer specialises on them). `traced_body`,
+    when set, replays the body's recorded operations on fake inputs instead of running it.
     """
 
-    def __init__(self, fn: Callable, in_spec: pytree.TreeSpec, leaves: list, tensor_positions: Sequence[int],
+    def __init__(self, fn: Callable, in_spec: pytree.TreeSpec, leaves: list, input_positions: Sequence[int],
                  module_states: Sequence[ModuleState]) -> None:
         self.fn = fn
         self.in_spec = in_spec
         self.leaves = leaves
-        self.tensor_positions = tuple(tensor_positions)
+        self.input_positions = tuple(input_positions)
         self.module_states = tuple(module_states)
         self.out_spec: pytree.TreeSpec | None = None
+        self.output_positions: tuple[int, ...] = ()
+        self.traced_body: Callable | None = None
         self.call_site = ""  # the user's `file:line`, set by the tracer
-        self.num_tensor_outputs = 0
         name = getattr(fn, "__name__", type(fn).__name__)
         # torch.fx names the node's global after these.
         self.__name__ = "nonstrict_" + (re.sub(r"\W+", "_", name).strip("_") or "fn")
@@ -128,28 +137,30 @@ class FlatCall:
 
     def call_function(self, *flat_inputs: Any) -> Any:
         """The function's own result (for the trace that records its structure)."""
-        return apply_flat_call(self.fn, self.in_spec, self.leaves, self.tensor_positions,
+        return apply_flat_call(self.fn, self.in_spec, self.leaves, self.input_positions,
                                self.module_states, flat_inputs)
 
     def __call__(self, *flat_inputs: Any) -> tuple:
-        output = self.call_function(*flat_inputs)
-        tensors = tuple(leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor))
-        if len(tensors) != self.num_tensor_outputs:
+        if self.traced_body is not None and detect_fake_mode(flat_inputs) is not None:
+            with _as_traced_when_fake(flat_inputs, reads_constants=True):
+                return tuple(self.traced_body(*flat_inputs))
+        leaves, spec = pytree.tree_flatten(self.call_function(*flat_inputs))
+        if spec != self.out_spec:
             raise GraphwrightError(
-                f"nonstrict_trace-ed function {self.fn.__qualname__} returned {len(tensors)} tensors "
-                f"at run time, {self.num_tensor_outputs} while it was traced",
-                explanation="Its output structure is specialised when the call site is traced "
-                            "and must not change between calls.",
+                f"nonstrict_trace-ed function {self.fn.__qualname__} returned another structure at run "
+                "time than while it was traced",
+                explanation=f"Traced: {self.out_spec}; now: {spec}. Its output structure is specialised "
+                            "when the call site is traced and must not change between calls.",
                 hints=["Make the output structure independent of tensor values."],
                 user_stack=user_frames_of_stack())
-        return tensors
+        return tuple(leaves[index] for index in self.output_positions)
 
     def specialised_constants(self) -> dict[str, Any]:
         """The call site's non-tensor inputs, baked into the graph, by argument path
         (`args[1]`, `kwargs['k'][0]`); modules are inputs through their tensors, not constants."""
         paths = self._leaf_paths()
         named = dict(zip(paths, self.leaves))
-        tensor_paths = {paths[position] for position in self.tensor_positions}
+        tensor_paths = {paths[position] for position in self.input_positions}
         return {path: leaf for path, leaf in named.items()
                 if path not in tensor_paths and not isinstance(leaf, torch.nn.Module)}
 

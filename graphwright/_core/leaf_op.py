@@ -1,110 +1,336 @@
-"""The operator behind `leaf_function` calls: opaque to every tracer, the user's Python at run time.
+"""The operators behind `leaf_function` calls: opaque to every tracer, the user's Python once per call.
 
-A leaf call site is registered as a `LeafCall` under an integer handle; the
-graph calls the custom operator `graphwright::leaf_call(handle, inputs)`,
-whose real kernel runs the original function and whose fake kernel runs the
+A leaf call site is a `LeafCall`, found by an integer handle that the graph
+passes to the custom operator `graphwright::leaf_call(handle, needs_grad,
+inputs)`. Its real kernel runs the original function, its fake kernel the
 function registered with `register_fake`. Being an operator, it stays one
 node in the aten graphs of ahead-of-time autograd too, and the function's
 side effects happen on every call. The operator is functional: a function
 declared with `mutates_args` runs on copies of those inputs, whose new values
-are extra outputs that the graph copies back into the inputs.
+are extra outputs that the graph copies back into the inputs (once).
 
-Gradients: `graphwright::leaf_call_backward`, also opaque, runs the original
-function again under autograd on the saved inputs and differentiates it, so
-the function's side effects happen once more in the backward pass.
+Gradients, as PyTorch's `leaf_function` does them: the real kernel runs the
+function on its inputs detached, those that need a gradient made leaves of a
+local autograd graph, and keeps that graph under a ticket, a small tensor it
+returns with the outputs. `graphwright::leaf_call_backward` differentiates
+the kept graph, so the function's Python never runs again in the backward
+pass. A ticket's graph is dropped when the ticket tensor dies (when the
+caller's autograd graph is freed).
+
+What the kernel checks on every call: no input changed in place unless
+declared (an error naming it), and, on the first call of a site, that the
+function returned the structure its fake returned.
 """
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
 from typing import Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
 
-from .flat_call import ModuleState, apply_flat_call
+from . import config
+from .errors import LeafFunctionError
+from .flat_call import ModuleState, apply_flat_call, module_state_names
+from .user_stack import user_frames_of_stack
 
 
 class LeafCall:
-    """One call site of a leaf function: how to rebuild its arguments from the flat inputs."""
+    """One call site of a leaf function: how to rebuild its arguments from the flat inputs
+    (tensor leaves, then module states), which of them it mutates, and what the fake returned.
 
-    def __init__(self, fn: Callable, fake: Callable, in_spec: pytree.TreeSpec, leaves: list,
-                 tensor_positions: Sequence[int], module_states: Sequence[ModuleState],
-                 mutated: Sequence[int]) -> None:
+    `input_names` name the flat inputs as the user writes them (`x`, `model.running_mean`)."""
+
+    def __init__(self, fn: Callable, fake: Callable, name: str, in_spec: pytree.TreeSpec, leaves: list,
+                 input_positions: Sequence[int], module_states: Sequence[ModuleState],
+                 mutated: Sequence[int], input_names: Sequence[str]) -> None:
         self.fn = fn
         self.fake = fake
+        self.name = name
         self.in_spec = in_spec
         self.leaves = leaves
-        self.tensor_positions = tuple(tensor_positions)
+        self.input_positions = tuple(input_positions)
         self.module_states = tuple(module_states)
-        self.handle = next(_HANDLES)
         self.mutated = tuple(mutated)
+        self.input_names = tuple(input_names)
+        self.out_spec: pytree.TreeSpec | None = None
+        self.constant_leaves: list[Any] = []  # the output's leaves, tensors and scalars as None
+        self.scalar_outputs: list[tuple[int, torch.dtype]] = []  # symbolic in the fake: (leaf, dtype)
+        self.fake_metadata: list[tuple[Any, torch.dtype]] = []
+        self._structure_checked = False
+        self.handle = next(_HANDLES)
         self.__name__ = "leaf_" + getattr(fn, "__name__", "fn")
         self.__qualname__ = self.__name__
         self.__module__ = __name__
         _SITES[self.handle] = self
 
-    def run(self, fn: Callable, flat_inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """The output's tensor leaves, then the new values of the mutated inputs."""
-        inputs = list(flat_inputs)
-        for index in self.mutated:
-            inputs[index] = inputs[index].clone()
-        output = apply_flat_call(fn, self.in_spec, self.leaves, self.tensor_positions, self.module_states,
-                                 inputs)
-        return _fresh_tensor_leaves(output, inputs) + [inputs[index] for index in self.mutated]
-
     def __call__(self, *flat_inputs: torch.Tensor) -> tuple:
-        return tuple(leaf_call(self.handle, list(flat_inputs)))
+        grad = torch.is_grad_enabled()
+        needs_grad = [grad and tensor.requires_grad and _differentiable(tensor) for tensor in flat_inputs]
+        return tuple(leaf_call(self.handle, needs_grad, list(flat_inputs)))
+
+    def record_fake_output(self, output: Any) -> None:
+        """What the fake returned when the site was traced: the real output must match it."""
+        leaves, self.out_spec = pytree.tree_flatten(output)
+        self.scalar_outputs = [(index, _SCALAR_DTYPES[type(leaf)]) for index, leaf in enumerate(leaves)
+                               if type(leaf) in _SCALAR_DTYPES]
+        self.constant_leaves = [None if isinstance(leaf, torch.Tensor) or type(leaf) in _SCALAR_DTYPES else leaf
+                                for leaf in leaves]
+        self.fake_metadata = [(tuple(leaf.shape), leaf.dtype) for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+    @property
+    def num_outputs(self) -> int:
+        """The operator's results before the mutated inputs' new values and the ticket."""
+        return len(self.fake_metadata) + len(self.scalar_outputs)
+
+    def output_tree(self, results: Sequence[torch.Tensor]) -> Any:
+        """The output from the operator's results: tensors, then scalars (as 0-dim tensors),
+        the other leaves as the fake returned them."""
+        tensors = iter(results[:len(self.fake_metadata)])
+        scalars = {index: value.item() for (index, _), value in zip(self.scalar_outputs,
+                                                                    results[len(self.fake_metadata):])}
+        leaves = [scalars[index] if index in scalars else next(tensors) if leaf is None else leaf
+                  for index, leaf in enumerate(self.constant_leaves)]
+        return pytree.tree_unflatten(leaves, self.out_spec)
+
+    def _results(self, output: Any, local: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """What the operator returns for `output` (the ticket aside): its tensors (copied where
+        they alias an input), its symbolic scalars as 0-dim tensors, the mutated inputs."""
+        leaves = pytree.tree_leaves(output)
+        scalars = [torch.empty((), dtype=dtype) if isinstance(leaves[index], _SYMBOLIC)
+                   else torch.tensor(leaves[index], dtype=dtype) for index, dtype in self.scalar_outputs]
+        return _fresh_tensor_leaves(output, local) + scalars + [local[index] for index in self.mutated]
+
+    # -- running the function -------------------------------------------------------
+    def run_fake(self, flat_inputs: Sequence[torch.Tensor]) -> tuple[Any, list[torch.Tensor]]:
+        """The fake's output, and the operator's tensor outputs for it (the ticket aside)."""
+        versions = [tensor._version for tensor in flat_inputs]
+        local = [tensor.clone() if index in self.mutated else tensor.detach()
+                 for index, tensor in enumerate(flat_inputs)]
+        output = apply_flat_call(self.fake, self.in_spec, self.leaves, self.input_positions, self.module_states,
+                                 local, reads_constants=False)
+        self._check_mutations(flat_inputs, versions)
+        if self.out_spec is None:
+            self.record_fake_output(output)
+        return output, self._results(output, local)
+
+    def run(self, flat_inputs: Sequence[torch.Tensor], needs_grad: Sequence[bool]) -> list[torch.Tensor]:
+        """The function, once: the output's tensor leaves, the mutated inputs' new values, the ticket."""
+        versions = [tensor._version for tensor in flat_inputs]
+        with _autograd_reenabled(), torch.enable_grad():
+            grad_leaves: list[torch.Tensor | None] = []
+            local = []
+            for index, (tensor, wanted) in enumerate(zip(flat_inputs, needs_grad)):
+                leaf = tensor.detach().requires_grad_(wanted)
+                grad_leaves.append(leaf if wanted else None)
+                local.append(leaf.clone() if index in self.mutated else leaf)
+            output = apply_flat_call(self.fn, self.in_spec, self.leaves, self.input_positions,
+                                     self.module_states, local)
+            self._check_mutations(flat_inputs, versions)
+            self._check_output(output)
+            outputs = self._results(output, local)
+            ticket = _ticket(outputs, grad_leaves) if any(needs_grad) else torch.tensor(-1)
+        return [tensor.detach() for tensor in outputs] + [ticket]
+
+    def _check_mutations(self, flat_inputs: Sequence[torch.Tensor], versions: Sequence[int]) -> None:
+        for index, (tensor, version) in enumerate(zip(flat_inputs, versions)):
+            if tensor._version != version and index not in self.mutated:
+                raise undeclared_mutation(self.name, self.input_names[index])
+
+    def _check_output(self, output: Any) -> None:
+        validate = config.leaf_function_validate_outputs
+        if self._structure_checked and not validate:
+            return
+        if self.out_spec is None:  # called on real tensors under make_fx: no fake ran
+            self.record_fake_output(output)
+        leaves, spec = pytree.tree_flatten(output)
+        if spec != self.out_spec:
+            raise LeafFunctionError(
+                f"leaf_function '{self.name}': output structure mismatch",
+                explanation=f"Its fake implementation returned {self.out_spec}, the function returned {spec}.",
+                hints=["Return the same containers, in the same order, from both."],
+                user_stack=user_frames_of_stack())
+        self._structure_checked = True
+        if validate:
+            tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+            for position, (tensor, (shape, dtype)) in enumerate(zip(tensors, self.fake_metadata)):
+                _check_metadata(self.name, position, tensor, shape, dtype)
+
+
+def _check_metadata(name: str, position: int, tensor: torch.Tensor, shape: tuple, dtype: torch.dtype) -> None:
+    static = all(isinstance(size, int) for size in shape)
+    if static and tuple(tensor.shape) != shape:
+        what = f"Shape mismatch at output position {position}: fake {list(shape)}, real {list(tensor.shape)}"
+    elif tensor.dtype != dtype:
+        what = f"Dtype mismatch at output position {position}: fake {dtype}, real {tensor.dtype}"
+    else:
+        return
+    raise LeafFunctionError(
+        f"leaf_function '{name}': its output differs from its fake implementation's",
+        explanation=what + ".",
+        hints=["Make the fake build outputs of the real function's shapes and dtypes."],
+        user_stack=user_frames_of_stack())
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+_SCALAR_DTYPES = {torch.SymInt: torch.int64, torch.SymFloat: torch.float64, torch.SymBool: torch.bool}
+
+
+def undeclared_mutation(name: str, path: str) -> LeafFunctionError:
+    return LeafFunctionError(
+        f"leaf_function '{name}' mutates its input `{path}` in place without declaring it",
+        explanation="Undeclared in-place mutation: a compiled call gives the function its "
+                    "inputs as they are and assumes they come back unchanged.",
+        hints=[f"Declare it: `@graphwright.leaf_function(mutates_args={{'{path}'}})`.",
+               "Or clone the input before changing it."],
+        user_stack=user_frames_of_stack())
+
+
+def call_operator(fn: Callable, fake: Callable, name: str, args: tuple, kwargs: dict, declared: set[int],
+                  names: dict[int, str], sites: list) -> Any:
+    """`fn(*args, **kwargs)` as one call of the operator, made where a tracer runs: the trace
+    records it as one node. `declared` and `names` are the ids of the tensors the call may
+    mutate and the user's names of its tensors; the new call site is kept in `sites` (the leaf
+    function's own list: the site lives as long as the function)."""
+    def is_module(node: Any) -> bool:
+        return isinstance(node, torch.nn.Module)
+
+    leaves, in_spec = pytree.tree_flatten((tuple(args), dict(kwargs)), is_leaf=is_module)
+    positions = [index for index, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    flat = [leaves[index] for index in positions]
+    states = []
+    for module in dict.fromkeys(leaf for leaf in leaves if is_module(leaf)):
+        state_names = module_state_names(module)
+        states.append(ModuleState(module, state_names))
+        flat += [_state_tensor(module, state_name) for state_name in state_names]
+    constants = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    mutated = [index for index, tensor in enumerate(flat) if id(tensor) in declared]
+    input_names = [names.get(id(tensor), f"input {index}") for index, tensor in enumerate(flat)]
+    site = LeafCall(fn, fake, name, in_spec, constants, positions, states, mutated, input_names)
+    sites.append(site)
+    results = site(*flat)
+    num_outputs = site.num_outputs
+    for index, new_value in zip(mutated, results[num_outputs:]):
+        flat[index].copy_(new_value)  # once, seen by autograd
+    return site.output_tree(results[:num_outputs])
+
+
+def _state_tensor(module: torch.nn.Module, name: str) -> torch.Tensor:
+    """The parameter or buffer at `name`, whatever tensor stands in it now (a traced one)."""
+    owner_path, _, attribute = name.rpartition(".")
+    owner = module.get_submodule(owner_path) if owner_path else module
+    return owner._parameters[attribute] if attribute in owner._parameters else owner._buffers[attribute]
 
 
 _HANDLES = itertools.count()
-_SITES: dict[int, LeafCall] = {}
+_SITES: weakref.WeakValueDictionary[int, LeafCall] = weakref.WeakValueDictionary()
+_TICKETS = itertools.count()
+_LOCAL_GRAPHS: dict[int, tuple[list[torch.Tensor], list[torch.Tensor | None]]] = {}
+
+
+def _ticket(outputs: list[torch.Tensor], grad_leaves: list[torch.Tensor | None]) -> torch.Tensor:
+    """Keep the call's local autograd graph for its backward, as long as the ticket lives."""
+    _check_escaped_gradients(outputs, grad_leaves)
+    key = next(_TICKETS)
+    ticket = torch.tensor(key)
+    _LOCAL_GRAPHS[key] = (outputs, grad_leaves)
+    weakref.finalize(ticket, _LOCAL_GRAPHS.pop, key, None)
+    return ticket
+
+
+def _check_escaped_gradients(outputs: list[torch.Tensor], grad_leaves: list[torch.Tensor | None]) -> None:
+    """With `config.leaf_function_check_escaped_gradients`: the outputs must not depend on
+    tensors requiring grad that are not inputs (their gradients would be lost)."""
+    if not config.leaf_function_check_escaped_gradients:
+        return
+    inputs = {id(leaf) for leaf in grad_leaves if leaf is not None}
+    escaped, seen = [], set()
+    stack = [out.grad_fn for out in outputs if out.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in inputs:
+            escaped.append(variable)
+        stack += [next_node for next_node, _ in node.next_functions]
+    if escaped:
+        details = ", ".join(f"Tensor(shape={list(t.shape)}, dtype={t.dtype})" for t in escaped)
+        raise LeafFunctionError(
+            f"leaf_function outputs depend on {len(escaped)} tensor(s) requiring grad that are not its inputs",
+            explanation=f"{details}: closures or globals. Gradients do not flow back to them through a "
+                        "leaf call.",
+            hints=["Pass them to the function as arguments."],
+            user_stack=user_frames_of_stack())
 
 
 def _fresh_tensor_leaves(output: Any, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """An operator may not return its inputs or views of them: such outputs are copied."""
-    storages = {tensor.untyped_storage()._cdata for tensor in inputs if isinstance(tensor, torch.Tensor)}
-    leaves = [leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)]
-    return [leaf.clone() if leaf.untyped_storage()._cdata in storages else leaf for leaf in leaves]
+    """The output's tensor leaves, as an operator may return them (`_unaliased`)."""
+    return _unaliased([leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor)], inputs)
+
+
+def _unaliased(tensors: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """An operator's outputs may alias neither its inputs nor each other: such outputs are copied."""
+    taken = {tensor.untyped_storage()._cdata for tensor in inputs if isinstance(tensor, torch.Tensor)}
+    fresh = []
+    for leaf in tensors:
+        storage = leaf.untyped_storage()._cdata
+        if storage in taken:
+            leaf = leaf.clone()
+            storage = leaf.untyped_storage()._cdata
+        taken.add(storage)
+        fresh.append(leaf)
+    return fresh
 
 
 @torch.library.custom_op("graphwright::leaf_call", mutates_args=())
-def leaf_call(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    site = _SITES[handle]
-    return site.run(site.fn, inputs)
+def leaf_call(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    return _SITES[handle].run(inputs, needs_grad)
 
 
 @leaf_call.register_fake
-def _leaf_call_fake(handle: int, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    site = _SITES[handle]
-    return site.run(site.fake, inputs)
+def _leaf_call_fake(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    _, tensors = _SITES[handle].run_fake(inputs)
+    return tensors + [torch.empty((), dtype=torch.int64)]
 
 
 @torch.library.custom_op("graphwright::leaf_call_backward", mutates_args=())
-def leaf_call_backward(handle: int, inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Gradients of the leaf call: the original function runs again, under autograd."""
-    site = _SITES[handle]
-    with _autograd_reenabled(), torch.enable_grad():
-        leaves = [x.detach().requires_grad_(_differentiable(x)) for x in inputs]
-        outputs = site.run(site.fn, leaves)
-        pairs = [(out, grad) for out, grad in zip(outputs, grads) if out.requires_grad]
-        wanted = [x for x in leaves if x.requires_grad]
-        found = torch.autograd.grad([out for out, _ in pairs], wanted, [grad for _, grad in pairs],
-                                    allow_unused=True) if pairs and wanted else [None] * len(wanted)
-    found_by_leaf = dict(zip(map(id, wanted), found))
-    return [_zeros_if_none(found_by_leaf.get(id(x)), x) for x in leaves]
+def leaf_call_backward(handle: int, ticket: torch.Tensor, likes: list[torch.Tensor],
+                       grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Gradients of one leaf call, from the local autograd graph its forward kept."""
+    kept = _LOCAL_GRAPHS.get(int(ticket))
+    if kept is None:
+        raise LeafFunctionError(
+            f"Backward of a call of leaf_function '{_SITES[handle].name}' whose forward state is gone",
+            explanation="The call's local autograd graph is kept as long as its outputs' graph lives.",
+            hints=["Call backward while the outputs of the compiled call are alive."])
+    outputs, grad_leaves = kept
+    pairs = [(out, grad) for out, grad in zip(outputs, grads) if out.requires_grad]
+    wanted = [leaf for leaf in grad_leaves if leaf is not None]
+    found: Sequence[torch.Tensor | None] = [None] * len(wanted)
+    if pairs and wanted:
+        with _autograd_reenabled():
+            found = torch.autograd.grad([out for out, _ in pairs], wanted, [grad for _, grad in pairs],
+                                        allow_unused=True)
+    by_leaf = dict(zip(map(id, wanted), found))
+    computed = [_zeros_if_none(by_leaf.get(id(leaf)), like) for leaf, like in zip(grad_leaves, likes)]
+    return _unaliased(computed, [ticket, *likes, *grads])
 
 
 @leaf_call_backward.register_fake
-def _leaf_call_backward_fake(handle: int, inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [torch.empty_like(x) for x in inputs]
+def _leaf_call_backward_fake(handle: int, ticket: torch.Tensor, likes: list[torch.Tensor],
+                             grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [torch.empty(like.shape, dtype=like.dtype, device=like.device) for like in likes]
 
 
 def _autograd_reenabled() -> Any:
-    """An operator's kernel runs below autograd; recomputing gradients needs it back."""
+    """An operator's kernel runs below autograd; the local graph needs it back."""
     excluded = torch._C._dispatch_tls_local_exclude_set()
     for key in (torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor,
-                torch._C.DispatchKey.AutogradCPU):
+                torch._C.DispatchKey.AutogradCPU, torch._C.DispatchKey.AutogradCUDA):
         excluded = excluded.remove(key)
     return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
 
@@ -114,20 +340,26 @@ def _differentiable(tensor: torch.Tensor) -> bool:
 
 
 def _zeros_if_none(grad: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
-    return torch.zeros_like(like) if grad is None else grad
+    return torch.zeros(like.shape, dtype=like.dtype, device=like.device) if grad is None else grad
+
+
+def _shape_of(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor of `tensor`'s shape, dtype and device holding one element: what the backward's
+    fake needs to know, without keeping the input (which a declared mutation may change) alive."""
+    return tensor.new_empty(()).expand(tensor.shape)
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    handle, tensors = inputs
+    handle, _, tensors = inputs
     ctx.handle = handle
-    ctx.save_for_backward(*tensors)
+    ctx.likes = [_shape_of(tensor) for tensor in tensors]
+    ctx.save_for_backward(output[-1])
 
 
 def _backward(ctx, grads):
-    inputs = list(ctx.saved_tensors)
-    grads = [torch.zeros_like(g) if g is None else g for g in grads]
-    computed = torch.ops.graphwright.leaf_call_backward(ctx.handle, inputs, grads)
-    return None, [grad if _differentiable(x) else None for grad, x in zip(computed, inputs)]
+    (ticket,) = ctx.saved_tensors
+    computed = torch.ops.graphwright.leaf_call_backward(ctx.handle, ticket, ctx.likes, list(grads[:-1]))
+    return None, None, [grad if _differentiable(like) else None for grad, like in zip(computed, ctx.likes)]
 
 
 leaf_call.register_autograd(_backward, setup_context=_setup_context)
@@ -135,3 +367,6 @@ leaf_call.register_autograd(_backward, setup_context=_setup_context)
 
 # The user's Python runs for its side effects too: dead-code elimination must keep every call.
 torch.fx.node.has_side_effect(torch.ops.graphwright.leaf_call.default)
+
+OPAQUE_CALL_OPERATORS = frozenset({torch.ops.graphwright.leaf_call.default})
+"""Operators that run user Python: their outputs' sizes may be decided by data (unbacked)."""

@@ -1,9 +1,10 @@
 """The registries of marked callables and the decorators that fill them.
 
-`nonstrict_trace`, `allow_in_graph`, `leaf_function` and `disallow_in_graph`
-mark a callable by its `id()` in a registry; the strict tracer asks
-`marking_of(fn)` what a call means. Registrations are dropped by
-`weakref.finalize` when the marked object dies, because ids are reused.
+`nonstrict_trace`, `allow_in_graph`, `disallow_in_graph` (here) and
+`leaf_function` (`leaf_function.py`) mark a callable by its `id()` in a
+registry; the strict tracer asks `marking_of(fn)` what a call means. An entry
+lives exactly as long as its callable (`CallableIdRegistry`), because ids are
+reused.
 
 `nonstrict_trace` and `leaf_function` return a new wrapper per call and mark
 the wrapper only, so wrapping a function and ignoring the result changes
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 import weakref
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import GraphwrightError
+import torch
+
+from .errors import InvalidMarkingError
 from .user_stack import user_frames_of_stack
 
 NONSTRICT = "nonstrict_trace"
@@ -34,20 +37,43 @@ CONSTANT_RESULT = "assume_constant_result"
 
 
 class CallableIdRegistry:
-    """A set of marked callables, keyed by `id()`, remembering each one's name."""
+    """A set of marked callables, keyed by `id()`, remembering each one's name (and, for
+    leaf functions, what the tracer needs to know about it).
+
+    An entry lives as long as its callable: `weakref.finalize` drops it when the callable
+    dies, and a callable that cannot be weakly referenced is kept alive by the registry, so
+    that no other object can get its id while the entry exists.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.names: dict[int, str] = {}
+        self.infos: dict[int, Any] = {}
+        self._kept_alive: dict[int, Any] = {}
 
-    def add(self, fn: Any) -> None:
-        self.names[id(fn)] = getattr(fn, "__qualname__", repr(fn))
+    def add(self, fn: Any, info: Any = None) -> None:
+        fn_id = id(fn)
+        self.names[fn_id] = getattr(fn, "__qualname__", repr(fn))
+        if info is not None:
+            self.infos[fn_id] = info
+        try:
+            weakref.finalize(fn, self.remove, fn_id)
+        except TypeError:  # not weakly referenceable: a builtin, a slotted callable object
+            self._kept_alive[fn_id] = fn
 
     def remove(self, fn_id: int) -> None:
         self.names.pop(fn_id, None)
+        self.infos.pop(fn_id, None)
+        self._kept_alive.pop(fn_id, None)
+
+    def info(self, fn: Any) -> Any:
+        return self.infos.get(id(fn))
 
     def __contains__(self, fn: Any) -> bool:
         return id(fn) in self.names
+
+    def __len__(self) -> int:
+        return len(self.names)
 
     def __repr__(self) -> str:
         return f"<{self.name} registry of {len(self.names)} callables>"
@@ -59,34 +85,15 @@ leaf_function_callables = CallableIdRegistry(LEAF)
 disallowed_callables = CallableIdRegistry(DISALLOW)
 
 
-def _register_while_alive(fn: Any, *registries: CallableIdRegistry) -> None:
-    fn_id = id(fn)
-    for registry in registries:
-        registry.add(fn)
-
-    def deregister() -> None:
-        for registry in registries:
-            registry.remove(fn_id)
-
-    try:
-        weakref.finalize(fn, deregister)
-    except TypeError:
-        pass  # not weakly referenceable (e.g. a slotted callable): it stays registered
+def register_leaf_function(fn: Callable, info: Any) -> None:
+    """Mark `fn` (a `leaf_function` wrapper) with the info its calls need."""
+    leaf_function_callables.add(fn, info)
 
 
-@dataclass
-class LeafFunctionInfo:
-    """What the tracer needs about a `leaf_function`: the Python to run, its fake, what it mutates."""
-
-    fn: Callable
-    mutates_args: frozenset[str] = field(default_factory=frozenset)
-    fake: Callable | None = None
-
-
-def _check_not_marked_as(fn: Any, decorator: str, other: str) -> None:
+def check_not_marked_as(fn: Any, decorator: str, other: str) -> None:
     if marking_of(fn) == other:
         first, second = sorted([decorator, other])
-        raise GraphwrightError(
+        raise InvalidMarkingError(
             f"Function {getattr(fn, '__qualname__', fn)} cannot be both marked as @{first} and @{second}",
             explanation=f"`{other}` already wraps this function, and the two markings ask the "
                         "compiler for opposite things (trace into it, or keep it opaque).",
@@ -94,9 +101,9 @@ def _check_not_marked_as(fn: Any, decorator: str, other: str) -> None:
             user_stack=user_frames_of_stack())
 
 
-def _require_callable(fn: Any, decorator: str) -> None:
+def require_callable(fn: Any, decorator: str) -> None:
     if not callable(fn):
-        raise GraphwrightError(
+        raise InvalidMarkingError(
             f"`{decorator}` expects a callable, got {type(fn).__name__}",
             explanation=f"`{decorator}` marks a function or method for the compiler.",
             hints=[f"Apply `{decorator}` to a function: `@graphwright.{decorator}`."],
@@ -115,15 +122,16 @@ def nonstrict_trace(traceable_fn: Callable) -> Callable:
     Also usable inside the region: `graphwright.nonstrict_trace(get_magic_num)()`.
     Returns a new wrapper each time; only the wrapper is marked.
     """
-    _require_callable(traceable_fn, NONSTRICT)
-    _check_not_marked_as(traceable_fn, NONSTRICT, LEAF)
+    require_callable(traceable_fn, NONSTRICT)
+    check_not_marked_as(traceable_fn, NONSTRICT, LEAF)
 
     @functools.wraps(traceable_fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         return traceable_fn(*args, **kwargs)
 
     # In both registries: it is an allowed callable whose inputs follow the pytree rules.
-    _register_while_alive(wrapped, allowed_callables, nonstrict_trace_callables)
+    allowed_callables.add(wrapped)
+    nonstrict_trace_callables.add(wrapped)
     return wrapped
 
 
@@ -137,60 +145,51 @@ def allow_in_graph(fn: Callable) -> Callable:
     """
     if isinstance(fn, (list, tuple)):
         return [allow_in_graph(item) for item in fn]
-    _require_callable(fn, ALLOW)
+    require_callable(fn, ALLOW)
     disallowed_callables.remove(id(fn))
-    _register_while_alive(fn, allowed_callables)
+    allowed_callables.add(fn)
     return fn
 
 
 def disallow_in_graph(fn: Callable) -> Callable:
-    """Make every call of `fn` in a compiled region a graph break. Marks `fn` and returns it.
+    """Make every call of the torch operator `fn` in a compiled region a graph break.
+    Marks `fn` and returns it.
 
     >>> graphwright.disallow_in_graph(torch.sub)
+
+    It applies to what the compiler puts into graphs as it is: torch operators, and functions
+    marked `allow_in_graph`. The compiler traces into a Python function of the user's; to
+    keep it out of one, use `graphwright.disable`.
     """
     if isinstance(fn, (list, tuple)):
         return [disallow_in_graph(item) for item in fn]
-    _require_callable(fn, DISALLOW)
+    require_callable(fn, DISALLOW)
+    if not (fn in allowed_callables or _is_torch_operator(fn) or _dynamo_marking_of(fn) == ALLOW):
+        raise InvalidMarkingError(
+            "disallow_in_graph is expected to be used on an already allowed callable (like torch.* "
+            f"ops), not on {getattr(fn, '__qualname__', repr(fn))}",
+            explanation="Allowed callables are the ones the compiler puts into the graph as they are: "
+                        "torch operators and functions marked `allow_in_graph`. A Python function is "
+                        "traced into, so there is no call of it to keep out of the graph.",
+            hints=["To run a Python function uncompiled, decorate it with `graphwright.disable`."],
+            user_stack=user_frames_of_stack())
     allowed_callables.remove(id(fn))
-    _register_while_alive(fn, disallowed_callables)
+    nonstrict_trace_callables.remove(id(fn))
+    disallowed_callables.add(fn)
     return fn
 
 
-def leaf_function(fn: Callable | None = None, *, mutates_args: set[str] | None = None) -> Any:
-    """Keep `fn` opaque at every level: its Python runs at run time, every call.
-
-    Output shapes come from a fake implementation registered with `@fn.register_fake`:
-
-    >>> @graphwright.leaf_function
-    ... def log_stats(x):
-    ...     print(x.mean())
-    ...     return (x.mean(dim=1),)
-    >>> @log_stats.register_fake
-    ... def _(x):
-    ...     return (x.new_empty(x.shape[0]),)
-    """
-    if fn is None:
-        return functools.partial(leaf_function, mutates_args=mutates_args)
-    _require_callable(fn, LEAF)
-    _check_not_marked_as(fn, LEAF, NONSTRICT)
-    info = LeafFunctionInfo(fn, frozenset(mutates_args or ()))
-
-    @functools.wraps(fn)
-    def leaf(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    def register_fake(fake: Callable) -> Callable:
-        info.fake = fake
-        return fake
-
-    leaf.register_fake = register_fake
-    leaf._graphwright_leaf = info
-    _register_while_alive(leaf, leaf_function_callables)
-    return leaf
-
-
-def leaf_function_info(fn: Any) -> LeafFunctionInfo:
-    return fn._graphwright_leaf
+def _is_torch_operator(fn: Any) -> bool:
+    """A callable of torch's own: an operator of `torch.ops`, a function or method written in C,
+    or a Python function of a torch module (`torch.nn.functional.relu`)."""
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)):
+        return True
+    if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                       types.MethodWrapperType, types.FunctionType)):
+        owner = getattr(fn, "__objclass__", None)
+        module = getattr(fn, "__module__", None) or getattr(owner, "__module__", None) or ""
+        return module == "torch" or module.startswith("torch.")
+    return False
 
 
 def marking_of(fn: Any) -> str | None:
@@ -214,6 +213,8 @@ def _dynamo_marking_of(fn: Any) -> str | None:
     fn_id = id(fn)
     if fn_id in trace_rules._nonstrict_trace_callable_ids:
         return NONSTRICT
+    if fn_id in getattr(trace_rules, "_leaf_function_ids", ()):
+        return LEAF
     if fn_id in trace_rules._disallowed_callable_ids:
         return DISALLOW
     if fn_id in trace_rules._allowed_callable_ids:

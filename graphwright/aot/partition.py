@@ -113,7 +113,11 @@ class _Split:
         self.forward_outputs = outs[:num_forward_outputs]
         self.grad_outputs = outs[num_forward_outputs:]
         self.order = {n: i for i, n in enumerate(graph.nodes)}
-        self.forward_nodes = _ancestors(self.forward_outputs) | set(self.inputs)
+        # Operations run for their side effects (a leaf function's call) belong to the forward
+        # even when no output depends on them.
+        effects = [n for n in graph.nodes if n.op == "call_function" and n.is_impure()
+                   and not _ancestors([n]) & set(self.tangents)]
+        self.forward_nodes = _ancestors([*self.forward_outputs, *effects]) | set(self.inputs)
         # A multi-output op's results are unpacked where it runs: the tuple never crosses over.
         for node in graph.nodes:
             if node.target is operator.getitem and node.args[0] in self.forward_nodes:

@@ -11,6 +11,7 @@ rebuilds the input and output structures around them.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -109,9 +110,9 @@ def _trace(
     for value, path in zip(traced_leaves, paths):
         _add_placeholder(graph, recorder, sizes, value, path)
 
-    with _tracing_modes(fake_mode, recorder):
+    with _tracing_modes(fake_mode, recorder), _callers_containers(args, leaves, traced_leaves) as call_args:
         try:
-            outputs = f(*_call_arguments(args, leaves, traced_leaves, in_spec))
+            outputs = f(*call_args)
         except Exception as exc:
             error = translate_trace_exception(exc, tracing_mode)
             if error is None:
@@ -160,16 +161,52 @@ def _tracing_modes(fake_mode, recorder: GraphRecorder):
         yield
 
 
-def _call_arguments(args: tuple, leaves: list, traced_leaves: list, in_spec) -> tuple:
-    """What the traced function is called with.
+@contextlib.contextmanager
+def _callers_containers(args: tuple, leaves: list, traced_leaves: list) -> Iterator[tuple]:
+    """What the traced function is called with: the caller's own objects.
 
-    When no leaf was converted (real mode), the caller's own objects: side
-    effects on them then happen during the trace, as in eager and in PyTorch's
-    make_fx. Otherwise new containers around the converted leaves.
+    In real mode they are passed as they are. In fake and symbolic modes each
+    input tensor in the caller's lists and dicts is swapped for its traced
+    counterpart for the run, and after it every traced counterpart of an
+    input found in those containers is swapped back for the real tensor:
+    side effects on the containers (a `pop`, an `append`) happen to the
+    caller's objects during the trace, as the function would do them (the
+    non-strict tracing seed's example 3). A tensor the function computed and
+    stored there has no real value: it stays the fake it was. Tuples are
+    rebuilt around the same mutable children.
     """
-    if all(traced is leaf for traced, leaf in zip(traced_leaves, leaves)):
-        return args
-    return pytree.tree_unflatten(traced_leaves, in_spec)
+    traced_of = {id(leaf): traced for leaf, traced in zip(leaves, traced_leaves) if traced is not leaf}
+    if not traced_of:
+        yield args
+        return
+    real_of = {id(traced): leaf for leaf, traced in zip(leaves, traced_leaves) if traced is not leaf}
+    swapped: list[Any] = []
+    try:
+        yield tuple(_swap_in(arg, traced_of, swapped) for arg in args)
+    finally:
+        for container in swapped:
+            keys = range(len(container)) if isinstance(container, list) else list(container)
+            for key in keys:
+                real = real_of.get(id(container[key]))
+                if real is not None:
+                    container[key] = real
+
+
+def _swap_in(value: Any, traced_of: dict[int, Any], swapped: list) -> Any:
+    """`value` with its input tensors replaced by their traced counterparts: lists and dicts in
+    place (recorded in `swapped`), other containers rebuilt."""
+    if isinstance(value, torch.Tensor):
+        return traced_of.get(id(value), value)
+    if type(value) in (list, dict):
+        keys = range(len(value)) if type(value) is list else list(value)
+        for key in keys:
+            value[key] = _swap_in(value[key], traced_of, swapped)
+        swapped.append(value)
+        return value
+    if pytree.tree_is_leaf(value):
+        return value
+    children, spec = pytree.tree_flatten(value, is_leaf=lambda node: node is not value)
+    return pytree.tree_unflatten([_swap_in(child, traced_of, swapped) for child in children], spec)
 
 
 def _output_value(recorder: GraphRecorder, leaf: Any) -> Any:

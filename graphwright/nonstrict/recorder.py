@@ -27,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core import recompute
 from .._core.errors import NonFakeInputError, TraceError
+from .._core.leaf_op import OPAQUE_CALL_OPERATORS
 from .._core.user_stack import user_frames_of_stack
 from .higher_order import record_higher_order
 from .symbolic_sizes import SymbolicSizeNodes, is_symbolic
@@ -37,6 +38,10 @@ _IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
 _FUNCTIONAL_KEY = torch._C._TorchDispatchModeKey.FUNCTIONAL
 _active_infra_mode = torch._C._get_dispatch_mode
 _UNSEEN = object()
+_grad_enabled = torch._C.is_grad_enabled
+
+GRAD_ENABLED_KEY = "grad_enabled"
+"""`node.meta` key, set to False on operations recorded while grad mode was off."""
 
 
 class GraphRecorder(TorchDispatchMode):
@@ -227,6 +232,8 @@ class GraphRecorder(TorchDispatchMode):
         node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
         if recompute.regions:  # inside a checkpointed function
             node.meta[recompute.RECOMPUTE_KEY] = recompute.regions[-1]
+        if not _grad_enabled():
+            node.meta[GRAD_ENABLED_KEY] = False  # replaying the graph must not differentiate it
         self.track_output(node, out)
         return node
 
@@ -348,7 +355,8 @@ def _depends_on_data(func: Any) -> bool:
     known = _DEPENDS_ON_DATA.get(func)
     if known is None:
         tags = getattr(func, "tags", ())
-        known = _DEPENDS_ON_DATA[func] = any(tag in tags for tag in _DATA_DEPENDENT_TAGS)
+        known = _DEPENDS_ON_DATA[func] = any(tag in tags for tag in _DATA_DEPENDENT_TAGS) \
+            or func in OPAQUE_CALL_OPERATORS  # a leaf function's fake may return such sizes
     return known
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import types
 import warnings
+import weakref
 from typing import Any, Callable
 
 from .._core import config
@@ -30,20 +31,23 @@ from .interpreter.graph_builder import prepare_fake_tensors
 
 
 class CodeCache:
-    __slots__ = ("entries", "exhausted", "dynamic_dims")
+    __slots__ = ("entries", "exhausted", "dynamic_dims", "__weakref__")
 
     def __init__(self) -> None:
         self.entries: list[Callable] = []
         self.exhausted = False
         self.dynamic_dims: dict[Any, frozenset[int]] = {}  # learnt under dynamic=None
+        _LIVE_CACHES.add(self)
 
 
 _CACHES: dict[tuple, CodeCache] = {}
+_LIVE_CACHES: weakref.WeakSet = weakref.WeakSet()  # those of wrappers made before a reset too
 
 
 def reset_caches() -> None:
-    """Forget every entry; wrappers made before keep working and compile afresh."""
-    for cache in _CACHES.values():
+    """Forget every entry; wrappers made before keep working and compile afresh (after every
+    reset: each wrapper keeps the cache it was made with)."""
+    for cache in list(_LIVE_CACHES):
         cache.entries.clear()
         cache.exhausted = False
         cache.dynamic_dims.clear()

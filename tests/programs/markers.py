@@ -1,5 +1,5 @@
-"""`graph_break` and `disable` of the compiler under test: graphwright's, or
-PyTorch's own in the reference mode (PyTorch does not know graphwright's)."""
+"""`graph_break`, `disable` and the marking decorators of the compiler under test:
+graphwright's, or PyTorch's own in the reference mode (PyTorch does not know graphwright's)."""
 from __future__ import annotations
 
 import graphwright
@@ -14,3 +14,15 @@ if REFERENCE:
 else:
     graph_break = graphwright.graph_break
     disable = graphwright.disable
+
+if REFERENCE:
+    from torch._dynamo.decorators import leaf_function
+
+    allow_in_graph = torch._dynamo.allow_in_graph
+    disallow_in_graph = torch._dynamo.disallow_in_graph
+    nonstrict_trace = torch._dynamo.nonstrict_trace
+else:
+    allow_in_graph = graphwright.allow_in_graph
+    disallow_in_graph = graphwright.disallow_in_graph
+    leaf_function = graphwright.leaf_function
+    nonstrict_trace = graphwright.nonstrict_trace

@@ -17,6 +17,7 @@ from . import (
     cases_idioms,
     cases_introspection,
     cases_language,
+    cases_markers,
     cases_models,
     cases_modules,
     cases_real_models,
@@ -30,8 +31,7 @@ ALL_PROGRAMS = [
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
-    *cases_higher_order.PROGRAMS,
-    *cases_data_dependent.PROGRAMS,
+    *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
 ]
 
 

@@ -97,8 +97,9 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
     if markers.is_disabled(target):
         name = getattr(target, "__qualname__", repr(target))
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled {name}", name=name)
-    if rules.marking_of(target) is not None:
-        # marked callables see plain Python numbers: a symbolic int is specialised at the call site
+    if rules.marking_of(target) not in (None, rules.NONSTRICT):
+        # these marked callables see plain Python numbers: a symbolic int is specialised at the
+        # call site (a nonstrict_trace call takes it as an input of its node)
         args = [_specialised(tracer, arg) for arg in args]
         kwargs = {key: _specialised(tracer, arg) for key, arg in kwargs.items()}
     return marked_calls.call_marked(tracer, target, list(args), kwargs)
@@ -243,6 +244,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     from ..objects import attributes
 
     real = module.module
+    if markers.is_disabled(real):
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)

@@ -237,6 +237,8 @@ class GraphBuilder:
     def call_with_result(self, target: Any, args: list[Value | torch.fx.Node], result: Any) -> Value:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace);
         an argument may be a node the caller made (`add_submodule`)."""
+        if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
+            self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
         return self._wrap_result(node, result)
 
@@ -276,6 +278,8 @@ class GraphBuilder:
             return DictValue({key: self._wrap_result(self._create_node("call_function", operator.getitem,
                                                                        [node, key], {}), item)
                               for key, item in result.items()})
+        if self.symbolic is not None and holds_symbol(result):  # a size the node computes
+            self._register_symbolic(node, result)
         return self._constant_result(result)
 
     def _register_symbolic(self, node: torch.fx.Node, result: Any) -> None:

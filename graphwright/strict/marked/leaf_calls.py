@@ -1,26 +1,36 @@
 """A call to a `leaf_function`: one node that stays opaque at every level.
 
 The arguments are flattened as for `nonstrict_trace` (`pytree_values`); the
-registered fake implementation runs on the compilation's fake tensors for the
-output's structure and metadata; the node calls the `graphwright::leaf_call`
-operator (`_core/leaf_op.py`), so that the original Python runs at run time
-under every backend. Non-tensor outputs are the fake's, fixed at trace time.
+`mutates_args` expressions are resolved to flat inputs, and every flat input
+is named as the user writes it (for the errors the call may raise at run
+time). The registered fake implementation runs on the compilation's fake
+tensors, as the real function will run at run time (inputs detached, the
+declared mutated ones copied), for the output's structure and metadata. The
+node calls the `graphwright::leaf_call` operator (`_core/leaf_op.py`), so that
+the original Python runs at run time, once per call, under every backend.
+Non-tensor outputs are the fake's, fixed at trace time.
 """
 from __future__ import annotations
 
-import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..._core import rules
+import torch
+
+from ..._core.errors import InvalidMarkingError
 from ..._core.flat_call import apply_flat_call
+from ..._core.leaf_function import LeafFunctionInfo, leaf_function_info, named_input_tensors
 from ..._core.leaf_op import LeafCall
-from ..objects.values import DictValue, SequenceValue, TensorValue, Value
+from ..objects.values import Value
 from . import marking_breaks as mb
 from .nonstrict_calls import function_name, trace_on_fakes
 from .pytree_values import (
+    FlatArguments,
     InvalidLeaf,
     check_output_leaves,
+    example_value,
     flatten_call_arguments,
+    is_graph_output,
     output_value,
 )
 
@@ -29,55 +39,62 @@ if TYPE_CHECKING:
 
 
 def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    info = rules.leaf_function_info(fn)
+    info = leaf_function_info(fn)
     name = function_name(fn)
     if info.fake is None:
         raise tracer.graph_break(mb.LEAF_MISSING_FAKE, f"leaf_function {name} without fake", name=name)
     try:
-        flat = flatten_call_arguments(tracer, args, kwargs)
+        flat = flatten_call_arguments(tracer, args, kwargs, symbolic_inputs=False)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"input {leaf.path} of {name}", name=name,
                                  what=f"input `{leaf.path}`", type=leaf.kind) from None
-    mutated = _mutated_inputs(fn, info.mutates_args, args, kwargs, flat.tensors)
-    site = LeafCall(info.fn, info.fake, flat.in_spec, flat.leaves, flat.tensor_positions,
-                    flat.module_states, mutated)
     inputs = flat.graph_inputs
-
-    def fake_call(*flat_inputs: Any) -> Any:
-        return apply_flat_call(info.fake, flat.in_spec, flat.leaves, flat.tensor_positions,
-                               flat.module_states, flat_inputs)
-
-    output, _ = trace_on_fakes(tracer, fake_call, [value.fake for value in inputs], name, mb.LEAF_FAKE_FAILED)
+    fakes = [example_value(value) for value in inputs]
+    try:
+        mutated, names = _mutated_and_named(info, flat, fakes)
+    except (InvalidMarkingError, TypeError) as error:
+        raise tracer.user_error(error) from None
+    site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.input_positions,
+                    flat.module_states, mutated, names)
+    output, _ = trace_on_fakes(tracer, lambda *flat_inputs: site.run_fake(flat_inputs)[0], fakes, name,
+                               mb.LEAF_FAKE_FAILED, reads_constants=False)
     try:
         leaves, out_spec = check_output_leaves(output)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"{leaf.path} of {name}", name=name,
                                  what=f"`{leaf.path}`", type=leaf.kind) from None
+    site.record_fake_output(output)
     with tracer.graph.fake_mode:
-        tensors = site(*[value.fake for value in inputs])
+        tensors = site(*fakes)
     result = tracer.graph.call_with_result(site, inputs, tensors)
-    num_outputs = len(tensors) - len(mutated)
+    num_tensors, num_outputs = len(site.fake_metadata), site.num_outputs
     for index, new_value in zip(mutated, result.items[num_outputs:]):
         tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
-    return output_value(leaves, out_spec, lambda index: result.items[index])
+    # A scalar the fake computes from data comes back as a 0-dim tensor: its value is `.item()`.
+    scalars = [tracer.graph.call("call_method", "item", [value], {})
+               for value in result.items[num_tensors:num_outputs]]
+    results = iter(result.items[:num_tensors])
+    graph_values = [scalars.pop(0) if not isinstance(leaf, torch.Tensor) else next(results)
+                    for leaf in leaves if is_graph_output(leaf)]
+    return output_value(leaves, out_spec, graph_values.__getitem__)
 
 
-def _mutated_inputs(fn: Callable, mutates_args: frozenset[str], args: list[Value],
-                    kwargs: dict[str, Value], tensors: list[TensorValue]) -> list[int]:
-    """Indices in `tensors` of the tensors inside the arguments named in `mutates_args`."""
-    if not mutates_args:
-        return []
-    bound = inspect.signature(fn).bind(*args, **kwargs).arguments
-    inside = {id(tensor) for name in mutates_args if name in bound for tensor in _tensors_in(bound[name])}
-    return [index for index, tensor in enumerate(tensors) if id(tensor) in inside]
+def _mutated_and_named(info: LeafFunctionInfo, flat: FlatArguments,
+                       fakes: Sequence[torch.Tensor]) -> tuple[list[int], list[str]]:
+    """The flat inputs the `mutates_args` expressions name, and a name for every flat input,
+    found on the call's arguments rebuilt around the fakes (module states swapped in)."""
+    positions: dict[int, list[int]] = {}
+    for index, fake in enumerate(fakes):
+        positions.setdefault(id(fake), []).append(index)
 
+    def resolve(*args: Any, **kwargs: Any) -> tuple[list[int], list[str]]:
+        arguments = info.arguments(args, kwargs)
+        names = [f"input {index}" for index in range(len(fakes))]
+        for path, tensor in reversed(list(named_input_tensors(arguments))):
+            for index in positions.get(id(tensor), ()):
+                names[index] = path
+        mutated = sorted({index for tensor in info.declared_tensors(arguments)
+                          for index in positions.get(id(tensor), ())})
+        return mutated, names
 
-def _tensors_in(value: Value) -> list[TensorValue]:
-    if isinstance(value, TensorValue):
-        return [value]
-    if isinstance(value, SequenceValue):
-        return [tensor for item in value.items for tensor in _tensors_in(item)]
-    if isinstance(value, DictValue):
-        return [tensor for item in value.items.values() for tensor in _tensors_in(item)]
-    return []
-
+    return apply_flat_call(resolve, flat.in_spec, flat.leaves, flat.input_positions, flat.module_states, fakes)

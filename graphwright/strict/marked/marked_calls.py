@@ -18,6 +18,7 @@ value or raises its graph break:
 """
 from __future__ import annotations
 
+import inspect
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -66,10 +67,11 @@ def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[s
 
 def _apply_decorator(tracer: "Tracer", decorator_fn: Any, decorator: str, args: list[Value],
                      kwargs: dict[str, Value]) -> Value:
-    if len(args) != 1 or kwargs:
+    try:  # `nonstrict_trace(fn)` or `nonstrict_trace(traceable_fn=fn)`
+        (marked,) = inspect.signature(decorator_fn).bind(*args, **kwargs).arguments.values()
+    except (TypeError, ValueError):
         raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{decorator} with {len(args)} arguments",
-                                 name=decorator)
-    (marked,) = args
+                                 name=decorator) from None
     if isinstance(marked, FunctionValue):
         if marked.fn is None:
             if decorator == rules.NONSTRICT:

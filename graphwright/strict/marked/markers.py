@@ -2,11 +2,23 @@
 `mark_dynamic`, `mark_static`.
 
 They do nothing at run time (or run the function unchanged); their meaning
-lives in the tracer, which recognises them by identity or by attribute.
+lives in the tracer, which recognises them by identity or by a mark on the
+object itself.
+
+`disable` marks the wrapper it returns with a `DisableMark` naming that very
+wrapper, so that a function copying the wrapper's attributes
+(`functools.wraps`) is not taken for disabled. A disabled module is wrapped
+in a `DisabledModule`; a disabled class has its instances' construction and
+calls disabled. With `recursive=False` only the function's own code is kept
+uncompiled: code run in plain Python calls it with its calls routed to
+compiled wrappers (`residual/call_routing.py`), and compiling it directly
+compiles it.
 """
 from __future__ import annotations
 
 import functools
+import sys
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -23,28 +35,85 @@ def graph_break(msg: str = "") -> None:
     """
 
 
+@dataclass(frozen=True)
+class DisableMark:
+    """What `disable` made: the wrapper (by id), whether callees stay uncompiled too, and
+    the callable it wraps."""
+
+    wrapper_id: int
+    recursive: bool
+    original: Any
+
+
+class DisabledModule(torch.nn.Module):
+    """A module whose calls are never compiled: `disable(module)`. Calling it calls the
+    original module (its hooks included); parameters and state are the original's."""
+
+    def __init__(self, module: torch.nn.Module, recursive: bool) -> None:
+        super().__init__()
+        self._orig_mod = module
+        self.__dict__["_graphwright_disabled"] = DisableMark(id(self), recursive, module)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod(*args, **kwargs)
+
+
 def disable(fn: Callable | None = None, recursive: bool = True) -> Any:
     """Never compile `fn`: calls to it run eagerly (a graph break inside a compiled region).
+    Works on functions, methods, modules and classes (whose instances are then never
+    compiled). With `recursive=False`, the functions `fn` calls are still compiled.
 
     >>> @graphwright.disable
     ... def log_stats(x): ...
     """
     if fn is None:
         return functools.partial(disable, recursive=recursive)
+    if isinstance(fn, type):
+        fn.__init__ = disable(fn.__init__, recursive)
+        fn.__call__ = disable(fn.__call__, recursive)
+        return fn
+    if isinstance(fn, torch.nn.Module):
+        return DisabledModule(fn, recursive)
 
     @functools.wraps(fn)
     def disabled(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
-    disabled._graphwright_disabled = True
+    disabled._graphwright_disabled = DisableMark(id(disabled), recursive, fn)
     return disabled
+
+
+def disable_mark(target: Any) -> DisableMark | None:
+    """The mark of a callable `disable` (graphwright's or torch's) made, or None. A module is
+    disabled when it is a disabled module or its class's calls are."""
+    mark = getattr(target, "_graphwright_disabled", None)
+    if isinstance(mark, DisableMark) and mark.wrapper_id == id(target):
+        return mark
+    if isinstance(target, torch.nn.Module):
+        call = getattr(type(target), "__call__", None)
+        return disable_mark(call) if call is not None else None
+    if getattr(target, "_torchdynamo_disable", False):
+        wrapper_id = getattr(target, "_torchdynamo_wrapper_id", None)
+        if wrapper_id is None or wrapper_id == id(target):
+            return DisableMark(id(target), getattr(target, "_torchdynamo_disable_recursive", True),
+                               getattr(target, "_torchdynamo_orig_callable", target))
+        return None
+    if getattr(target, "__code__", None) is _LAZY_DISABLE_CODE:
+        return DisableMark(id(target), True, target)
+    return None
 
 
 def is_disabled(target: Any) -> bool:
     """Marked never to be compiled: by `graphwright.disable`, `torch._dynamo.disable` (or
     `torch.compiler.disable`), or torch's own lazy `torch._disable_dynamo` decorator."""
-    return (getattr(target, "_graphwright_disabled", False) or getattr(target, "_torchdynamo_disable", False)
-            or getattr(target, "__code__", None) is _LAZY_DISABLE_CODE)
+    return disable_mark(target) is not None or _is_torch_disabled_module(target)
+
+
+def _is_torch_disabled_module(target: Any) -> bool:
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if eval_frame is None or not isinstance(target, torch.nn.Module):
+        return False
+    return isinstance(target.__dict__.get("dynamo_ctx"), eval_frame.DisableContext)
 
 
 _LAZY_DISABLE_CODE = torch._compile._disable_dynamo(lambda: None).__code__

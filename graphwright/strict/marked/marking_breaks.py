@@ -48,8 +48,8 @@ DISALLOWED_CALL = define_kind(
     "Remove the `disallow_in_graph` marking if the call should be captured.")
 LEAF_MISSING_FAKE = define_kind(
     "GB106", "leaf_function without a fake implementation",
-    "`{name}` is a `leaf_function` but has no fake implementation, so the tracer cannot know "
-    "the shapes of its outputs.",
+    "`{name}` is a `leaf_function` and requires a fake implementation: the tracer never looks "
+    "inside it, so only a fake can tell the shapes of its outputs.",
     "Register one with `@<the function>.register_fake` on a function with the same signature that "
     "returns outputs of the right shapes, e.g. with `x.new_empty(...)`.")
 LEAF_INVALID_IO = define_kind(
@@ -69,3 +69,17 @@ LEAF_FAKE_FAILED = define_kind(
     "Running the fake implementation of `{name}` on fake tensors raised {error}",
     "The fake must only use its arguments' metadata (shapes, dtypes) and build outputs with "
     "e.g. `x.new_empty(...)`.")
+NONSTRICT_OPAQUE_CREATED = define_kind(
+    "GB110", "Opaque object created in the compiled region",
+    "An opaque object was created in the middle of the program: input `{path}` of `{name}` is a "
+    "`{type}`, an opaque reference type, made inside the compiled region. A nonstrict_trace call "
+    "takes such objects only when they exist before the region runs.",
+    "Create the object outside the compiled function and pass it in.")
+NONSTRICT_OBJECT_IN_CONTEXT = define_kind(
+    "GB111", "Invalid use of pytree_flatten with nonstrict_trace-ed function",
+    "Input `{path}` of `{name}` is a `{type}` that its parent's pytree flatten function puts in "
+    "the node's context; a context must be a constant, and this object is neither a pytree nor "
+    "a constant.",
+    "Return the object among the children in the flatten function, and register its class with "
+    "torch.utils._pytree.",
+    "Or register its class with `register_constant` if it is a constant.")

@@ -1,13 +1,16 @@
 """A call to a `nonstrict_trace`-ed function: one opaque graph node, typed by a non-strict trace.
 
 The strict tracer does not look inside the function. Its arguments are
-flattened to a pytree spec and flat tensor inputs (module parameters and
-buffers included, `pytree_values`); the function then runs once under the
-non-strict tracer (`make_fx`) on the compilation's fake tensors, which gives
-the output's structure and metadata; the graph gets one node calling a
-`FlatCall` of the function on the flat inputs, and the output is rebuilt
-around that node's tensor results. Non-tensor inputs and outputs, and the
-structure of both, are specialised to this call site.
+flattened to a pytree spec and flat inputs (tensors and symbolic ints, then
+module parameters and buffers, `pytree_values`); the function then runs once
+under the non-strict tracer (`make_fx`) on the compilation's fake tensors,
+which gives the output's structure and metadata, and records the body's
+operations; the graph gets one node calling a `FlatCall` of the function on
+the flat inputs, and the output is rebuilt around that node's results (its
+tensors and symbolic sizes). Where the recording is faithful to autograd
+(`nonstrict.replay`), ahead-of-time autograd replays it instead of running
+the body again. Other non-tensor inputs and outputs, and the structure of
+both, are specialised to this call site.
 
 Reading a tensor that requires grad and is not an input, or mutating an
 input, is legal but silently different from eager under ahead-of-time
@@ -15,6 +18,7 @@ autograd: each warns once, at the user's line.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -26,13 +30,16 @@ from ..._core.errors import GraphwrightError
 from ..._core.flat_call import FlatCall
 from ..._core.user_stack import user_frames_of_traceback
 from ...nonstrict import TRACE_RECORD_KEY, make_fx
+from ...nonstrict.replay import replay, replayable
 from ..interpreter.graph_breaks import GraphBreak, GraphBreakKind
 from ..objects.values import Value
 from . import marking_breaks as mb
 from .pytree_values import (
     InvalidLeaf,
     check_output_leaves,
+    example_value,
     flatten_call_arguments,
+    is_graph_output,
     output_value,
 )
 
@@ -51,41 +58,52 @@ def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: di
     try:
         flat = flatten_call_arguments(tracer, args, kwargs)
     except InvalidLeaf as leaf:
-        raise tracer.graph_break(mb.NONSTRICT_INVALID_INPUT, f"input {leaf.path} of {name}: {leaf.kind}",
+        kind = _INPUT_PROBLEMS[leaf.problem]
+        raise tracer.graph_break(kind, f"input {leaf.path} of {name}: {leaf.kind}",
                                  path=leaf.path, name=name, type=leaf.kind) from None
-    flat_call = FlatCall(fn, flat.in_spec, flat.leaves, flat.tensor_positions, flat.module_states)
+    flat_call = FlatCall(fn, flat.in_spec, flat.leaves, flat.input_positions, flat.module_states)
     inputs = flat.graph_inputs
-    output, gm = trace_on_fakes(tracer, flat_call.call_function, [value.fake for value in inputs], name)
+    fakes = [example_value(value) for value in inputs]
+    output, gm = trace_on_fakes(tracer, flat_call.call_function, fakes, name)
     try:
         leaves, out_spec = check_output_leaves(output)
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.NONSTRICT_INVALID_OUTPUT, f"{leaf.path} of {name}: {leaf.kind}",
                                  path=leaf.path, name=name, type=leaf.kind) from None
-    tensors = tuple(leaf for leaf in leaves if isinstance(leaf, torch.Tensor))
+    results = tuple(leaf for leaf in leaves if is_graph_output(leaf))
     flat_call.out_spec = out_spec
-    flat_call.num_tensor_outputs = len(tensors)
+    flat_call.output_positions = tuple(index for index, leaf in enumerate(leaves) if is_graph_output(leaf))
     flat_call.call_site = _call_site(tracer)
-    _warn_about_impurities(tracer, gm, name, len(flat.tensors))
-    result = tracer.graph.call_with_result(flat_call, inputs, tensors)
+    if replayable(results, fakes):
+        flat_call.traced_body = functools.partial(replay, gm, None)
+    _warn_about_impurities(tracer, gm, name, len(flat.inputs))
+    result = tracer.graph.call_with_result(flat_call, inputs, results)
     return output_value(leaves, out_spec, lambda index: result.items[index])
 
 
+_INPUT_PROBLEMS = {"type": mb.NONSTRICT_INVALID_INPUT, "context": mb.NONSTRICT_OBJECT_IN_CONTEXT,
+                   "created_opaque": mb.NONSTRICT_OPAQUE_CREATED}
+
+
 def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], name: str,
-                   failure: GraphBreakKind = mb.NONSTRICT_TRACE_FAILED) -> tuple[Any, torch.fx.GraphModule]:
+                   failure: GraphBreakKind = mb.NONSTRICT_TRACE_FAILED,
+                   reads_constants: bool = True) -> tuple[Any, torch.fx.GraphModule]:
     """Run `call(*fakes)` under the non-strict tracer; its output (on fakes) and the graph.
-    An exception is the graph break `failure`, its stack ending at the user's line that raised."""
+    A real tensor that is not an input is a constant of the trace, or with `reads_constants`
+    False an error. An exception is the graph break `failure`, its stack ending at the user's
+    line that raised."""
     outputs: list[Any] = []
 
     def traced(anchor: torch.Tensor, *flat: Any) -> tuple:
         output = call(*flat)
         outputs.append(output)
-        return tuple(leaf for leaf in pytree.tree_leaves(output) if isinstance(leaf, torch.Tensor))
+        return tuple(leaf for leaf in pytree.tree_leaves(output) if is_graph_output(leaf))
 
     # make_fx traces on the fake mode of its first fake input: the anchor makes it the
     # compilation's, even for a call without tensor inputs.
     anchor = tracer.graph.fake_mode.from_tensor(torch.empty(0))
     try:
-        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(anchor, *fakes)
+        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=reads_constants)(anchor, *fakes)
     except GraphBreak:
         raise
     except Exception as error:

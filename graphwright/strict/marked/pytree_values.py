@@ -2,15 +2,17 @@
 
 `flatten_call_arguments` turns a call's symbolic arguments into what a
 `FlatCall` needs: the pytree spec of `(args, kwargs)`, its leaves with every
-tensor replaced by a slot, the tensor values the graph passes, and the
-`nn.Module` inputs whose parameters and buffers follow them. Non-tensor
-leaves are Python values of this call site (specialised: they are guarded
-where they were read). User classes must be registered with
-torch.utils._pytree; `register_constant` instances (and opaque value types
-registered with `torch._library.opaque_object`) are guarded by equality.
+graph input replaced by a slot (tensors, and symbolic ints when the call
+takes them), the values the graph passes, and the `nn.Module` inputs whose
+parameters and buffers follow them. Other leaves are Python values of this
+call site (specialised: they are guarded where they were read). User classes
+must be registered with torch.utils._pytree, and what their flatten function
+puts in a node's context must be a constant; `register_constant` instances
+and opaque value types are guarded by equality, opaque reference types by
+identity.
 
 `output_value` does the reverse for a call's result: the output tree seen
-on fake tensors, with its tensor leaves replaced by graph values.
+on fake tensors, with its tensor (and symbolic) leaves replaced by graph values.
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
-from torch._library.opaque_object import is_opaque_value_type
+from torch._library.opaque_object import is_opaque_reference_type, is_opaque_value_type
 
 from ..._core.flat_call import ModuleState, module_state_names
-from ..objects import attributes
+from ..objects import attributes, operations
 from ..objects.classes import builtin_base, is_instance_value
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
@@ -42,10 +44,11 @@ if TYPE_CHECKING:
 
 PRIMITIVE_LEAF_TYPES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
                         torch.layout, torch.memory_format)
+SYMBOLIC_LEAF_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
-class TensorSlot:
-    """Stands for the tensor leaf at `index` of the flat graph inputs while the spec is built."""
+class InputSlot:
+    """Stands for the graph input at `index` of the flat inputs while the spec is built."""
 
     __slots__ = ("index",)
 
@@ -54,39 +57,60 @@ class TensorSlot:
 
 
 class InvalidLeaf(Exception):
-    """A value that is not a pytree the call accepts; `path` names it, `kind` its type."""
+    """A value that is not a pytree the call accepts; `path` names it, `kind` its type.
 
-    def __init__(self, path: str, kind: str) -> None:
+    `problem` says why: "type" (not a pytree), "context" (a registered class's flatten
+    function put it in the node's context, which must be constant), "created_opaque" (an
+    opaque reference object made inside the region)."""
+
+    def __init__(self, path: str, kind: str, problem: str = "type") -> None:
         super().__init__(path)
         self.path = path
         self.kind = kind
+        self.problem = problem
+
+
+class _Rejected:
+    """An attribute of a registered class that is no pytree: an error only if the class's
+    flatten function keeps it (as a child, or in its context)."""
+
+    __slots__ = ("leaf",)
+
+    def __init__(self, leaf: InvalidLeaf) -> None:
+        self.leaf = leaf
 
 
 @dataclass
 class FlatArguments:
     in_spec: pytree.TreeSpec
     leaves: list[Any]
-    tensor_positions: list[int]
-    tensors: list[TensorValue]
+    input_positions: list[int]
+    inputs: list[Value]  # a TensorValue, or a ConstantValue holding a symbolic int
     module_states: list[ModuleState] = field(default_factory=list)
     module_tensors: list[TensorValue] = field(default_factory=list)
 
     @property
-    def graph_inputs(self) -> list[TensorValue]:
-        return [*self.tensors, *self.module_tensors]
+    def graph_inputs(self) -> list[Value]:
+        return [*self.inputs, *self.module_tensors]
+
+
+def example_value(value: Value) -> Any:
+    """What a graph input is while tracing: a fake tensor, or a SymInt."""
+    return value.fake if isinstance(value, TensorValue) else value.value
 
 
 class _Flattener:
-    def __init__(self, tracer: "Tracer") -> None:
+    def __init__(self, tracer: "Tracer", symbolic_inputs: bool) -> None:
         self.tracer = tracer
-        self.tensors: list[TensorValue] = []
+        self.symbolic_inputs = symbolic_inputs
+        self.inputs: list[Value] = []
         self.module_states: list[ModuleState] = []
         self.module_tensors: list[TensorValue] = []
+        self.rejected: list[_Rejected] = []
 
     def template(self, value: Value, path: str) -> Any:
         if isinstance(value, TensorValue):
-            self.tensors.append(value)
-            return TensorSlot(len(self.tensors) - 1)
+            return self._slot(value)
         if isinstance(value, ConstantValue):
             return self._constant(value, path)
         if is_instance_value(value) and not isinstance(value, ObjectValue) or \
@@ -105,8 +129,15 @@ class _Flattener:
             return self._object(value, path)
         raise InvalidLeaf(path, value.python_type().__qualname__)
 
+    def _slot(self, value: Value) -> InputSlot:
+        self.inputs.append(value)
+        return InputSlot(len(self.inputs) - 1)
+
     def _constant(self, value: ConstantValue, path: str) -> Any:
         real = value.value
+        if operations.is_symbolic(value):
+            # A size or an int that varies between calls: an input of the call, or specialised.
+            return self._slot(value) if self.symbolic_inputs else operations.python_value(self.tracer, value)
         if isinstance(real, PRIMITIVE_LEAF_TYPES) or isinstance(real, enum.Enum):
             return real
         if _is_equality_constant(type(real)):
@@ -154,9 +185,15 @@ class _Flattener:
 
     def _object(self, value: ObjectValue, path: str) -> Any:
         cls = value.cls
-        if _is_equality_constant(cls) and value.obj is not None and not value.overlay:
+        unchanged = value.obj is not None and not value.overlay
+        if _is_equality_constant(cls) and unchanged:
             # Assumed unmutated in the region, and equal instances behave alike: guard by equality.
             self.tracer.add_guard(value.source, "const", value.obj)
+            return value.obj
+        if is_opaque_reference_type(cls):
+            if not unchanged:
+                raise InvalidLeaf(path, cls.__qualname__, "created_opaque")
+            self.tracer.add_guard(value.source, "id", value.obj)
             return value.obj
         if cls not in pytree.SUPPORTED_NODES or not hasattr(value.obj if value.obj is not None else cls, "__dict__"):
             raise InvalidLeaf(path, cls.__qualname__)
@@ -166,8 +203,13 @@ class _Flattener:
         shadow = cls.__new__(cls)
         for name in names:
             attr = attributes.lookup(self.tracer, value, name)
-            if attr is not None:
+            if attr is None:
+                continue
+            try:
                 shadow.__dict__[name] = self.template(attr, f"{path}.{name}")
+            except InvalidLeaf as leaf:
+                shadow.__dict__[name] = rejected = _Rejected(leaf)
+                self.rejected.append(rejected)
         return shadow
 
 
@@ -177,26 +219,55 @@ def _is_equality_constant(cls: type) -> bool:
     return pytree.is_constant_class(cls) or is_opaque_value_type(cls)
 
 
-def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> FlatArguments:
-    """Raises `InvalidLeaf` for an argument that is not an accepted pytree."""
-    flattener = _Flattener(tracer)
+def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value],
+                           symbolic_inputs: bool = True) -> FlatArguments:
+    """Raises `InvalidLeaf` for an argument that is not an accepted pytree. Symbolic ints are
+    inputs of the call with `symbolic_inputs`, else specialised to their value."""
+    flattener = _Flattener(tracer, symbolic_inputs)
     template = (tuple(flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)),
                 {key: flattener.template(arg, f"kwargs[{key!r}]") for key, arg in kwargs.items()})
     leaves, in_spec = pytree.tree_flatten(template)
-    # Only the tensors a class's flatten function kept as children are inputs of the call.
-    positions = [position for position, leaf in enumerate(leaves) if isinstance(leaf, TensorSlot)]
-    tensors = [flattener.tensors[leaves[position].index] for position in positions]
+    for leaf in leaves:
+        if isinstance(leaf, _Rejected):
+            raise leaf.leaf
+    for rejected in flattener.rejected:
+        if _in_context(in_spec, rejected):
+            leaf = rejected.leaf
+            raise InvalidLeaf(leaf.path, leaf.kind, "context")
+    # Only the values a class's flatten function kept as children are inputs of the call.
+    positions = [position for position, leaf in enumerate(leaves) if isinstance(leaf, InputSlot)]
+    inputs = [flattener.inputs[leaves[position].index] for position in positions]
     for position in positions:
         leaves[position] = None
-    return FlatArguments(in_spec, leaves, positions, tensors, flattener.module_states,
-                         flattener.module_tensors)
+    return FlatArguments(in_spec, leaves, positions, inputs, flattener.module_states, flattener.module_tensors)
 
 
-def check_output_leaves(output: Any) -> tuple[list[Any], pytree.TreeSpec]:
-    """The output's leaves and spec; raises `InvalidLeaf` for a leaf that is not a tensor or primitive."""
+def _in_context(spec: pytree.TreeSpec, rejected: _Rejected) -> bool:
+    return _holds(spec.context, rejected) or any(_in_context(child, rejected) for child in spec.children_specs)
+
+
+def _holds(context: Any, item: Any) -> bool:
+    if context is item:
+        return True
+    if isinstance(context, (list, tuple, set, frozenset)):
+        return any(_holds(part, item) for part in context)
+    if isinstance(context, dict):
+        return any(_holds(part, item) for part in (*context.keys(), *context.values()))
+    return False
+
+
+def is_graph_output(leaf: Any) -> bool:
+    """An output leaf the graph computes: a tensor, or a symbolic size."""
+    return isinstance(leaf, (torch.Tensor, *SYMBOLIC_LEAF_TYPES))
+
+
+def check_output_leaves(output: Any, symbolic: bool = True) -> tuple[list[Any], pytree.TreeSpec]:
+    """The output's leaves and spec; raises `InvalidLeaf` for a leaf that is not a tensor, a
+    primitive, or (with `symbolic`) a symbolic size."""
+    allowed = (torch.Tensor, *PRIMITIVE_LEAF_TYPES, *(SYMBOLIC_LEAF_TYPES if symbolic else ()))
     leaves, spec = pytree.tree_flatten(output)
     for index, leaf in enumerate(leaves):
-        if not isinstance(leaf, (torch.Tensor, *PRIMITIVE_LEAF_TYPES)):
+        if not isinstance(leaf, allowed):
             raise InvalidLeaf(_leaf_path(output, index), type(leaf).__qualname__)
     return leaves, spec
 
@@ -210,14 +281,14 @@ def _leaf_path(output: Any, index: int) -> str:
     return "output" + pytree.keystr(key_path)
 
 
-def output_value(leaves: list[Any], spec: pytree.TreeSpec, tensor_value: Callable[[int], Value]) -> Value:
-    """The symbolic value of an output tree: tensor leaves from `tensor_value(i)` (the i-th
-    tensor leaf), other leaves as the constants the trace saw."""
+def output_value(leaves: list[Any], spec: pytree.TreeSpec, graph_value: Callable[[int], Value]) -> Value:
+    """The symbolic value of an output tree: its tensors and symbolic sizes from `graph_value(i)`
+    (the i-th of them), other leaves as the constants the trace saw."""
     values: list[Value] = []
     count = 0
     for leaf in leaves:
-        if isinstance(leaf, torch.Tensor):
-            values.append(tensor_value(count))
+        if is_graph_output(leaf):
+            values.append(graph_value(count))
             count += 1
         else:
             values.append(ConstantValue(leaf))

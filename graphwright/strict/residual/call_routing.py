@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 from bytecode import Bytecode, Instr
 
-from ..marked.markers import is_disabled
+from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
 
 _NULL, _VALUE = "null", "value"
@@ -59,6 +59,7 @@ class CallRouter:
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routed: dict[types.CodeType, types.CodeType] = {}
         self._module_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._uncompiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def routed_code(self, code: types.CodeType) -> types.CodeType:
         """`code` with every call site going through this router."""
@@ -79,6 +80,13 @@ class CallRouter:
 
     def route(self, target: Any) -> Any:
         """What to call instead of `target`: its compiled wrapper where it has Python code."""
+        method = type(target) is types.MethodType
+        mark = disable_mark(target.__func__ if method else target)
+        if mark is not None:
+            if mark.recursive:
+                return target
+            body = self._uncompiled_body(mark.original)
+            return types.MethodType(body, target.__self__) if method else body
         if type(target) is types.FunctionType:
             return self._compiled_function(target) or target
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
@@ -101,6 +109,24 @@ class CallRouter:
             return target if compiled is None else types.MethodType(compiled, target)
         return target
 
+    def _uncompiled_body(self, original: Any) -> Any:
+        """`original` (disabled with `recursive=False`) run as plain Python whose own calls go
+        through this router, so that what it calls is compiled."""
+        if type(original) is types.FunctionType:
+            body = self._uncompiled.get(original)
+            if body is None:
+                body = types.FunctionType(self.routed_code(original.__code__), original.__globals__,
+                                          original.__name__, original.__defaults__, original.__closure__)
+                body.__kwdefaults__ = original.__kwdefaults__
+                self._uncompiled[original] = body
+            return body
+        if type(original) is types.MethodType and type(original.__func__) is types.FunctionType:
+            return types.MethodType(self._uncompiled_body(original.__func__), original.__self__)
+        forward = getattr(type(original), "forward", None)
+        if isinstance(original, torch.nn.Module) and type(forward) is types.FunctionType:
+            return types.MethodType(module_call(self._uncompiled_body(forward), self.route), original)
+        return original
+
     def _compiled_function(self, fn: types.FunctionType, module_forward: bool = False) -> Callable | None:
         compiled = self._compiled.get(fn)
         if compiled is None:
@@ -116,6 +142,13 @@ def _forward_is_compiled(module: torch.nn.Module) -> bool:
     if not type(module).__module__.startswith(("torch.nn.", "torch.ao.")):
         return True
     return bool(module._forward_hooks or module._forward_pre_hooks)
+
+
+def routes_itself(target: Any) -> bool:
+    """Whether calling `target` from plain Python must go through a router: it is disabled with
+    `recursive=False`, so the functions it calls are compiled."""
+    mark = disable_mark(target.__func__ if type(target) is types.MethodType else target)
+    return mark is not None and not mark.recursive
 
 
 def compiles_when_called(fn: types.FunctionType, module_forward: bool = False) -> bool:

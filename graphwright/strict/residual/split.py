@@ -32,7 +32,7 @@ import torch
 from ..interpreter.frame import Frame, decoded
 from ..interpreter.graph_breaks import GraphBreak
 from ..objects.values import NULL, ContextValue, MethodValue, Value
-from .call_routing import CallRouter
+from .call_routing import CallRouter, routes_itself
 from .liveness import live_locals
 from .rebuild import ResidualWriter
 from .resume import (
@@ -200,7 +200,7 @@ class Continuation:
         """The callable to call: when the break happened inside it, routed to its compiled
         wrapper (a function, method, module, partial or callable object)."""
         rebuilt = self.writer.rebuild(function)
-        if not self.nested_break:
+        if not self.nested_break and not routes_itself(_callable_of(function)):
             return rebuilt
         return f"{self.writer.ref(self.router.route)}({rebuilt})"
 
@@ -265,6 +265,15 @@ class Continuation:
             return [f"return {self.writer.ref(compiled)}({arguments})"]
         made = f"___make_function({self.writer.ref(code)}, {self.writer.ref(self.frame.globals)}, (), None, {closure})"
         return [f"return {self.writer.ref(compiled)}.call_as({made}, {arguments})"]
+
+
+def _callable_of(function: Value) -> Any:
+    """The Python callable a value stands for, when the tracer knows it (else None)."""
+    for attribute in ("fn", "module", "value"):
+        real = getattr(function, attribute, None)
+        if real is not None:
+            return real
+    return None
 
 
 def _reentry(context: ContextValue) -> ReenteredContext:
