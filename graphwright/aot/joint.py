@@ -112,9 +112,8 @@ def trace(
     # A nonstrict_trace body may read tensors it was not given (globals, closures): they are
     # constants of the graph, as when the strict tracer typed the call.
     with fake_mode:
-        gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True)(
-            *fake_args
-        )
+        gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True,
+                     _higher_order_operators=True)(*fake_args)
     _check_functional(gm)
     # Flat calling convention, as graph compilers expect: placeholders in, a tuple out.
     gm.graph.set_codegen(torch.fx.graph.CodeGen())

@@ -5,10 +5,12 @@ The forward graph computes the forward values and also returns the tensors
 those saved values and the tangents and returns the input gradients.
 
 Which values cross the boundary is a memory decision. We start from the
-simple rule (save every forward value the backward reads), then, when
-`recompute=True`, let the backward recompute cheap deterministic ops
-(pointwise math and views) whenever that saves fewer bytes. Random ops are
-never recomputed, so the backward sees the same dropout mask as the forward.
+simple rule (save every forward value the backward reads), then let the
+backward recompute what the user checkpointed (operations marked by
+`torch.utils.checkpoint`, see `_core/recompute.py`), then, when
+`recompute=True`, cheap deterministic ops (pointwise math and views) whenever
+that saves fewer bytes. Random ops are never recomputed, so the backward sees
+the same dropout mask as the forward.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 import torch.fx as fx
+
+from .._core.recompute import RECOMPUTE_KEY
 
 
 @dataclasses.dataclass
@@ -77,6 +81,16 @@ def _is_recomputable(node: fx.Node) -> bool:
     return torch.Tag.pointwise in tags or node.target.is_view
 
 
+def _is_checkpointed(node: fx.Node) -> bool:
+    """Recorded inside a checkpointed function, and deterministic (or an item of such an op)."""
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return isinstance(node.args[0], fx.Node) and _is_checkpointed(node.args[0])
+    return RECOMPUTE_KEY in node.meta and isinstance(node.target, torch._ops.OpOverload) \
+        and torch.Tag.nondeterministic_seeded not in node.target.tags
+
+
 def _is_tensor(node: fx.Node) -> bool:
     return isinstance(_value(node), torch.Tensor)
 
@@ -121,6 +135,23 @@ class _Split:
         )
         return sorted(needed, key=self.order.__getitem__)
 
+    def recompute_checkpointed(self) -> None:
+        """Move every saved checkpointed operation into the backward, and so on up its inputs:
+        the backward then reads the checkpointed function's inputs, not its activations."""
+        saved = set(self.saved())
+        pending = [node for node in saved if _is_checkpointed(node)]
+        while pending:
+            node = pending.pop()
+            if node not in saved:
+                continue
+            self.backward_nodes.add(node)
+            saved.discard(node)
+            for argument in node.all_input_nodes:
+                if argument not in self.backward_nodes and argument not in saved:
+                    saved.add(argument)
+                    if _is_checkpointed(argument):
+                        pending.append(argument)
+
     def recompute_cheap_ops(self) -> None:
         """Move saved pointwise ops and views into the backward while that lowers saved bytes.
 
@@ -162,6 +193,7 @@ def partition_joint(
     saved one is cloned in the forward so the backward reads its old value.
     """
     split = _Split(joint.graph, num_inputs, num_forward_outputs)
+    split.recompute_checkpointed()
     if recompute:
         split.recompute_cheap_ops()
     saved = split.saved()

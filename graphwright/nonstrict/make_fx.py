@@ -43,6 +43,7 @@ def make_fx(
     tracing_mode: str = "real",
     *,
     _allow_non_fake_inputs: bool = False,
+    _higher_order_operators: bool = False,
 ) -> Callable[..., torch.fx.GraphModule]:
     """Return a function that traces `f` on its arguments into a GraphModule.
 
@@ -54,7 +55,9 @@ def make_fx(
     `decomposition_table` maps operators to Python functions that replace
     them (their operations are recorded instead). `tracing_mode` is "real",
     "fake" or "symbolic". The graph module carries a `TraceRecord` in
-    `gm.meta["nonstrict_trace"]`.
+    `gm.meta["nonstrict_trace"]`. `_higher_order_operators` records calls of
+    higher-order operators with their functions traced into subgraphs
+    (`higher_order.py`); ahead-of-time autograd asks for it.
     """
     if tracing_mode not in TRACING_MODES:
         raise InvalidInputError(
@@ -73,7 +76,8 @@ def make_fx(
                 hints=["Pass them positionally, or as one dict argument."],
                 user_stack=user_frames_of_stack(),
             )
-        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs)
+        return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs,
+                      _higher_order_operators)
 
     return trace
 
@@ -84,6 +88,7 @@ def _trace(
     decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
     tracing_mode: str,
     allow_non_fake_inputs: bool,
+    higher_order_operators: bool = False,
 ) -> torch.fx.GraphModule:
     names = argument_names(f, len(args))
     leaves, paths, in_spec = flatten_inputs(args, names)
@@ -100,6 +105,7 @@ def _trace(
         allow_non_fake_inputs=allow_non_fake_inputs,
         named_constants=_module_tensor_names(f),
     )
+    recorder.supports_higher_order_operators = higher_order_operators
     traced_leaves = [tracing_value(leaf, path, tracing_mode, fake_mode) for leaf, path in zip(leaves, paths)]
     for value, path in zip(traced_leaves, paths):
         _add_placeholder(graph, recorder, sizes, value, path)

@@ -20,14 +20,16 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-from torch._ops import OpOverload
+from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._core import recompute
 from .._core.errors import NonFakeInputError, TraceError
 from .._core.leaf_op import OPAQUE_CALL_OPERATORS
 from .._core.user_stack import user_frames_of_stack
+from .higher_order import record_higher_order
 from .symbolic_sizes import SymbolicSizeNodes, is_symbolic
 from .trace_record import CapturedConstant, TraceRecord
 
@@ -71,12 +73,15 @@ class GraphRecorder(TorchDispatchMode):
     ) -> None:
         super().__init__()
         self.graph = graph
-        self.constants: dict[str, torch.Tensor] = {}
+        self.constants: dict[str, Any] = {}  # tensor constants, and subgraphs (higher_order.py)
         self._record = record
         self._sizes = sizes
         self._fake_mode = fake_mode
         self._decompositions = decomposition_table or {}
         self._allow_non_fake_inputs = allow_non_fake_inputs
+        # Whether calls of higher-order operators (torch.cond) come to __torch_dispatch__ to be
+        # traced (higher_order.py); ahead-of-time autograd asks for it.
+        self.supports_higher_order_operators = False
         self._named_constants = named_constants
         # id(tensor) -> (weak reference, node). The reference must stay weak:
         # torch's factory functions copy any result someone else still holds,
@@ -93,6 +98,32 @@ class GraphRecorder(TorchDispatchMode):
     def track(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
         """From now on, `tensor` is computed by `node`."""
         self._node_of[id(tensor)] = (weakref.ref(tensor), node)
+
+    @property
+    def fake_mode(self) -> FakeTensorMode | None:
+        return self._fake_mode
+
+    @property
+    def tracing_mode(self) -> str:
+        return self._record.tracing_mode
+
+    @property
+    def decompositions(self) -> dict:
+        return self._decompositions
+
+    @property
+    def allow_non_fake_inputs(self) -> bool:
+        return self._allow_non_fake_inputs
+
+    def add_subgraph(self, prefix: str, subgraph: torch.fx.GraphModule) -> torch.fx.Node:
+        """A get_attr node reading `subgraph`, held by the graph module as `<prefix>_<n>`."""
+        index = 0
+        while f"{prefix}_{index}" in self.constants:
+            index += 1
+        name = f"{prefix}_{index}"
+        self.constants[name] = subgraph
+        node = self.graph.get_attr(name)
+        return node
 
     def graph_value(self, value: Any) -> Any:
         """What a graph node argument reads for `value`: a node, or the value itself."""
@@ -119,6 +150,8 @@ class GraphRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if func.__class__ is not OpOverload and isinstance(func, HigherOrderOperator):
+            return record_higher_order(self, func, args, kwargs)
         if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
             return self._below_functional_mode(func, types, args, kwargs)
         decomposition = self._decompositions.get(func)
@@ -197,12 +230,15 @@ class GraphRecorder(TorchDispatchMode):
         if name is None:
             name = self._node_names[func] = _node_name(func)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
+        if recompute.regions:  # inside a checkpointed function
+            node.meta[recompute.RECOMPUTE_KEY] = recompute.regions[-1]
         if not _grad_enabled():
             node.meta[GRAD_ENABLED_KEY] = False  # replaying the graph must not differentiate it
-        self._track_output(node, out)
+        self.track_output(node, out)
         return node
 
-    def _track_output(self, node: torch.fx.Node, out: Any) -> None:
+    def track_output(self, node: torch.fx.Node, out: Any) -> None:
+        """From now on, the tensors in `out` are computed by `node` (through getitem nodes)."""
         if isinstance(out, torch.Tensor):
             node.meta["val"] = self.metadata_of(out)
             self._node_of[id(out)] = (weakref.ref(out), node)
@@ -213,7 +249,7 @@ class GraphRecorder(TorchDispatchMode):
             for index, item in enumerate(out):
                 if _holds_tensor(item):
                     item_node = self.graph.call_function(operator.getitem, (node, index))
-                    self._track_output(item_node, item)
+                    self.track_output(item_node, item)
         else:
             node.meta["val"] = out
 

@@ -349,14 +349,12 @@ def _(x):
 
 
 @program("torch_cond_for_a_data_dependent_branch", lambda: rand(3),
-         changed=lambda: -rand(3).abs() - 1, frames_changed=1,
-         xfail="torch.cond (a higher-order operator taking functions, GB020)")
+         changed=lambda: -rand(3).abs() - 1, frames_changed=1)
 def _(x):
     return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t - 2, (x,))
 
 
-@program("vmap_over_a_batch", lambda: (rand(4, 3), rand(3)),
-         xfail="torch.vmap (a higher-order operator taking a function, GB020)")
+@program("vmap_over_a_batch", lambda: (rand(4, 3), rand(3)))
 def _(batch, weight):
     return torch.vmap(lambda row: (row * weight).sum())(batch)
 

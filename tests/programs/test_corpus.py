@@ -12,6 +12,7 @@ from . import (
     cases_classes,
     cases_data_dependent,
     cases_graph_breaks,
+    cases_higher_order,
     cases_guards,
     cases_idioms,
     cases_introspection,
@@ -30,7 +31,7 @@ ALL_PROGRAMS = [
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
-    *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
+    *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
 ]
 
 

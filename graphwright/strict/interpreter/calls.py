@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from .. import operators
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
@@ -29,6 +30,7 @@ from ..objects.values import (
     FunctionValue,
     MethodValue,
     ModuleValue,
+    PartialValue,
     SequenceValue,
     Value,
 )
@@ -54,6 +56,10 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return methods.call_method(tracer, function.receiver, function.name, args, kwargs)
     if isinstance(function, ModuleValue):
         return call_module(tracer, function, args, kwargs)
+    if isinstance(function, PartialValue):
+        return call_value(tracer, function.func, [*function.args, *args], {**function.keywords, **kwargs})
+    if isinstance(function, operators.TransformedFunction):
+        return function.call(tracer, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = None if function.source is None else WeakrefSource(function.source)
         return tracer.wrap(function.value(), source)
@@ -99,7 +105,7 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
-    handler = builtin_calls.handler_for(target)  # before markings: torch disables what we model
+    handler = builtin_calls.handler_for(target) or operators.handler_for(target)  # before markings
     if handler is not None:
         return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)
@@ -275,6 +281,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
     from .frame import Frame
 
     code = function.code
+    transformed = operators.transformed_from_wrapper(tracer, function)
+    if transformed is not None:
+        return transformed.call(tracer, args, kwargs)
     if code.co_flags & _UNSUPPORTED_FLAGS:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
     if function.fn is not None:

@@ -183,6 +183,17 @@ UNSUPPORTED_CLASS = define_kind(
     "GB022", "Unsupported class instantiation",
     "The tracer cannot create an instance of `{name}` inside the compiled region.",
     "Create the object outside the compiled region and pass it in.")
+SUBGRAPH_SIDE_EFFECT = define_kind(
+    "GB040", "Side effect in a function traced as a subgraph",
+    "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "
+    "so it must not change anything outside itself; here it makes {what}.",
+    "Return the values from the function instead of storing them outside it.",
+    "Move the side effect out of the function.")
+HIGHER_ORDER_CALL = define_kind(
+    "GB041", "Unsupported call of a higher-order operator",
+    "`{op}` cannot be captured here: {reason}.",
+    "Check the call against the operator's documentation (argument kinds and structure).",
+    "Move the call out of the compiled region.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

@@ -109,6 +109,7 @@ class GraphBuilder:
         self._first_op: torch.fx.Node | None = None
         self.call_count = 0
         self._by_fake: dict[int, TensorValue] = {}
+        self.submodules: dict[str, torch.nn.Module] = {}  # subgraphs of higher-order calls
 
     def _placeholder(self, source: Source) -> torch.fx.Node:
         name = self._unique_name(source.name())
@@ -221,8 +222,21 @@ class GraphBuilder:
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
         return self._wrap_result(node, result)
 
-    def call_with_result(self, target: Any, args: list[Value], result: Any) -> Value:
-        """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace)."""
+    def add_submodule(self, prefix: str, module: torch.nn.Module) -> torch.fx.Node:
+        """A get_attr node reading `module` (a subgraph), held by the graph as `<prefix>_<n>`."""
+        index = 0
+        while f"{prefix}_{index}" in self.submodules:
+            index += 1
+        name = f"{prefix}_{index}"
+        self.submodules[name] = module
+        node = self.graph.get_attr(name)
+        if self._first_op is None:
+            self._first_op = node
+        return node
+
+    def call_with_result(self, target: Any, args: list[Value | torch.fx.Node], result: Any) -> Value:
+        """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace);
+        an argument may be a node the caller made (`add_submodule`)."""
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
@@ -304,7 +318,9 @@ class GraphBuilder:
     def _fake(self, value: Value, target: Any, kind: str) -> Any:
         return self._convert(value, _fake_of, target, kind)
 
-    def _node_arg(self, value: Value) -> Any:
+    def _node_arg(self, value: Value | torch.fx.Node) -> Any:
+        if isinstance(value, torch.fx.Node):
+            return value
         return self._convert(value, lambda tensor: tensor.node, None, "")
 
     def _convert(self, value: Value, leaf: Callable[[TensorValue], Any], target: Any, kind: str) -> Any:
@@ -335,7 +351,10 @@ class GraphBuilder:
         """The graph module returning `outputs` (tensors, or symbolic sizes)."""
         self.graph.output(tuple(self._node_arg(value) for value in outputs))
         self.graph.lint()
-        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        root = torch.nn.Module()
+        for name, module in self.submodules.items():
+            root.add_module(name, module)
+        return torch.fx.GraphModule(root, self.graph)
 
     def op_count(self) -> int:
         return self.call_count

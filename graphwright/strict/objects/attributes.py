@@ -26,6 +26,7 @@ from .values import (
     GeneratorValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -72,6 +73,9 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):
         return _function_attr(tracer, value, name)
+    if isinstance(value, PartialValue) and name in ("func", "args", "keywords"):
+        return {"func": value.func, "args": SequenceValue(value.args, tuple),
+                "keywords": DictValue(dict(value.keywords))}[name]
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         from .values import MethodValue
 

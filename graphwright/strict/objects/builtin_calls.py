@@ -15,7 +15,6 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
-import torch.utils.checkpoint
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
@@ -38,6 +37,7 @@ from .values import (
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -193,7 +193,7 @@ def _callable(tracer, args, kwargs):
         return ConstantValue(callable(value.value))
     if isinstance(value, ObjectValue):
         return ConstantValue(callable(getattr(value.cls, "__call__", None)))
-    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue)))
+    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue, PartialValue)))
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
@@ -359,6 +359,11 @@ def _dict(tracer, args, kwargs):
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
     function = args[0]
+    if not all(operations.is_constant_tree(arg) or isinstance(arg, (FunctionValue, ModuleValue))
+               for arg in [*args[1:], *kwargs.values()]):
+        if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
+            return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
+        return PartialValue(function, list(args[1:]), dict(kwargs))
     if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
         target = function.fn
     else:
@@ -441,17 +446,6 @@ def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[s
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
     return ConstantValue(True)
-
-
-@handles(torch.utils.checkpoint.checkpoint)
-def _checkpoint(tracer, args, kwargs):
-    """Activation checkpointing trades memory for recomputation; values and gradients are those
-    of the plain call, which is what the graph records."""
-    from ..interpreter import calls
-
-    own = ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug")
-    call_kwargs = {key: value for key, value in kwargs.items() if key not in own}
-    return calls.call_value(tracer, args[0], list(args[1:]), call_kwargs)
 
 
 @handles(builtins.__build_class__)

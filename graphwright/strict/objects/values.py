@@ -10,6 +10,7 @@ One class per kind of Python behaviour, not per type:
 - `DictValue`: a dict, or a set (keys only); instances of user subclasses of
   dict and OrderedDict keep their items here and their attributes in the overlay.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
+- `PartialValue`: a `functools.partial` made in the region around non-constant values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
@@ -23,9 +24,12 @@ One class per kind of Python behaviour, not per type:
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
 
 Values read from outside carry a `source`; values created while tracing have none.
+Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import types
 from typing import Any, Callable, Protocol
 
@@ -33,18 +37,28 @@ import torch
 
 from ..guards.sources import Source
 
+_BIRTHS = itertools.count()
+
 
 class Value:
-    __slots__ = ("source",)
+    # `birth` orders values by creation: a function traced as a subgraph may change only
+    # the objects made after it started (`SideEffects.scope`)
+    __slots__ = ("source", "birth")
 
     def __init__(self, source: Source | None = None) -> None:
         self.source = source
+        self.birth = next(_BIRTHS)
 
     def python_type(self) -> type:
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.python_type().__name__})"
+
+
+def birth_mark() -> int:
+    """A mark in creation order: values made from now on have a greater `birth`."""
+    return next(_BIRTHS)
 
 
 class ConstantValue(Value):
@@ -204,6 +218,22 @@ class FunctionValue(Value):
 
     def python_type(self) -> type:
         return types.MethodType if self.bound_self is not None else types.FunctionType
+
+
+class PartialValue(Value):
+    """`functools.partial(func, *args, **keywords)` made in the region around values that are
+    not constants (a partial of constants is a `ConstantValue` of the real one)."""
+
+    __slots__ = ("func", "args", "keywords")
+
+    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value]) -> None:
+        super().__init__(None)
+        self.func = func
+        self.args = args
+        self.keywords = keywords
+
+    def python_type(self) -> type:
+        return functools.partial
 
 
 class ModuleValue(Value):

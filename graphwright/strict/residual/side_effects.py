@@ -5,12 +5,17 @@ mutations of pre-existing lists and dicts, attribute and global stores,
 closure-cell stores, and calls to replay (logging, warnings, print), in
 program order. `codegen` replays them after the graph runs, so the compiled
 call leaves the world in the same state as the eager one.
+
+Inside a `scope` (a function traced as a subgraph: a `torch.cond` branch, a
+vmapped or checkpointed function) nothing outside may change: only objects
+made inside the scope may be mutated, and any other effect is refused.
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable, Iterator
 
-from ..objects.values import CellValue, Value
+from ..objects.values import CellValue, Value, birth_mark
 
 
 class SideEffects:
@@ -21,20 +26,40 @@ class SideEffects:
         self.cell_stores: dict[int, CellValue] = {}
         self.replayed_calls: list[tuple[Any, list[Value], dict[str, Value]]] = []
         self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
+        self._scopes: list[tuple[int, Callable[[str], Exception]]] = []
+
+    @contextlib.contextmanager
+    def scope(self, refuse: Callable[[str], Exception]) -> Iterator[None]:
+        """Within it, an effect on anything made before it raises `refuse(what it was)`."""
+        self._scopes.append((birth_mark(), refuse))
+        try:
+            yield
+        finally:
+            self._scopes.pop()
+
+    def _check(self, owner: Value | None, what: str) -> None:
+        if self._scopes:
+            mark, refuse = self._scopes[-1]
+            if owner is None or owner.source is not None or owner.birth < mark or \
+                    getattr(owner, "real", None) is not None or getattr(owner, "obj", None) is not None:
+                raise refuse(what)
 
     def mutate(self, container: Value) -> None:
         """`container` (a list or dict value) is about to change in place."""
+        self._check(container, f"a mutation of a {container.python_type().__name__} made outside it")
         if container.source is not None:
             self.mutated[id(container)] = container
 
     def store_attr(self, owner: Value, name: str, value: Value | None) -> None:
         """`owner.name = value` (None: `del owner.name`); reads see it through the overlay."""
+        self._check(owner, f"setting `{name}` on a {owner.python_type().__name__} made outside it")
         owner.overlay[name] = value
         if owner.source is not None:
             self.attribute_stores[(id(owner), name)] = (owner, name, value)
 
     def store_shared_attr(self, owner: Value, name: str, value: Value) -> None:
         """`cls.name = value` or `module.name = value` on a class or module read by source."""
+        self._check(None, f"setting `{name}` on {owner.value!r}")
         self.shared_overlays.setdefault(id(owner.value), {})[name] = value
         self.attribute_stores[(id(owner.value), name)] = (owner, name, value)
 
@@ -42,6 +67,7 @@ class SideEffects:
         return self.shared_overlays.get(id(obj), {}).get(name)
 
     def store_global(self, f_globals: dict, name: str, value: Value) -> None:
+        self._check(None, f"a store to the global `{name}`")
         self.global_stores[(id(f_globals), name)] = (f_globals, name, value)
 
     def load_global(self, f_globals: dict, name: str) -> Value | None:
@@ -49,12 +75,14 @@ class SideEffects:
         return None if stored is None else stored[2]
 
     def store_cell(self, cell: CellValue, value: Value) -> None:
+        self._check(cell, "a store to a variable of an enclosing function")
         cell.contents = value
         if cell.real is not None:
             self.cell_stores[id(cell)] = cell
 
     def replay_call(self, function: Any, args: list[Value], kwargs: dict[str, Value]) -> None:
         """Call `function` (a real callable) after the graph, with these arguments rebuilt."""
+        self._check(None, f"a call of {getattr(function, '__qualname__', function)} (replayed after the graph)")
         self.replayed_calls.append((function, args, kwargs))
 
     def counts(self) -> tuple[int, ...]:
