@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..objects.values import CellValue, Value
+from ..objects.values import CellValue, InstanceDictValue, Value
+
+_ABSENT = object()
 
 
 class SideEffects:
@@ -21,17 +23,30 @@ class SideEffects:
         self.cell_stores: dict[int, CellValue] = {}
         self.replayed_calls: list[tuple[Any, list[Value], dict[str, Value]]] = []
         self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
+        self.readded: set[tuple[int, str]] = set()  # attributes deleted, then stored again
 
     def mutate(self, container: Value) -> None:
         """`container` (a list or dict value) is about to change in place."""
-        if container.source is not None:
+        if container.source is not None and not isinstance(container, InstanceDictValue):
             self.mutated[id(container)] = container
 
     def store_attr(self, owner: Value, name: str, value: Value | None) -> None:
-        """`owner.name = value` (None: `del owner.name`); reads see it through the overlay."""
+        """`owner.name = value` (None: `del owner.name`); reads see it through the overlay.
+
+        An attribute deleted in the region and stored again moves to the end of the object's
+        `__dict__`, as in CPython: its store is recorded anew (after the others) and marked,
+        so that the replay removes it before storing it."""
+        key = (id(owner), name)
+        if value is not None and owner.overlay.get(name, _ABSENT) is None:
+            del owner.overlay[name]
+            self.attribute_stores.pop(key, None)
+            self.readded.add(key)
         owner.overlay[name] = value
         if owner.source is not None:
-            self.attribute_stores[(id(owner), name)] = (owner, name, value)
+            self.attribute_stores[key] = (owner, name, value)
+
+    def was_readded(self, owner: Value, name: str) -> bool:
+        return (id(owner), name) in self.readded
 
     def store_shared_attr(self, owner: Value, name: str, value: Value) -> None:
         """`cls.name = value` or `module.name = value` on a class or module read by source."""
