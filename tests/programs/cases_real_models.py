@@ -187,3 +187,52 @@ class _Holder(torch.nn.Module):
 PROGRAMS.append(module_program(
     "module_dict_read_after_a_store_sees_the_store", _Holder, lambda: rand(2),
     frames=[1, 2], observe=lambda world: world.k))
+
+
+class _Scaled(torch.nn.Module):
+    """A module without parameters, as transformers' activations are."""
+
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.act = torch.nn.functional.gelu
+        self.scale = scale
+
+    def forward(self, x):
+        return self.act(x) * self.scale
+
+
+_ACTIVATIONS = {"gelu": (_Scaled, {"scale": 2.0})}
+
+
+@program("module_built_in_the_region_from_a_registry", lambda: rand(3))
+def _(x):
+    # DeBERTa's pooler builds `ACT2FN[name]` (a new activation module) on every call
+    cls, kwargs = _ACTIVATIONS["gelu"]
+    act = cls(**kwargs)
+    return act(x), act.training
+
+
+_MADE = []
+
+
+def _made_modules():
+    return [(type(m).__name__, m.scale, m.training, m(torch.ones(2)), m is not _MADE[0]) for m in _MADE]
+
+
+@program("module_built_in_the_region_escapes_it", lambda: rand(3), reset=_MADE.clear,
+         observe=lambda world: _made_modules(), frames=[1, 2])  # the list's length is guarded
+def _(x):
+    act = _Scaled(3.0)
+    act.eval()
+    _MADE.append(act)  # a new module per call, working after the call as in eager
+    return act(x)
+
+
+@program("requires_grad_set_on_a_tensor_made_in_the_region", lambda: rand(2, 3), grad=True,
+         reference={"xfail": "setattr() on Tensor.requires_grad is a graph break (GB0206)",
+                    "why": "torch.compile 2.13 leaves new leaves in the middle of a graph to eager"})
+def _(x):
+    # Wav2Vec2's feature encoder: `hidden_states.requires_grad = True` for gradient checkpointing
+    hidden = x[:, None]
+    hidden.requires_grad = True
+    return (hidden * 2).sum(), hidden.requires_grad

@@ -208,10 +208,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module):
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=f"{cls.__qualname__} (an nn.Module built in the region)")
-    return instances.call_class(tracer, cls, args, kwargs)
+    return instances.call_class(tracer, cls, args, kwargs)  # user classes, nn.Module's subclasses too
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:

@@ -294,6 +294,13 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
         _store_on_made_function(tracer, owner, name, value)
         return
+    if isinstance(owner, TensorValue) and name == "requires_grad" and owner.source is None:
+        # on a tensor made in the region, the same as its method (and the same errors)
+        from .values import MethodValue
+        from ..interpreter import calls
+
+        calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
+        return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)
 
