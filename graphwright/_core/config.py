@@ -12,5 +12,13 @@ reorderable_logging: bool = True
 reorderable_print: bool = False
 """Also replay `print` after the graph instead of breaking it."""
 
+capture_scalar_outputs: bool = False
+"""`.item()` and `.tolist()` become graph values (unbacked symbols) instead of graph breaks.
+On whatever the setting under `fullgraph=True`, as in PyTorch 2.13."""
+
+capture_dynamic_output_shape_ops: bool = False
+"""Operators whose output shape depends on data (`nonzero`, boolean masks, `unique`) become
+graph nodes with unbacked sizes instead of graph breaks. On under `fullgraph=True`."""
+
 verbose: bool = False
 """Attach graphwright's internal traceback to errors and fallback warnings."""

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
 from .._core.errors import TraceError
 from . import joint
@@ -100,11 +102,22 @@ def _backward_example_values(part: Partition, forward: BoxedFn, fake_mode) -> li
     return values
 
 
-def _fake_mode_of(example_inputs: Sequence[Any]) -> FakeTensorMode:
+def _fake_mode_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule) -> FakeTensorMode:
+    """The inputs' fake mode; else a new one, with a ShapeEnv when the graph computes values
+    that depend on data (`.item()`, `nonzero`: unbacked symbols need one)."""
     for value in example_inputs:
         if isinstance(value, FakeTensor):
             return value.fake_mode
-    return FakeTensorMode()
+    depends_on_data = any(_has_unbacked_symbols(node.meta.get("example_value")) for node in gm.graph.nodes)
+    return FakeTensorMode(shape_env=ShapeEnv() if depends_on_data else None)
+
+
+def _has_unbacked_symbols(value: Any) -> bool:
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) \
+                and free_unbacked_symbols(leaf):
+            return True
+    return False
 
 
 def _lifted_state(gm: torch.fx.GraphModule) -> tuple[list[str], list[tuple[torch.nn.Module, str]]]:
@@ -143,7 +156,7 @@ class AOTCompiledGraph:
         self._size_generic = size_generic
         self._decompositions = decompositions
         self._recompute = recompute
-        self._fake_mode = _fake_mode_of(example_inputs)
+        self._fake_mode = _fake_mode_of(example_inputs, gm)
         self._state_names, self._state_slots = _lifted_state(gm)
         self._gm = gm
         self._num_user_inputs = len(example_inputs)

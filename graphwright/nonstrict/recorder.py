@@ -141,8 +141,21 @@ class GraphRecorder(TorchDispatchMode):
             kwargs = self._with_fake_constants(kwargs)
         out = func(*args, **kwargs)
         if out is None or isinstance(out, (torch.Tensor, tuple, list)):
-            self._record_call(func, node_args, node_kwargs, out)
+            node = self._record_call(func, node_args, node_kwargs, out)
+            if _depends_on_data(func):
+                self._bind_new_sizes(node, out)
+        elif is_symbolic(out):  # `.item()` on fake tensors: an unbacked symbol, computed by the node
+            self._sizes.bind_symbol(self._record_call(func, node_args, node_kwargs, out), out)
         return out
+
+    def _bind_new_sizes(self, node: torch.fx.Node, out: Any) -> None:
+        """Sizes of a data-dependent operator's outputs (`nonzero`...) are read from them."""
+        if isinstance(out, torch.Tensor):
+            self._sizes.bind_tensor(node, out)
+        elif isinstance(out, (tuple, list)):
+            for index, item in enumerate(out):
+                if isinstance(item, torch.Tensor):
+                    self._sizes.bind_tensor(self.graph.call_function(operator.getitem, (node, index)), item)
 
     def _below_functional_mode(self, func, types, args, kwargs):
         """Let a FunctionalTensorMode entered inside the program run first.
@@ -174,12 +187,13 @@ class GraphRecorder(TorchDispatchMode):
             return self._sizes.node_for(value)
         return value
 
-    def _record_call(self, func: Any, node_args: tuple, node_kwargs: dict, out: Any) -> None:
+    def _record_call(self, func: Any, node_args: tuple, node_kwargs: dict, out: Any) -> torch.fx.Node:
         name = self._node_names.get(func)
         if name is None:
             name = self._node_names[func] = _node_name(func)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs, name=name)
         self._track_output(node, out)
+        return node
 
     def _track_output(self, node: torch.fx.Node, out: Any) -> None:
         if isinstance(out, torch.Tensor):
@@ -287,6 +301,19 @@ def _implicit_decomposition(func: Any) -> Callable[..., Any] | None:
     except RuntimeError:  # prim:: ops (prim.device) are not in the C++ registry
         decomposes = False
     return func.decompose if decomposes else None
+
+
+_DATA_DEPENDENT_TAGS = (torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output)
+_DEPENDS_ON_DATA: dict[Any, bool] = {}
+
+
+def _depends_on_data(func: Any) -> bool:
+    """Whether `func`'s output sizes can depend on its inputs' data (new unbacked symbols)."""
+    known = _DEPENDS_ON_DATA.get(func)
+    if known is None:
+        tags = getattr(func, "tags", ())
+        known = _DEPENDS_ON_DATA[func] = any(tag in tags for tag in _DATA_DEPENDENT_TAGS)
+    return known
 
 
 def _holds_tensor(value: Any) -> bool:

@@ -79,12 +79,12 @@ class SymbolicSizeNodes:
             self._bind(stride, _aten.sym_stride.int, (node, dim))
         self._bind(tensor.storage_offset(), _aten.sym_storage_offset.default, (node,))
 
-    def bind_symbol(self, node: torch.fx.Node, value: torch.SymInt) -> None:
-        """An input that is itself a SymInt: its symbol is the placeholder."""
+    def bind_symbol(self, node: torch.fx.Node, value: Any) -> None:
+        """A node whose value is itself a symbol (a SymInt input, an `.item()` result)."""
         self._bind(value, None, (node,))
 
     def _bind(self, value: Any, target: Any, args: tuple) -> None:
-        if isinstance(value, torch.SymInt):
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             expr = value.node.expr
             if isinstance(expr, sympy.Symbol) and expr not in self._symbol_origins:
                 self._symbol_origins[expr] = (target, args, value)

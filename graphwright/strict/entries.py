@@ -26,7 +26,7 @@ from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
-from .interpreter.symbolic_sizes import SCALAR
+from .interpreter.symbolic_sizes import SCALAR, DataDependence
 from .interpreter.tracer import TraceResult, describe, trace_function
 from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
@@ -84,7 +84,8 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
     callees that the residual code calls."""
     dynamic_all = settings.dynamic is True
     try:
-        result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims)
+        result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims,
+                                data_dependence=data_dependence(settings))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
         if settings.fullgraph:
@@ -94,6 +95,12 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
         return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
+
+
+def data_dependence(settings: CompileSettings) -> DataDependence:
+    """What the config asks to capture of values that depend on data; everything under fullgraph."""
+    return DataDependence(scalars=settings.fullgraph or config.capture_scalar_outputs,
+                          shapes=settings.fullgraph or config.capture_dynamic_output_shape_ops)
 
 
 def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
@@ -110,7 +117,8 @@ def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, d
     plan = plan_split(brk)
     while plan.kind != "skip":
         try:
-            result = trace_function(fn, args, kwargs, settings.dynamic is True, dynamic_dims, stop_at=plan.step)
+            result = trace_function(fn, args, kwargs, settings.dynamic is True, dynamic_dims, stop_at=plan.step,
+                                    data_dependence=data_dependence(settings))
         except GraphBreak:
             break  # the trace did not repeat itself: keep to plain Python
         if result.stopped is None:

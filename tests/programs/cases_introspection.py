@@ -638,3 +638,21 @@ def _(x):
     facts = (wrapped.__name__, wrapped.__qualname__, wrapped.__doc__, wrapped.__wrapped__ is _inner_op,
              wrapped.tag, sorted(wrapped.__dict__), annotated.__annotations__, wrapped.__annotations__)
     return (wrapped(x), facts), wrapped
+
+
+def _counted(x):
+    return x + 1
+
+
+_counted.calls = 0
+
+
+@program("attribute_stored_on_a_real_function_is_replayed", lambda: rand(3), repeats=3,
+         reset=lambda: setattr(_counted, "calls", 0), observe=lambda world: _counted.calls,
+         frames=[1, 2, 3],  # the count is read as a constant: each new value recompiles
+         reference={"xfail": "setattr() is not supported on type function",
+                    "why": "PyTorch 2.13 cannot store attributes on functions"})
+def _(x):
+    # a function-level counter, as decorators keep call statistics on the function
+    _counted.calls = _counted.calls + 1
+    return _counted(x) * _counted.calls

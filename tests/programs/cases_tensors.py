@@ -281,9 +281,7 @@ def _(mask, values):
     return values.masked_fill(~mask, 0), mask.sum(), values.float().mean(), mask.any()
 
 
-@program("data_dependent_output_shapes", lambda: (rand(6), rand(6) > 0),
-         xfail="operators whose output shape depends on data (boolean-mask indexing, nonzero; "
-               "GB004)")
+@program("data_dependent_output_shapes", lambda: (rand(6), rand(6) > 0))
 def _(values, mask):
     return values[mask] * 2, torch.nonzero(mask), values.masked_select(mask).sum()
 

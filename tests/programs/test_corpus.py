@@ -10,6 +10,7 @@ import pytest
 from . import (
     cases_bytecode,
     cases_classes,
+    cases_data_dependent,
     cases_graph_breaks,
     cases_guards,
     cases_idioms,
@@ -28,6 +29,7 @@ ALL_PROGRAMS = [
     *cases_tensors.PROGRAMS, *cases_modules.PROGRAMS, *cases_models.PROGRAMS,
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
+    *cases_data_dependent.PROGRAMS,
 ]
 
 

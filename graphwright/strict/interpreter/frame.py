@@ -21,6 +21,8 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
 from ..objects.values import CellValue, ConstantValue, Value
 from . import graph_breaks as gb
 from .instructions_311 import Instructions311
@@ -112,6 +114,8 @@ class Frame(Instructions311):
                     handler(inst)
                 except gb.UserException as raised:
                     self.unwind_to_handler(inst.offset, raised)
+                except GuardOnDataDependentSymNode as error:  # Python asked a value only data decides
+                    raise self.tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, str(error).splitlines()[0]) from None
             return self.result
         except gb.GraphBreak as brk:
             brk.frames.append((self, inst))

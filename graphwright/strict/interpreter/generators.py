@@ -9,12 +9,13 @@ effects interleave with its consumer's exactly as they do in Python. `send`,
 `Frame.run` with `Yielded`; the frame keeps its position and stack, so the
 next resume simply runs it again.
 
-A generator left suspended when tracing ends is not closed: if it is suspended
-inside a `try`/`with`, the cleanup CPython runs when it is collected is not
-modelled.
+A generator left suspended inside a `try`/`with` block when the compiled
+function returns would run its cleanup when CPython collects it, at a moment
+the tracer cannot place: that is a graph break (`check_left_suspended`).
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from ..objects.values import NONE, ConstantValue, FunctionValue, GeneratorValue, Value
@@ -24,6 +25,9 @@ from .graph_breaks import UserException
 
 if TYPE_CHECKING:
     from .tracer import Tracer
+
+_MADE: "weakref.WeakKeyDictionary[Tracer, list[GeneratorValue]]" = weakref.WeakKeyDictionary()
+
 
 class Yielded(Exception):
     """Unwinds `Frame.run` at a `yield`: control flow, not an error."""
@@ -43,7 +47,21 @@ class GeneratorFrame(Frame):
 
 def make_generator(tracer: "Tracer", function: FunctionValue, local_values: dict[str, Value]) -> GeneratorValue:
     frame = GeneratorFrame(tracer, function.code, function.globals, local_values, function.closure)
-    return GeneratorValue(frame)
+    generator = GeneratorValue(frame)
+    _MADE.setdefault(tracer, []).append(generator)
+    return generator
+
+
+def check_left_suspended(tracer: "Tracer") -> None:
+    """At the compiled function's return: no generator may wait inside a `try`/`with` block,
+    whose cleanup Python runs when the generator is collected."""
+    for generator in _MADE.get(tracer, ()):
+        frame = generator.frame
+        if generator.started and not generator.done and frame.instructions[frame.index - 1].offset in frame.covered:
+            name = frame.code.co_name
+            raise tracer.graph_break(gb.GENERATOR, f"{name} left suspended in a try/with block",
+                                     name=f"{name} (left suspended inside a `try`/`with` block, whose cleanup "
+                                          "runs when Python collects it)")
 
 
 def resume(generator: GeneratorValue, sent: Value, thrown: UserException | None = None) -> Value | None:

@@ -109,8 +109,10 @@ UNSUPPORTED_OPCODE = define_kind(
     "Move this code out of the compiled region.")
 GENERATOR = define_kind(
     "GB007", "Unsupported generator or coroutine",
-    "`{name}` is a generator, coroutine or async function, which the tracer cannot run.",
-    "Return a list instead of yielding values.",
+    "`{name}`: the tracer runs generators made in the region as Python does, but not coroutines, "
+    "async functions, a compiled function that is itself a generator, or a generator whose "
+    "cleanup would run when Python collects it.",
+    "Return a list instead of yielding values, or exhaust the generator inside the region.",
     "Move the generator out of the compiled region.")
 PRINT_CALL = define_kind(
     "GB008", "Call to `print`",

@@ -22,11 +22,19 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import Source
 from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
-from .symbolic_sizes import SCALAR, SymbolicSizes, holds_symbol
+from .symbolic_sizes import (
+    NO_DATA_DEPENDENCE,
+    SCALAR,
+    SYMBOLIC_TYPES,
+    DataDependence,
+    SymbolicSizes,
+    holds_symbol,
+)
 
 BreakFn = Callable[..., Exception]
 
@@ -62,6 +70,14 @@ def _bound_method_target(method: types.MethodType) -> Callable:
     return call
 
 
+def _has_unbacked_symbols(result: Any) -> bool:
+    if isinstance(result, torch.Tensor):
+        return any(isinstance(size, torch.SymInt) for size in result.shape)
+    if isinstance(result, (tuple, list)):
+        return any(_has_unbacked_symbols(item) for item in result)
+    return isinstance(result, SYMBOLIC_TYPES)
+
+
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
     return tensor.fake
 
@@ -71,11 +87,18 @@ class GraphBuilder:
     `dynamic_all` makes every input dimension symbolic (`dynamic=True`)."""
 
     def __init__(self, on_break: BreakFn, dynamic_all: bool = False,
-                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False) -> None:
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False,
+                 data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> None:
         self.dynamic_all = dynamic_all
         self.dynamic_dims = dynamic_dims or {}
-        self.symbolic = SymbolicSizes() if dynamic_all or self.dynamic_dims or marked else None
-        self.fake_mode = FakeTensorMode(shape_env=self.symbolic.shape_env if self.symbolic else None)
+        captures = data_dependence.scalars or data_dependence.shapes
+        shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
+            else None
+        # symbolic sizes from the start; with only data-dependent capture, from the first
+        # value that depends on data (a static program keeps its fast static path)
+        self.symbolic = SymbolicSizes(shape_env) if dynamic_all or self.dynamic_dims or marked else None
+        self._shape_env = shape_env
+        self.fake_mode = FakeTensorMode(shape_env=shape_env)
         self.graph = torch.fx.Graph()
         self.input_sources: list[Source] = []
         self.input_fakes: list[torch.Tensor] = []
@@ -163,9 +186,13 @@ class GraphBuilder:
             raise self._on_break(gb.DYNAMIC_SHAPE_OPERATOR, f"op {name}", op=name)
         except DataDependentOutputException:
             raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name}", what=name)
+        except GuardOnDataDependentSymNode as error:
+            raise self._on_break(gb.DATA_DEPENDENT_BRANCH, f"op {name}: {error}".splitlines()[0])
         except Exception as error:  # the operator rejected its inputs: eager would too
             raise self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
+        if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
+            self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
@@ -175,6 +202,7 @@ class GraphBuilder:
             if self.symbolic is not None and holds_symbol(result):
                 node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                          {key: self._node_arg(arg) for key, arg in kwargs.items()})
+                node.meta["example_value"] = result
                 self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
@@ -185,6 +213,10 @@ class GraphBuilder:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace)."""
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
         return self._wrap_result(node, result)
+
+    def node_arg(self, value: Value) -> Any:
+        """The fx argument standing for `value` (a tensor's node, a symbol's computing node)."""
+        return self._node_arg(value)
 
     def record(self, target: Any, args: list) -> torch.fx.Node:
         """A node run for its effect on global state (grad mode, autocast); no fake run needed."""

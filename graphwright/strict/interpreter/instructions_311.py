@@ -314,6 +314,10 @@ class Instructions311:
             self.push(item)
 
     def op_RETURN_VALUE(self, inst):
+        if self.is_root:
+            from . import generators
+
+            generators.check_left_suspended(self.tracer)
         self.result = self.pop()
 
     def op_LOAD_BUILD_CLASS(self, inst):

@@ -11,6 +11,7 @@ guards into Python over the inputs' sources.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,9 +43,25 @@ def holds_symbol(value: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class DataDependence:
+    """Whether values computed from tensor data become graph values (unbacked symbols) or
+    graph breaks: `scalars` for `.item()`, `shapes` for operators whose output size depends
+    on the data (`nonzero`, boolean masks). PyTorch's config names; both on under fullgraph."""
+
+    scalars: bool = False
+    shapes: bool = False
+
+    def new_shape_env(self) -> ShapeEnv:
+        return ShapeEnv(allow_scalar_outputs=self.scalars, allow_dynamic_output_shape_ops=self.shapes)
+
+
+NO_DATA_DEPENDENCE = DataDependence()
+
+
 class SymbolicSizes:
-    def __init__(self) -> None:
-        self.shape_env = ShapeEnv()
+    def __init__(self, shape_env: ShapeEnv | None = None) -> None:
+        self.shape_env = shape_env or NO_DATA_DEPENDENCE.new_shape_env()
         self._nodes: dict[Any, torch.fx.Node] = {}
 
     def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int]) -> torch.Tensor:

@@ -35,7 +35,7 @@ from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
 from .graph_builder import GraphBuilder
-from .symbolic_sizes import has_marked_tensor
+from .symbolic_sizes import NO_DATA_DEPENDENCE, DataDependence, has_marked_tensor
 
 _MAX_DISTINCT_CHECKED = 8
 
@@ -52,8 +52,10 @@ class TraceResult:
 
 class Tracer:
     def __init__(self, dynamic_all: bool = False,
-                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False) -> None:
-        self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims, marked)
+                 dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False,
+                 data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> None:
+        self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims, marked, data_dependence)
+        self.data_dependence = data_dependence
         self.guards: list[Guard] = []
         self.side_effects = SideEffects()
         self.frames: list = []
@@ -135,12 +137,14 @@ def bind_root_arguments(tracer: Tracer, fn: Callable, args: tuple, kwargs: dict)
 
 def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = False,
                    dynamic_dims: dict[Source, frozenset[int]] | None = None,
-                   stop_at: int | None = None) -> TraceResult:
+                   stop_at: int | None = None,
+                   data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> TraceResult:
     """Interpret `fn(*args, **kwargs)` symbolically; raises GraphBreak where capture stops.
 
     `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes;
-    `stop_at` is a step of `fn`'s frame to stop before (see `Frame.checkpoint`)."""
-    tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)))
+    `stop_at` is a step of `fn`'s frame to stop before (see `Frame.checkpoint`);
+    `data_dependence` whether values computed from data are captured (else they break)."""
+    tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)), data_dependence)
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())

@@ -168,6 +168,9 @@ def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value |
         if name == "__func__":
             return value
     if value.fn is not None:
+        stored = tracer.side_effects.load_shared_attr(value.fn, name)
+        if stored is not None:
+            return stored
         if callable(getattr(types.FunctionType, name, None)):  # __get__, __call__: not modelled
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"function.{name}", name=name, type="function")
         real = getattr(value.fn, name, _MISSING)
@@ -300,6 +303,11 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         from ..interpreter import calls
 
         calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
+        return
+    if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
+            and name not in vars(types.FunctionType):
+        # an attribute of a real function (a flag a decorator sets): replayed after the graph
+        tracer.side_effects.store_shared_attr(ConstantValue(owner.fn, owner.source), name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)

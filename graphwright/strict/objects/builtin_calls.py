@@ -21,6 +21,7 @@ from ..._core import config
 from ..interpreter import graph_breaks as gb
 from . import (
     attributes,
+    checks,
     classes,
     copying,
     instances,
@@ -97,6 +98,8 @@ def _pure(*targets: Any) -> None:
 
 
 _pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float)
+for _check in checks.CHECKS:
+    _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
 
 def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:

@@ -1,0 +1,53 @@
+"""`torch._check` and its family on traced values: facts about data-dependent values.
+
+`torch._check(cond)` on a plain bool is checked now (a failing one raises the user's error,
+as eager does). On a symbolic condition (a comparison of `.item()` results or unbacked sizes)
+it is called for real on the symbolic value, which tells the ShapeEnv the fact (so that later
+code may branch on it), and the graph gets the aten operator that checks it at run time
+(`_assert_scalar`, or `sym_constrain_range_for_size` for `_check_is_size`), which ahead-of-time
+autograd traces too: a violated check raises RuntimeError at run time, as eager's would (with
+the user's message; `_check_index` and friends raise their own error type in eager).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from . import operations
+from .values import NONE, ConstantValue, Value
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+# each check and the argument that holds its condition (or size)
+CHECKS = {torch._check: 0, torch._check_is_size: 0, torch._check_value: 0, torch._check_index: 0,
+          torch._check_type: 0, torch._check_not_implemented: 0, torch._check_with: 1}
+
+
+def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    position = CHECKS[check]
+    condition = args[position] if len(args) > position else kwargs.get("cond", kwargs.get("i"))
+    symbolic = isinstance(condition, ConstantValue) and isinstance(condition.value, SYMBOLIC_TYPES)
+    leading = [operations.python_value(tracer, arg) for arg in args[:position]]
+    if not symbolic:
+        message = args[position + 1] if len(args) > position + 1 else kwargs.get("message")
+        python_args = [*leading, operations.python_value(tracer, condition)]
+        if message is not None and isinstance(message, ConstantValue):
+            python_args.append(message.value)
+        try:
+            check(*python_args)
+        except Exception as error:
+            raise tracer.user_error(error, f"{check.__name__}(...)")
+        return NONE
+    check(*leading, condition.value)  # the ShapeEnv learns the fact (a deferred runtime assert)
+    node = tracer.graph.node_arg(condition)
+    if check is torch._check_is_size:
+        tracer.graph.record(torch.ops.aten.sym_constrain_range_for_size.default, [node])
+    else:
+        message = args[position + 1] if len(args) > position + 1 else kwargs.get("message")
+        text = message.value if isinstance(message, ConstantValue) and isinstance(message.value, str) \
+            else f"Expected cond to be True, but got False ({check.__name__})"
+        tracer.graph.record(torch.ops.aten._assert_scalar.default, [node, text])
+    return NONE
