@@ -29,10 +29,10 @@ from .programs import assert_same, run_counted, run_eager
 
 # (model, mode) -> the first construct graphwright cannot compile, and where.
 FIRST_FAILURES: dict[tuple[str, str], str] = {
-    ("deberta", "train"): "a branch on a data-dependent size (GB004 `Tensor.nonzero`): with no `problem_type` "
-                          "set, DebertaV2ForSequenceClassification keeps the labelled rows, "
+    ("deberta", "train"): "a branch on a data-dependent size (GB002 `u0 > 0`): with no `problem_type` set, "
+                          "DebertaV2ForSequenceClassification keeps the labelled rows, "
                           "`label_index = (labels >= 0).nonzero()`, and branches on `label_index.size(0) > 0` "
-                          "(modeling_deberta_v2.py:1060); torch.compile cannot either",
+                          "(modeling_deberta_v2.py:1062); torch.compile cannot either",
 }
 
 # Graphs torch.compile(fullgraph=True, backend=CompileCounter) has compiled after each call of
