@@ -241,7 +241,10 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if found is not None:
         return classes.bind(tracer, *found, name, value, type(module))
-    return classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+    found = classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+    if found is None:
+        classes.guard_absent(tracer, value, name)
+    return found
 
 
 def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:

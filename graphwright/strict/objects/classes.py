@@ -305,13 +305,36 @@ def generic_get(tracer: "Tracer", instance: Value, name: str) -> Value | None:
         return instance_dict(tracer, instance)
     found = find(tracer, cls, name)
     if found is not None and _is_data_descriptor(found[1]):
-        return bind(tracer, *found, name, instance, cls)
+        bound = bind(tracer, *found, name, instance, cls)
+        if bound is None and instance.source is not None and name not in instance.overlay:
+            tracer.add_guard(instance.source, "lacks", name)  # an empty slot
+        return bound
     own = own_attribute(tracer, instance, name)
     if own is not None:
         return own
     if found is not None:
         return bind(tracer, *found, name, instance, cls)
+    guard_absent(tracer, instance, name)
     return None
+
+
+def guard_absent(tracer: "Tracer", instance: Value, name: str) -> None:
+    """Guard that a pre-existing instance still has no attribute `name`, where its lookup found
+    none: not in its own `__dict__` (nor, for a module, in its parameters, buffers and
+    submodules) and not in its class's MRO. Cheap checks where `hasattr` would run the class's
+    Python `__getattribute__` or `__getattr__` again (a config's: ~4 us each)."""
+    if instance.source is None or name in instance.overlay:
+        return  # made, or deleted, in the region
+    real = real_object(instance)
+    cls = type(real)
+    if has_instance_dict(cls):
+        tracer.add_guard(dict_source(tracer, instance), "contains", (name, False))
+    else:
+        tracer.add_guard(instance.source, "lacks", name)
+    if isinstance(instance, ModuleValue):
+        for table in ("_parameters", "_buffers", "_modules"):
+            tracer.add_guard(AttrSource(instance.source, table), "contains", (name, False))
+    tracer.add_guard(ConstantSource(id(cls), cls), "mro_lacks", (name, cls.__mro__))
 
 
 def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
