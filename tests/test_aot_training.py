@@ -45,3 +45,40 @@ def test_graphwright_compile_with_aot_eager_trains_like_eager(model):
         backend=None,
         compile_module=lambda module: graphwright.compile(module, backend="aot_eager"),
     )
+
+
+def _leaf_made_in_the_graph(x, w):
+    hidden = x * 1
+    hidden.requires_grad = True  # Wav2Vec2's feature encoder, for gradient checkpointing
+    return (hidden * w).sum(), (hidden * 2).sum(), hidden
+
+
+@pytest.mark.parametrize("w_requires_grad", [True, False])
+def test_a_leaf_made_in_the_graph_is_a_leaf_under_aot(w_requires_grad):
+    x, w = torch.randn(2, 3), torch.randn(3, requires_grad=w_requires_grad)
+    compiled = graphwright.compile(_leaf_made_in_the_graph, backend="aot_eager", fullgraph=True)
+    results = []
+    for fn in (_leaf_made_in_the_graph, compiled):
+        w.grad = None
+        first, second, hidden = fn(x, w)
+        (first + second).backward()
+        results.append((first.detach(), second.requires_grad, hidden.is_leaf, hidden.grad, w.grad))
+    eager, ours = results
+    torch.testing.assert_close(ours[0], eager[0])
+    assert ours[1:3] == eager[1:3] == (True, True)
+    torch.testing.assert_close(ours[3], eager[3])
+    torch.testing.assert_close(ours[4], eager[4])
+
+
+def test_a_leaf_made_in_the_graph_and_kept_inside_trains_through_the_aten_graphs():
+    def step(x, w):
+        hidden = x * 1
+        hidden.requires_grad = True
+        return (hidden * w).sum(), (hidden * 2).sum()
+
+    x, w = torch.randn(2, 3), torch.randn(3, requires_grad=True)
+    counter = graphwright.testing.CompileCounterWithBackend("aot_eager")
+    first, second = graphwright.compile(step, backend=counter, fullgraph=True)(x, w)
+    (first + second).backward()
+    assert second.requires_grad and "CompiledFunction" in type(first.grad_fn).__name__
+    torch.testing.assert_close(w.grad, x.sum(0))

@@ -182,3 +182,25 @@ def test_torch_compiler_allow_in_graph_is_honoured():
 
     x = torch.randn(2)
     torch.testing.assert_close(func(x), x * 4)
+
+
+class _Activation(torch.nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+
+
+def test_module_built_in_the_region_after_torch_compile_patched_module_init():
+    # torch.compile replaces nn.Module.__init__ with one that files each new module for
+    # TorchDynamo's own guards (by id()); graphwright builds modules in the region all the same
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+    assert torch.nn.Module.__init__.__module__ == "torch._dynamo.mutation_guard"
+
+    def f(x):
+        return _Activation(2.0)(x)
+
+    x = torch.randn(4)
+    assert torch.equal(graphwright.compile(f, backend="eager", fullgraph=True)(x), f(x))

@@ -51,13 +51,23 @@ class Settings:
         self.depth = 2
 
 
-def test_reading_dict_after_a_store_on_an_argument_names_dict():
-    def rewire(x, settings):
-        settings.depth = 3
-        return x * len(settings.__dict__)
+def test_non_string_key_stored_in_an_objects_dict_names_the_key():
+    def tag(x, settings):
+        settings.__dict__[1] = "one"
+        return x * settings.depth
 
-    text = _unsupported(rewire, torch.ones(2), Settings())
-    assert "GB012" in text and "__dict__ (after attributes were set in the region)" in text
+    text = _unsupported(tag, torch.ones(2), Settings())
+    assert "GB012" in text and "a `__dict__` key that is not a string (1)" in text
+    assert 'settings.__dict__[1] = "one"' in text
+
+
+def test_store_through_a_modules_dict_names_the_module():
+    def rescale(x, module):
+        module.__dict__["scale"] = 2.0
+        return module(x)
+
+    text = _unsupported(rescale, torch.ones(2), torch.nn.Identity())
+    assert "GB012" in text and "writing an item of a module's `__dict__`" in text and "Identity" in text
 
 
 class Key:
@@ -86,18 +96,3 @@ def test_objects_that_escape_keep_their_identity():
     first, second, listed = compiled(torch.ones(2))
     assert first is second is listed[0] is first.me
     assert type(first) is Node
-
-
-class Holder(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.k = 1
-
-    def forward(self, x):
-        self.k = 3
-        return x * self.__dict__["k"]
-
-
-def test_module_dict_read_after_a_store_breaks_instead_of_reading_the_old_value():
-    text = _unsupported(Holder(), torch.ones(1))
-    assert "GB012" in text and "__dict__ (after attributes were set in the region)" in text

@@ -164,6 +164,7 @@ class AOTCompiledGraph:
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
+        self._makes_leaves, self._returns_leaf = _new_leaves(gm)
 
     def _to_fake(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
@@ -185,7 +186,7 @@ class AOTCompiledGraph:
         if self._state_slots:
             args = (*args, *[getattr(module, name) for module, name in self._state_slots])
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
-        key = (torch.is_grad_enabled() and True in flags, flags)
+        key = (torch.is_grad_enabled() and (True in flags or self._makes_leaves), flags)
         signature = self.signatures.get(key)
         if signature is None:
             signature = self.signatures[key] = self._compile(key)
@@ -201,6 +202,11 @@ class AOTCompiledGraph:
 
     def _compile(self, key: tuple) -> CompiledSignature:
         grad_enabled, requires_grad = key
+        if self._returns_leaf or self._makes_leaves and grad_enabled and True not in requires_grad:
+            # A leaf made in the graph that the user can see (it is returned), or the only thing
+            # that makes outputs differentiable: the aten graphs' autograd.Function cannot be
+            # that leaf, so this signature runs the torch-level graph as captured.
+            return CompiledSignature(self._function())
         fakes = self._fakes_for(requires_grad)
         shape_env = self._fake_mode.shape_env if self._size_generic else None
         assumptions = _size_assumptions(shape_env)
@@ -299,6 +305,23 @@ class _OverlappingInputs:
         if sum(address in mutated for address in addresses) > len(mutated):
             return self._original(*args)
         return self._run(*args)
+
+
+def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
+    """Does the graph make tensors it computes into leaves that require grad (`t.requires_grad_()`,
+    `t.requires_grad = True`), and does it return one of them?"""
+    leaves = set()
+    for node in gm.graph.nodes:
+        made_leaf = (node.op == "call_method" and node.target == "requires_grad_") or \
+            (node.op == "call_function" and node.target is torch.Tensor.requires_grad_)
+        if made_leaf and node.args and isinstance(node.args[0], torch.fx.Node) \
+                and node.args[0].op != "placeholder" and node.kwargs.get("requires_grad", True) is not False \
+                and (len(node.args) < 2 or node.args[1] is not False):
+            leaves.update((node, node.args[0]))
+    output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    returned: set = set()
+    torch.fx.node.map_arg(output.args, returned.add)
+    return bool(leaves), bool(returned & leaves)
 
 
 class SizesSpecialised(Exception):

@@ -796,3 +796,84 @@ def _(x, n):
          call=_call_with_each_int, changed=lambda: Args(rand(3), 3, 4, 5), frames_changed=2)
 def _(x, n):
     return x * n + n
+
+
+class _Settings:
+    """An object whose class reads its own `__dict__` on every attribute access (as Hugging Face
+    configs do) and maps some names to others."""
+
+    aliases = {"width": "hidden"}
+
+    def __init__(self):
+        self.hidden = 4
+
+    def __getattribute__(self, key):
+        if key != "aliases" and key in type(self).aliases:
+            key = type(self).aliases[key]
+        return super().__getattribute__(key)
+
+
+_SETTINGS = _Settings()
+
+
+def _settings_with(**attributes):
+    def make():
+        global _SETTINGS
+        _SETTINGS = _Settings()
+        for name, value in attributes.items():
+            setattr(_SETTINGS, name, value)
+        return rand(3)
+    return make
+
+
+@program("absent_attribute_recompiles_when_the_object_gets_it", _settings_with(),
+         changed=_settings_with(extra=3), frames_changed=2, reset=_settings_with())
+def _(x):
+    return x * getattr(_SETTINGS, "extra", 1), hasattr(_SETTINGS, "width"), hasattr(_SETTINGS, "depth")
+
+
+def _settings_class_with(**attributes):
+    def make():
+        _settings_with()()
+        for name in ("depth",):
+            if name in _Settings.__dict__:
+                delattr(_Settings, name)
+        for name, value in attributes.items():
+            setattr(_Settings, name, value)
+        return rand(3)
+    return make
+
+
+@program("absent_attribute_recompiles_when_the_class_gets_it", _settings_class_with(),
+         changed=_settings_class_with(depth=5), frames_changed=2, reset=_settings_class_with())
+def _(x):
+    return x * getattr(_SETTINGS, "depth", 1)
+
+
+class _Block(nn.Module):
+    def __init__(self, with_buffer=False):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        if with_buffer:
+            self.register_buffer("offset", torch.ones(3))
+
+    def forward(self, x):
+        offset = getattr(self, "offset", None)
+        return self.lin(x) if offset is None else self.lin(x) + offset
+
+
+_BLOCKS = [_Block()]
+
+
+def _block_inputs(with_buffer):
+    def make():
+        torch.manual_seed(0)
+        _BLOCKS[0] = _Block(with_buffer)
+        return rand(2, 3)
+    return make
+
+
+@program("absent_module_attribute_recompiles_when_a_buffer_appears", _block_inputs(False),
+         changed=_block_inputs(True), frames_changed=2, reset=_block_inputs(False))
+def _(x):
+    return _BLOCKS[0](x)

@@ -2,7 +2,8 @@
 each reduced to the general Python behaviour the tracer must model: an augmented
 assignment whose left operand is a number and right operand a tensor, a registry
 dict keyed by classes and typing forms, the `delattr` builtin, a dict read by key
-(guarded on the keys read, not all of them), ..."""
+(guarded on the keys read, not all of them), an object's `__dict__` that stays one state with
+its attributes, ..."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ import typing
 
 import torch
 
-from .harness import program_decorator, rand
+from .harness import module_program, program_decorator, rand
 
 PROGRAMS = []
 program = program_decorator(PROGRAMS)
@@ -96,3 +97,142 @@ def _(x):
 @program("environment_variable_read_through_os_environ", lambda: rand(3))
 def _(x):
     return x * 2 if os.environ.get("GW_CORPUS_UNSET_VARIABLE") is None else x
+
+
+class _GuardedConfig:
+    """Hugging Face configs read their own `__dict__` on every attribute access."""
+
+    def __init__(self):
+        self.problem_type = None
+        self.num_labels = 3
+
+    def __getattribute__(self, key):
+        if super().__getattribute__("__dict__").get("_per_layer") is not None:
+            raise AttributeError(key)
+        return super().__getattribute__(key)
+
+    def __setattr__(self, key, value):
+        super().__setattr__(key, value)
+
+
+class _Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = _GuardedConfig()
+        self.head = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        # BertForSequenceClassification's first training step decides the problem type
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label" if self.config.num_labels > 1 else "regression"
+        logits = self.head(x)
+        return logits.softmax(-1) if self.config.problem_type == "single_label" else logits
+
+
+PROGRAMS.append(module_program(
+    "attribute_store_on_an_object_that_reads_its_own_dict", _Classifier, lambda: rand(2, 4),
+    frames=[1, 2],  # the store changes what the second call's guards see
+    observe=lambda world: vars(world.config)))
+
+
+class _Record:
+    def __init__(self):
+        self.first = 1
+        self.second = 2
+        self.third = 3
+
+
+_RECORD = _Record()
+
+
+def _fresh_record():
+    global _RECORD
+    _RECORD = _Record()
+
+
+@program("dict_of_an_object_sees_stores_and_deletions_in_cpython_order", lambda: rand(3),
+         reset=_fresh_record, frames=[1, 2],
+         reference={"xfail": "list(obj.__dict__) keeps a deleted and re-stored attribute in its old place",
+                    "why": "torch.compile 2.13 replays the store without the deletion"})
+def _(x):
+    _RECORD.second = 2
+    state = _RECORD.__dict__
+    del _RECORD.first
+    _RECORD.first = 10  # deleted and stored again: last in the __dict__
+    _RECORD.fourth = 4
+    state["fifth"] = 5  # a store through the dict is an attribute store
+    del state["second"]
+    _RECORD.added = 0
+    del _RECORD.added  # added and deleted in the region: nothing left to replay
+    return x * _RECORD.fifth, list(state), len(state), "second" in state, dict(vars(_RECORD))
+
+
+@program("dict_of_an_object_read_after_a_store", lambda: rand(3), reset=_fresh_record)
+def _(x):
+    _RECORD.second = x.shape[0]
+    state = _RECORD.__dict__
+    return x * state["second"], state.get("missing"), sorted(state.items())
+
+
+class _Holder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = 1
+
+    def forward(self, x):
+        self.k = self.k + 1
+        return x * self.__dict__["k"], "k" in vars(self)
+
+
+PROGRAMS.append(module_program(
+    "module_dict_read_after_a_store_sees_the_store", _Holder, lambda: rand(2),
+    frames=[1, 2], observe=lambda world: world.k))
+
+
+class _Scaled(torch.nn.Module):
+    """A module without parameters, as transformers' activations are."""
+
+    def __init__(self, scale=1.0):
+        super().__init__()
+        self.act = torch.nn.functional.gelu
+        self.scale = scale
+
+    def forward(self, x):
+        return self.act(x) * self.scale
+
+
+_ACTIVATIONS = {"gelu": (_Scaled, {"scale": 2.0})}
+
+
+@program("module_built_in_the_region_from_a_registry", lambda: rand(3))
+def _(x):
+    # DeBERTa's pooler builds `ACT2FN[name]` (a new activation module) on every call
+    cls, kwargs = _ACTIVATIONS["gelu"]
+    act = cls(**kwargs)
+    return act(x), act.training
+
+
+_MADE = []
+
+
+def _made_modules():
+    return [(type(m).__name__, m.scale, m.training, m(torch.ones(2)), m is not _MADE[0]) for m in _MADE]
+
+
+@program("module_built_in_the_region_escapes_it", lambda: rand(3), reset=_MADE.clear,
+         observe=lambda world: _made_modules(), frames=[1, 2])  # the list's length is guarded
+def _(x):
+    act = _Scaled(3.0)
+    act.eval()
+    _MADE.append(act)  # a new module per call, working after the call as in eager
+    return act(x)
+
+
+@program("requires_grad_set_on_a_tensor_made_in_the_region", lambda: rand(2, 3), grad=True,
+         reference={"xfail": "setattr() on Tensor.requires_grad is a graph break (GB0206)",
+                    "why": "torch.compile 2.13 leaves new leaves in the middle of a graph to eager"})
+def _(x):
+    # Wav2Vec2's feature encoder: `hidden_states.requires_grad = True` for gradient checkpointing
+    hidden = x[:, None]
+    hidden.requires_grad = True
+    return (hidden * 2).sum(), hidden.requires_grad

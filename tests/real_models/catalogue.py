@@ -160,6 +160,79 @@ def _clip_train(seed: int) -> dict[str, Any]:
     return {**_clip_eval(seed), "return_loss": True}
 
 
+def _decoder_only(config_class: type, model_class: type, **settings: Any) -> Callable[[], torch.nn.Module]:
+    """A decoder-only language model (Llama's shape) with 2 layers of width 32."""
+    def build() -> torch.nn.Module:
+        return model_class(config_class(
+            vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=32, bos_token_id=0, eos_token_id=0,
+            pad_token_id=0, **settings))
+    return build
+
+
+def _bart() -> torch.nn.Module:
+    return transformers.BartForConditionalGeneration(transformers.BartConfig(
+        vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32,
+        dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+        forced_eos_token_id=2))
+
+
+def _opt() -> torch.nn.Module:
+    return transformers.OPTForCausalLM(transformers.OPTConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=2,
+        max_position_embeddings=32, word_embed_proj_dim=32, dropout=0.0, pad_token_id=1,
+        bos_token_id=2, eos_token_id=2))
+
+
+def _gpt_neox() -> torch.nn.Module:
+    return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=32, bos_token_id=0, eos_token_id=0))
+
+
+def _roberta() -> torch.nn.Module:
+    return transformers.RobertaForSequenceClassification(transformers.RobertaConfig(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=40, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, num_labels=3))
+
+
+def _deberta() -> torch.nn.Module:
+    return transformers.DebertaV2ForSequenceClassification(transformers.DebertaV2Config(
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=32, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, relative_attention=True, position_buckets=8,
+        pos_att_type=["p2c", "c2p"], pooler_dropout=0.0, num_labels=3))
+
+
+def _albert() -> torch.nn.Module:
+    return transformers.AlbertForSequenceClassification(transformers.AlbertConfig(
+        vocab_size=VOCAB, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=32, classifier_dropout_prob=0.0, num_labels=3))
+
+
+def _wav2vec2() -> torch.nn.Module:
+    return transformers.Wav2Vec2ForSequenceClassification(transformers.Wav2Vec2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2, hidden_dropout=0.0, activation_dropout=0.0,
+        attention_dropout=0.0, feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0,
+        apply_spec_augment=False, classifier_proj_size=16, num_labels=3))
+
+
+def _audio(seed: int) -> torch.Tensor:
+    return torch.randn(BATCH, 400, generator=_generator(seed))
+
+
+def _seq2seq_eval(seed: int) -> dict[str, Any]:
+    return {"input_ids": _tokens(seed), "decoder_input_ids": _tokens(seed + 500, 5), "use_cache": True}
+
+
+def _seq2seq_train(seed: int) -> dict[str, Any]:
+    return {"input_ids": _tokens(seed), "labels": _tokens(seed + 500, 5)}
+
+
 MODELS: dict[str, RealModel] = {model.name: model for model in [
     _causal_lm("gpt2", _gpt2),
     _sequence_classifier("bert", _bert),
@@ -170,4 +243,19 @@ MODELS: dict[str, RealModel] = {model.name: model for model in [
     _causal_lm("qwen2", _qwen2),
     _sequence_classifier("distilbert", _distilbert),
     RealModel("clip", _clip, _clip_eval, _clip_train),
+    RealModel("bart", _bart, _seq2seq_eval, _seq2seq_train, kv_cache=True),
+    _causal_lm("mistral", _decoder_only(transformers.MistralConfig, transformers.MistralForCausalLM,
+                                        num_key_value_heads=2, sliding_window=4)),
+    _causal_lm("mixtral", _decoder_only(transformers.MixtralConfig, transformers.MixtralForCausalLM,
+                                        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)),
+    _causal_lm("opt", _opt),
+    _causal_lm("gpt_neox", _gpt_neox),
+    _causal_lm("phi", _decoder_only(transformers.PhiConfig, transformers.PhiForCausalLM)),
+    _causal_lm("gemma", _decoder_only(transformers.GemmaConfig, transformers.GemmaForCausalLM,
+                                      num_key_value_heads=2, head_dim=8)),
+    _sequence_classifier("roberta", _roberta),
+    _sequence_classifier("deberta", _deberta),
+    _sequence_classifier("albert", _albert),
+    RealModel("wav2vec2", _wav2vec2, lambda seed: {"input_values": _audio(seed)},
+              lambda seed: {"input_values": _audio(seed), "labels": _class_labels(seed)}),
 ]}

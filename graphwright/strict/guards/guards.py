@@ -19,7 +19,7 @@ from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
-         "no_hooks": 3, "lacks": 3,
+         "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 
@@ -115,6 +115,10 @@ class Guard:
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
         if kind == "lacks":
             return f"not ___hasattr({value}, {expected!r})"
+        if kind == "mro_lacks":  # no class of the MRO defines the name (as instance lookups see it)
+            name, mro = expected
+            return f"{value}.__mro__ is {ref(mro)} and " + " and ".join(
+                f"{name!r} not in {ref(klass)}.__dict__" for klass in mro)
         if kind == "call":
             name, args, result = expected
             return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
@@ -152,6 +156,9 @@ class Guard:
             return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
+        if kind == "mro_lacks" and (actual.__mro__ is not expected[1]
+                                    or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
+            return f"class '{name}' has an attribute '{expected[0]}' now"
         if kind == "global_state" and global_state() != expected:
             return f"global torch state changed (default dtype, autocast): expected {expected}, " \
                    f"actual {global_state()}"

@@ -113,6 +113,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return marked
     if is_cached_function(target):
         return _call_cached(tracer, target, args, kwargs)
+    if _is_dynamo_generation_tag(target):
+        return ConstantValue(None)
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound
@@ -121,6 +123,15 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     return None
+
+
+def _is_dynamo_generation_tag(target: Any) -> bool:
+    """TorchDynamo's `GenerationTracker.tag`, which the `nn.Module.__init__` that torch.compile
+    installs calls on every new module: it files the module by `id()` for TorchDynamo's own
+    guards, which nothing compiled by graphwright reads; a module built in the region is not
+    filed."""
+    return getattr(target, "__qualname__", None) == "GenerationTracker.tag" \
+        and getattr(target, "__module__", None) == "torch._dynamo.mutation_guard"
 
 
 def _is_one_of(target: Any, callables: set) -> bool:
@@ -204,10 +215,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module):
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=f"{cls.__qualname__} (an nn.Module built in the region)")
-    return instances.call_class(tracer, cls, args, kwargs)
+    return instances.call_class(tracer, cls, args, kwargs)  # user classes, nn.Module's subclasses too
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:

@@ -245,7 +245,10 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if found is not None:
         return classes.bind(tracer, *found, name, value, type(module))
-    return classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+    found = classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
+    if found is None:
+        classes.guard_absent(tracer, value, name)
+    return found
 
 
 def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
@@ -300,6 +303,13 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         return
     if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
         _store_on_made_function(tracer, owner, name, value)
+        return
+    if isinstance(owner, TensorValue) and name == "requires_grad" and owner.source is None:
+        # on a tensor made in the region, the same as its method (and the same errors)
+        from .values import MethodValue
+        from ..interpreter import calls
+
+        calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
             and name not in vars(types.FunctionType):

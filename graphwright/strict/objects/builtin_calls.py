@@ -197,7 +197,10 @@ def _callable(tracer, args, kwargs):
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
-    """The real object has no `name`: guarded, unless the region deleted it (then it has it now)."""
+    """The real object has no `name`: guarded, unless the region deleted it (then it has it now),
+    or its lookup guarded that already (instances of user classes and modules)."""
+    if classes.is_instance_value(owner) or isinstance(owner, ModuleValue):
+        return
     if name not in (getattr(owner, "overlay", None) or {}):
         tracer.add_guard(owner.source, "lacks", name)
 

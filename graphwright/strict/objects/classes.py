@@ -305,13 +305,36 @@ def generic_get(tracer: "Tracer", instance: Value, name: str) -> Value | None:
         return instance_dict(tracer, instance)
     found = find(tracer, cls, name)
     if found is not None and _is_data_descriptor(found[1]):
-        return bind(tracer, *found, name, instance, cls)
+        bound = bind(tracer, *found, name, instance, cls)
+        if bound is None and instance.source is not None and name not in instance.overlay:
+            tracer.add_guard(instance.source, "lacks", name)  # an empty slot
+        return bound
     own = own_attribute(tracer, instance, name)
     if own is not None:
         return own
     if found is not None:
         return bind(tracer, *found, name, instance, cls)
+    guard_absent(tracer, instance, name)
     return None
+
+
+def guard_absent(tracer: "Tracer", instance: Value, name: str) -> None:
+    """Guard that a pre-existing instance still has no attribute `name`, where its lookup found
+    none: not in its own `__dict__` (nor, for a module, in its parameters, buffers and
+    submodules) and not in its class's MRO. Cheap checks where `hasattr` would run the class's
+    Python `__getattribute__` or `__getattr__` again (a config's: ~4 us each)."""
+    if instance.source is None or name in instance.overlay:
+        return  # made, or deleted, in the region
+    real = real_object(instance)
+    cls = type(real)
+    if has_instance_dict(cls):
+        tracer.add_guard(dict_source(tracer, instance), "contains", (name, False))
+    else:
+        tracer.add_guard(instance.source, "lacks", name)
+    if isinstance(instance, ModuleValue):
+        for table in ("_parameters", "_buffers", "_modules"):
+            tracer.add_guard(AttrSource(instance.source, table), "contains", (name, False))
+    tracer.add_guard(ConstantSource(id(cls), cls), "mro_lacks", (name, cls.__mro__))
 
 
 def own_attribute(tracer: "Tracer", instance: Value, name: str) -> Value | None:
@@ -367,28 +390,21 @@ _MISSING = object()
 
 
 def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
-    """`instance.__dict__`: for an object made in the region, a dict sharing its attributes."""
-    cls = instance.python_type()
-    if not has_instance_dict(cls):
+    """`instance.__dict__`: a dict that is one state with the instance's attributes
+    (`instance_dicts`)."""
+    from .instance_dicts import made_instance_dict, outside_instance_dict
+
+    if not has_instance_dict(instance.python_type()):
         return None
     real = real_object(instance)
     if real is None:
-        view = DictValue({})
-        view.items = instance.overlay  # one dict: writes through either are seen by both
-        return view
-    if any(True for _ in instance.overlay):
-        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.__dict__ after stores",
-                                 name="__dict__ (after attributes were set in the region)",
-                                 type=cls.__name__)
-    return tracer.wrap(instance_dict_of(real), None if instance.source is None else dict_source(tracer, instance))
+        return made_instance_dict(instance)
+    source = None if instance.source is None else dict_source(tracer, instance)
+    return outside_instance_dict(tracer, instance, instance_dict_of(real), source)
 
 
 def has_instance_dict(cls: type) -> bool:
     return cls.__dictoffset__ != 0
-
-
-def _dict_was_read(tracer: "Tracer", instance: Value) -> bool:
-    return instance.source is not None and dict_source(tracer, instance) in tracer.memo_by_source
 
 
 def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
@@ -481,10 +497,6 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
 
 def store_raw(tracer: "Tracer", instance: Value, name: str, value: Value | None) -> None:
     """Store (None: delete) the instance's own attribute, as `instance.__dict__[name] = value`."""
-    if _dict_was_read(tracer, instance):
-        cls = instance.python_type()
-        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"store {name} after reading __dict__",
-                                 name=f"setting {name} (after reading `__dict__`)", type=cls.__name__)
     if value is None and instance.source is None:
         instance.overlay.pop(name, None)
         return

@@ -9,6 +9,7 @@ One class per kind of Python behaviour, not per type:
   of user subclasses of list and tuple: items here, attributes in the overlay).
 - `DictValue`: a dict, or a set (keys only); instances of user subclasses of
   dict and OrderedDict keep their items here and their attributes in the overlay.
+- `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `PartialValue`: a `functools.partial` made in the region around non-constant values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
@@ -157,6 +158,18 @@ class DictValue(Value):
 
     def python_type(self) -> type:
         return self.cls or self.kind
+
+
+class InstanceDictValue(DictValue):
+    """The `__dict__` of an object that existed before the region: `items` is a live view of
+    its attributes (`instance_dicts.InstanceAttributes`), so an item written is an attribute
+    stored, replayed as such."""
+
+    __slots__ = ()
+
+    def __init__(self, attributes: Any, source: Source) -> None:
+        super().__init__({}, dict, source)
+        self.items = attributes
 
 
 class DictReader(Protocol):

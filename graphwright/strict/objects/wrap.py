@@ -161,11 +161,11 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
             return _opaque(tracer, real, source)
         tracer.add_guard(source, "type", cls)
         return DictValue({}, dict, source, cls=None if cls is dict else cls,
-                         reader=_OutsideDict(tracer, real, source))
+                         reader=OutsideDict(tracer, real, source))
     if cls is types.MappingProxyType and all(is_constant(key) for key in real):
         # a class's __dict__: read-only, its items read by source
         tracer.add_guard(source, "type", cls)
-        return DictValue({}, dict, source, cls=cls, obj=real, reader=_OutsideDict(tracer, real, source))
+        return DictValue({}, dict, source, cls=cls, obj=real, reader=OutsideDict(tracer, real, source))
     if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
         value = _wrap_container_subclass(tracer, real, cls, source)
         if value is not None:
@@ -209,7 +209,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     return ObjectValue(real, cls, source)
 
 
-class _OutsideDict:
+class OutsideDict:
     """Reads a dict found outside the region as the program reads it. A lookup guards what it
     saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
     recompile when another variable is set); using the dict as a whole guards all its keys."""

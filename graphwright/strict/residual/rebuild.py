@@ -64,6 +64,13 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     return function
 
 
+def _remove_own_attribute(obj: Any, name: str) -> None:
+    try:
+        object.__delattr__(obj, name)
+    except AttributeError:
+        pass
+
+
 def _replace_contents(container: Any, new: Any) -> None:
     container.clear()
     container.update(new)
@@ -79,7 +86,7 @@ class ResidualWriter(EntryWriter):
         super().__init__(code)
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
-                               "___object_delattr": object.__delattr__,
+                               "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
@@ -230,11 +237,16 @@ class ResidualWriter(EntryWriter):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
-        for owner, name, value in effects.attribute_stores.values():
+        for key, (owner, name, value) in effects.attribute_stores.items():
             target = self.expr(owner.source)
             raw = is_instance_value(owner)  # the class's own __setattr__ already ran in the trace
+            if raw and (value is None or key in effects.readded):
+                # deleted (and maybe stored again): an attribute the region added, then deleted,
+                # is not there to delete
+                lines.append(f"___remove_own_attribute({target}, {name!r})")
             if value is None:
-                lines.append(f"{'___object_delattr' if raw else '___delattr'}({target}, {name!r})")
+                if not raw:
+                    lines.append(f"___delattr({target}, {name!r})")
             elif raw:
                 lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
             else:

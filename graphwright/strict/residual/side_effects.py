@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator
 
-from ..objects.values import CellValue, Value, birth_mark
+from ..objects.values import CellValue, InstanceDictValue, Value, birth_mark
+
+_ABSENT = object()
 
 
 class SideEffects:
@@ -27,6 +29,7 @@ class SideEffects:
         self.replayed_calls: list[tuple[Any, list[Value], dict[str, Value]]] = []
         self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
         self._scopes: list[tuple[int, Callable[[str], Exception]]] = []
+        self.readded: set[tuple[int, str]] = set()  # attributes deleted, then stored again
 
     @contextlib.contextmanager
     def scope(self, refuse: Callable[[str], Exception]) -> Iterator[None]:
@@ -47,15 +50,27 @@ class SideEffects:
     def mutate(self, container: Value) -> None:
         """`container` (a list or dict value) is about to change in place."""
         self._check(container, f"a mutation of a {container.python_type().__name__} made outside it")
-        if container.source is not None:
+        if container.source is not None and not isinstance(container, InstanceDictValue):
             self.mutated[id(container)] = container
 
     def store_attr(self, owner: Value, name: str, value: Value | None) -> None:
-        """`owner.name = value` (None: `del owner.name`); reads see it through the overlay."""
+        """`owner.name = value` (None: `del owner.name`); reads see it through the overlay.
+
+        An attribute deleted in the region and stored again moves to the end of the object's
+        `__dict__`, as in CPython: its store is recorded anew (after the others) and marked,
+        so that the replay removes it before storing it."""
         self._check(owner, f"setting `{name}` on a {owner.python_type().__name__} made outside it")
+        key = (id(owner), name)
+        if value is not None and owner.overlay.get(name, _ABSENT) is None:
+            del owner.overlay[name]
+            self.attribute_stores.pop(key, None)
+            self.readded.add(key)
         owner.overlay[name] = value
         if owner.source is not None:
-            self.attribute_stores[(id(owner), name)] = (owner, name, value)
+            self.attribute_stores[key] = (owner, name, value)
+
+    def was_readded(self, owner: Value, name: str) -> bool:
+        return (id(owner), name) in self.readded
 
     def store_shared_attr(self, owner: Value, name: str, value: Value) -> None:
         """`cls.name = value` or `module.name = value` on a class or module read by source."""

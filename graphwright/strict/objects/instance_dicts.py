@@ -1,0 +1,115 @@
+"""An object's `__dict__` as the region sees it: one state with its attributes.
+
+Reading `obj.__dict__` gives a dict whose items are the object's own
+attributes, and the two stay one: an attribute stored or deleted afterwards
+shows in the dict, and a store or deletion through the dict is an attribute
+store (Hugging Face configs read `super().__getattribute__("__dict__")` on
+every attribute access, and training steps then set `config.problem_type`).
+
+- For an object made in the region, the dict is its overlay itself.
+- For an object that existed before, `InstanceAttributes` is a live mapping
+  over the real `__dict__` under the region's stores (the object's overlay,
+  None for a deleted attribute): a key read is guarded as a dict read by key,
+  iterating guards the real keys; writes go to `SideEffects.store_attr`, so
+  they are replayed as attribute stores, never as a rewrite of the whole dict.
+  Iteration follows CPython's order: an attribute deleted and stored again in
+  the region moves to the end.
+
+Not modelled (a graph break naming it): writes through a module's `__dict__`
+(an `nn.Module`'s stores are its `__setattr__`'s), and keys that are not strings.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from ..guards.sources import Source
+from ..interpreter import graph_breaks as gb
+from .values import DictValue, InstanceDictValue, ModuleValue, Value
+from .wrap import OutsideDict
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+_ABSENT = object()
+
+
+class InstanceAttributes(MutableMapping):
+    """The items of a pre-existing object's `__dict__`: the real entries under the stores
+    and deletions made in the region (`instance.overlay`)."""
+
+    __slots__ = ("tracer", "instance", "real", "source", "reader")
+
+    def __init__(self, tracer: "Tracer", instance: Value, real: dict, source: Source) -> None:
+        self.tracer = tracer
+        self.instance = instance
+        self.real = real
+        self.source = source
+        self.reader = OutsideDict(tracer, real, source)
+
+    def _moved(self, key: Any) -> bool:
+        """Deleted and stored again in the region: CPython puts it after the other keys."""
+        return self.tracer.side_effects.was_readded(self.instance, key)
+
+    def __getitem__(self, key: Any) -> Value:
+        stored = self.instance.overlay.get(key, _ABSENT) if isinstance(key, str) else _ABSENT
+        if stored is None:
+            raise KeyError(key)
+        if stored is not _ABSENT:
+            return stored
+        found = self.reader.read_key(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[Any]:
+        overlay = self.instance.overlay
+        self.tracer.add_guard(self.source, "keys", tuple(self.real))
+        keys = [key for key in self.real
+                if not (isinstance(key, str) and key in overlay and (overlay[key] is None or self._moved(key)))]
+        keys += [key for key, stored in overlay.items()
+                 if stored is not None and (key not in self.real or self._moved(key))]
+        return iter(keys)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __setitem__(self, key: Any, value: Value) -> None:
+        self._check_writable(key)
+        self.tracer.side_effects.store_attr(self.instance, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._check_writable(key)
+        if key not in self:
+            raise KeyError(key)
+        self.tracer.side_effects.store_attr(self.instance, key, None)
+
+    def _check_writable(self, key: Any) -> None:
+        kind = type(self.instance.module).__name__ if isinstance(self.instance, ModuleValue) else None
+        if kind is not None:
+            raise self.tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"write {kind}.__dict__[{key!r}]",
+                                          name="writing an item of a module's `__dict__`", type=kind)
+        if not isinstance(key, str):
+            kind = self.instance.python_type().__name__
+            raise self.tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{kind}.__dict__[{key!r}] = ...",
+                                          name=f"a `__dict__` key that is not a string ({key!r})", type=kind)
+
+
+def made_instance_dict(instance: Value) -> DictValue:
+    """The `__dict__` of an object made in the region: its overlay, shared."""
+    view = DictValue({})
+    view.items = instance.overlay  # one dict: writes through either are seen by both
+    return view
+
+
+def outside_instance_dict(tracer: "Tracer", instance: Value, real: dict, source: Source | None) -> Value:
+    """The `__dict__` of a pre-existing object, one value per object however often it is read."""
+    if source is None:  # reached without a path (an attribute of a constant): only reads
+        return tracer.wrap(real, None)
+    known = tracer.memo_by_source.get(source)
+    if known is not None:
+        return known
+    view = InstanceDictValue(InstanceAttributes(tracer, instance, real, source), source)
+    tracer.memo_by_source[source] = view
+    tracer.memo_by_id[id(real)] = (real, view)
+    return view
