@@ -272,13 +272,18 @@ def test_a_training_step_with_an_optimizer_splits_and_trains_as_eager():
             return loss
         return model, step
 
-    (model, step), (compiled_model, compiled_step) = make(), make()
-    compiled_step = graphwright.compile(compiled_step, backend="eager")
+    (model, step), (compiled_model, compiled_step), (_, reference_step) = make(), make(), make()
+    ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
+    compiled_step = graphwright.compile(compiled_step, backend=ours)
+    torch._dynamo.reset()
+    reference_step = torch.compile(reference_step, backend=theirs)
     for _ in range(3):
         x, y = torch.randn(2, 4), torch.randn(2)
         torch.testing.assert_close(compiled_step(x, y), step(x, y))
+        reference_step(x, y)
     for expected, got in zip(model.state_dict().values(), compiled_model.state_dict().values()):
         torch.testing.assert_close(got, expected)
+    assert ours.frame_count == theirs.frame_count
 
 
 def test_a_recurrent_module_is_refused_under_fullgraph_as_in_pytorch_and_traced_when_allowed(monkeypatch):
