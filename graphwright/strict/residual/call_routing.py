@@ -28,6 +28,7 @@ import dis
 import functools
 import inspect
 import os
+import site
 import sysconfig
 import types
 import warnings
@@ -44,13 +45,32 @@ from .instruction_index import real_instructions
 _NULL, _VALUE = "null", "value"
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                     | inspect.CO_ITERABLE_COROUTINE)
+
+
+def _directories(*paths: str) -> tuple[str, ...]:
+    return tuple(sorted({os.path.realpath(path) + os.sep for path in paths}))
+
+
 _TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__)) + os.sep
-_SKIPPED_DIRS = tuple(os.path.realpath(path) + os.sep for path in {
-    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], _TORCH_DIR,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+_GRAPHWRIGHT_DIR = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))) + os.sep
+# The standard library is not compiled, the installed packages are (a virtual environment's
+# site-packages lies under its `platstdlib`, a system Python's under its `stdlib`).
+_STDLIB_DIRS = _directories(sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+_PACKAGE_DIRS = _directories(*site.getsitepackages(), site.getusersitepackages(),
+                             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 # Of torch's own code only the optimizers are compiled when called, as TorchDynamo's frame hook
 # does (its skip list names every other part of torch that holds Python code).
 _COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
+
+
+def _skipped_file(filename: str) -> bool:
+    """Code a frame hook would not compile: torch (but its optimizers), graphwright, the
+    standard library."""
+    if filename.startswith(_COMPILED_TORCH_DIRS):
+        return False
+    if filename.startswith((_TORCH_DIR, _GRAPHWRIGHT_DIR)):
+        return True
+    return filename.startswith(_STDLIB_DIRS) and not filename.startswith(_PACKAGE_DIRS)
 
 
 class CallRouter:
@@ -97,9 +117,9 @@ class CallRouter:
             body = self._uncompiled_body(mark.original)
             return types.MethodType(body, target.__self__) if method else body
         if type(target) is types.FunctionType:
-            return self._compiled_function(target) or target
+            return self._compiled_function(target) or self._wrapper_body(target) or target
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
-            compiled = self._compiled_function(target.__func__)
+            compiled = self._compiled_function(target.__func__) or self._wrapper_body(target.__func__)
             return target if compiled is None else types.MethodType(compiled, target.__self__)
         if isinstance(target, torch.nn.Module) and _forward_is_compiled(target):
             forward = getattr(type(target), "forward", None)
@@ -136,6 +156,14 @@ class CallRouter:
             return types.MethodType(module_call(self._uncompiled_body(forward), self.route), original)
         return original
 
+    def _wrapper_body(self, fn: types.FunctionType) -> Callable | None:
+        """A decorator's wrapper from code that is not compiled (torch's `no_grad()` as a
+        decorator, a standard-library one): it runs as it is, but the function it wraps is
+        compiled when it calls it, as a frame hook would see that function's frame."""
+        if getattr(fn, "__wrapped__", None) is None or fn.__code__.co_flags & _GENERATOR_FLAGS:
+            return None
+        return self._uncompiled_body(fn)
+
     def _compiled_function(self, fn: types.FunctionType, module_forward: bool = False) -> Callable | None:
         compiled = self._compiled.get(fn)
         if compiled is None:
@@ -171,8 +199,7 @@ def compiles_when_called(fn: types.FunctionType, module_forward: bool = False) -
         return False
     if module_forward:
         return True  # `_forward_is_compiled` decided
-    filename = _real_path(code.co_filename)
-    return filename.startswith(_COMPILED_TORCH_DIRS) or not filename.startswith(_SKIPPED_DIRS)
+    return not _skipped_file(_real_path(code.co_filename))
 
 
 @functools.lru_cache(maxsize=4096)
