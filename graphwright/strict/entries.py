@@ -88,6 +88,8 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                                 data_dependence=data_dependence(settings))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
+        if settings.fullgraph and isinstance(brk.user_error, ImportError):
+            raise import_error(brk) from None
         if settings.fullgraph:
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
@@ -95,6 +97,17 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
         return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
+
+
+def import_error(brk: GraphBreak) -> ImportError:
+    """An import that failed while tracing: the user's own ImportError (an environment's
+    problem, not a limit of capture), with a note naming the line of the import."""
+    error = brk.user_error
+    if brk.user_stack:
+        frame = brk.user_stack[-1]
+        error.add_note(f"raised by the import at {frame.filename}:{frame.lineno}, in a function compiled "
+                       "by graphwright")
+    return error
 
 
 def data_dependence(settings: CompileSettings) -> DataDependence:
@@ -277,27 +290,28 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     bound.apply_defaults()
     changed = {}
     for guard in entry.guards:
-        if guard.kind == "const" and type(guard.expected) is int:
-            try:
-                actual = guard.source.read(fn, bound.arguments)
-            except Exception:
-                continue
-            if type(actual) is int and actual != guard.expected:
-                changed[guard.source] = SCALAR
-        if guard.kind != "tensor":
+        if guard.kind not in ("const", "tensor"):
             continue
-        meta = guard.expected
-        try:
-            actual = guard.source.read(fn, bound.arguments)
+        try:  # the inputs are the user's: reading one may fail (a nested tensor has no sizes)
+            _note_changed_size(guard, guard.source.read(fn, bound.arguments), changed)
         except Exception:
             continue
-        if not isinstance(actual, torch.Tensor) or actual.dim() != len(meta.shape) \
-                or actual.dtype != meta.dtype or actual.device != meta.device:
-            continue
-        dims = frozenset(i for i, size in enumerate(actual.shape) if size != meta.shape[i])
-        if dims:
-            changed[guard.source] = dims
     return changed
+
+
+def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
+    if guard.kind == "const" and type(guard.expected) is int:
+        if type(actual) is int and actual != guard.expected:
+            changed[guard.source] = SCALAR
+    if guard.kind != "tensor":
+        return
+    meta = guard.expected
+    if type(actual) is not meta.cls or actual.layout is not torch.strided or actual.is_nested \
+            or actual.dim() != len(meta.shape) or actual.dtype != meta.dtype or actual.device != meta.device:
+        return
+    dims = frozenset(i for i, size in enumerate(actual.shape) if size != meta.shape[i])
+    if dims:
+        changed[guard.source] = dims
 
 
 def cache_limit_warning(fn: Callable, reason: str) -> str:

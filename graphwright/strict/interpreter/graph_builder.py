@@ -82,6 +82,12 @@ def _fake_of(tensor: TensorValue) -> torch.Tensor:
     return tensor.fake
 
 
+def tensor_kind(tensor: torch.Tensor) -> str:
+    """A tensor's kind in the user's terms: its class, layout and device."""
+    layout = "nested" if tensor.is_nested else str(tensor.layout).replace("torch.", "")
+    return f"{type(tensor).__name__} ({layout}, {tensor.device})"
+
+
 class GraphBuilder:
     """`dynamic_dims` maps an input's source to its symbolic dimensions (None: all of them);
     `dynamic_all` makes every input dimension symbolic (`dynamic=True`)."""
@@ -133,8 +139,13 @@ class GraphBuilder:
         return ConstantValue(symbol, source)
 
     def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
+        try:
+            fake = self._fake_input(real, source)
+        except Exception as error:  # a layout fake tensors cannot represent (a strided nested tensor...)
+            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
+                                 name=source.name(), tensor=tensor_kind(real),
+                                 error=f"{type(error).__name__}: {error}")
         node = self._placeholder(source)
-        fake = self._fake_input(real, source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)
         self.input_fakes.append(fake)

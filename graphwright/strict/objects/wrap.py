@@ -22,12 +22,14 @@ from ..guards.sources import (
     AttrSource,
     CellContentsSource,
     ClosureCellSource,
+    ConstantSource,
     ContentsSource,
     ItemSource,
     ModuleDictSource,
     Source,
 )
 from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_builder import tensor_kind
 from .values import (
     CellValue,
     ConstantValue,
@@ -261,6 +263,9 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
+    if real.is_nested or real.layout not in (torch.strided, torch.sparse_coo):
+        raise tracer.graph_break(gb.UNSUPPORTED_TENSOR, f"{source.name()}: {real.layout}", name=source.name(),
+                                 tensor=tensor_kind(real), error="the tracer models strided and sparse COO tensors")
     value = tracer.graph.add_input(real, source)
     module_state = isinstance(source, ModuleDictSource)
     tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),
