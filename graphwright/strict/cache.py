@@ -10,6 +10,7 @@ module class reuse one graph when their guards pass.
 """
 from __future__ import annotations
 
+import inspect
 import types
 import warnings
 import weakref
@@ -54,6 +55,15 @@ def reset_caches() -> None:
     _CACHES.clear()  # the keys hold backends (and their graphs) alive
 
 
+def binds(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
+    """Whether a call of `fn` with these arguments gets as far as running its code."""
+    try:
+        inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
 class CompiledFunction:
     """`fn` compiled: the same signature, running captured graphs where guards allow."""
 
@@ -75,18 +85,26 @@ class CompiledFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self._fn
-        for entry in self._entries:
-            result = entry(fn, *args, **kwargs)
-            if result is not MISS:
-                return result
+        try:
+            for entry in self._entries:
+                result = entry(fn, *args, **kwargs)
+                if result is not MISS:
+                    return result
+        except TypeError as error:
+            if error.__traceback__.tb_next is not None:
+                raise  # raised by the entry's body, not by binding the arguments to it
         return self._miss(args, kwargs)
 
     def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
         """Call through this cache as function `fn` (the same code, its own closure cells)."""
-        for entry in self._entries:
-            result = entry(fn, *args, **kwargs)
-            if result is not MISS:
-                return result
+        try:
+            for entry in self._entries:
+                result = entry(fn, *args, **kwargs)
+                if result is not MISS:
+                    return result
+        except TypeError as error:
+            if error.__traceback__.tb_next is not None:
+                raise
         return self._miss(args, kwargs, fn)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -94,8 +112,8 @@ class CompiledFunction:
 
     def _miss(self, args: tuple, kwargs: dict, fn: types.FunctionType | None = None) -> Any:
         fn, cache, settings = fn or self._fn, self._cache, self._settings
-        if cache.exhausted:
-            return fn(*args, **kwargs)
+        if cache.exhausted or not binds(fn, args, kwargs):
+            return fn(*args, **kwargs)  # arguments that do not bind: Python's own TypeError
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:

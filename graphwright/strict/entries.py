@@ -23,7 +23,7 @@ from .._core import config
 from .._core.errors import BackendError
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
-from .guards.guards import ordered
+from .guards.guards import STATE_KINDS, ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
@@ -259,7 +259,7 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
     bound.apply_defaults()
     for guard in ordered(entry.guards):
         try:
-            actual = None if guard.kind in ("grad_mode", "global_state", "sizes") \
+            actual = None if guard.kind in STATE_KINDS \
                 else guard.source.read(fn, bound.arguments)
             if guard.kind == "sizes":
                 code, sources = guard.expected

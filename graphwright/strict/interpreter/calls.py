@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from ..guards.guards import global_module_hooks
+from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakrefSource
 from .. import operators
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
@@ -34,8 +35,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_cached_function, is_graph_operator
-from ..residual.callees import global_module_hooks
+from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
 from . import contexts
 from . import graph_breaks as gb
 
@@ -155,7 +155,11 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
-        return tracer.graph.call("call_function", target, args, kwargs)
+        result = tracer.graph.call("call_function", target, args, kwargs)
+        if not args and not kwargs and isinstance(result, ConstantValue):
+            # a query of global state (`torch.are_deterministic_algorithms_enabled()`): asked again
+            tracer.add_guard(FunctionSource(), "query", (target, result.value))
+        return result
     if type(target) is types.FunctionType:
         return inline(tracer, function_value(target, None), args, kwargs)
     if builtin_calls.is_pure_on_constants(target):
@@ -247,6 +251,7 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
+    tracer.add_guard(FunctionSource(), "global_hooks")
     if not (real._forward_hooks or real._forward_pre_hooks):
         tracer.add_guard(module.source, "no_hooks")
         return call_value(tracer, attributes.load_attr(tracer, module, "forward"), args, kwargs)
@@ -302,6 +307,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
             return modelled
     if function.bound_self is not None:
         args = [function.bound_self, *args]
+    state = state_source(function)
+    if state is not None:  # `fn.__code__ = ...` replaces what the function does
+        tracer.add_guard(AttrSource(state, "__code__"), "id", code)
     local_values = bind_arguments(tracer, function, args, kwargs)
     if code.co_flags & inspect.CO_GENERATOR:
         return generators.make_generator(tracer, function, local_values)
@@ -338,12 +346,13 @@ def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
         else:
             bound[key] = value
     defaults = function.defaults
+    state = state_source(function)
     for offset, name in enumerate(positional[len(positional) - len(defaults):]):
         if name not in bound:
-            bound[name] = _as_value(tracer, defaults[offset], function.source, "__defaults__", offset)
+            bound[name] = _as_value(tracer, defaults[offset], state, "__defaults__", offset)
     for name in keyword_only:
         if name not in bound and name in function.kwdefaults:
-            bound[name] = _as_value(tracer, function.kwdefaults[name], function.source, "__kwdefaults__", name)
+            bound[name] = _as_value(tracer, function.kwdefaults[name], state, "__kwdefaults__", name)
     missing = [name for name in positional + keyword_only if name not in bound]
     if missing:
         raise fail(f"missing required argument '{missing[0]}'")

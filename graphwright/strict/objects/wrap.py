@@ -299,10 +299,21 @@ def _attr(source: Source | None, name: str) -> Source | None:
 
 
 def function_value(fn: types.FunctionType, source: Source | None) -> FunctionValue:
-    """The inlinable value of a real Python function; its closure cells read through by source."""
+    """The inlinable value of a real Python function; its closure cells (and, when called, its
+    code and defaults) read through by source. A function found without a path (a method found
+    on a class, a callee of a constant) is its own source: what it holds can still change."""
+    source = source or ConstantSource(id(fn), fn)
     return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
                          dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
                          source=source)
+
+
+def state_source(function: FunctionValue) -> Source | None:
+    """Where the code, defaults and closure of a real Python function are re-read (a bound
+    method's are its function's); None for a function made in the region."""
+    if type(function.fn) is not types.FunctionType:
+        return None
+    return function.source or ConstantSource(id(function.fn), function.fn)
 
 
 def cached_function_value(cached: Any) -> FunctionValue:
