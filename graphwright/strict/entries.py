@@ -20,7 +20,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config
-from .._core.errors import BackendError
+from .._core.errors import BackendError, GraphwrightError
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
@@ -120,6 +120,12 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
                  router: CallRouter, brk: GraphBreak) -> Callable:
     try:
         return _split(fn, args, kwargs, settings, dynamic_dims, router, brk)
+    except GraphwrightError:
+        raise  # typed already (a backend's failure)
+    except Exception as error:  # a bug while splitting is never the user's crash: eager, with a warning
+        warnings.warn(f"graphwright could not split {fn.__qualname__} at a graph break, running it eagerly:\n"
+                      f"{describe(error)}", stacklevel=5)
+        return _eager_entry(fn, brk)
     finally:
         events.graph_break(fn, brk)
         brk.frames = []  # the tracer's frames: not kept alive by the entry that keeps `brk`

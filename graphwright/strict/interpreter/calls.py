@@ -223,12 +223,15 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """A torch.nn module built inside the region (a loss, an activation): fine while it has no state."""
-    module = builtin_calls.evaluate(tracer, cls, args, kwargs).value
-    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+    """A torch.nn module built inside the region (a loss, an activation): fine while it has no state.
+    Whether it has is asked of one built on the meta device first: initialising parameters for
+    real would draw from the user's random generator."""
+    with torch.device("meta"):
+        probe = builtin_calls.evaluate(tracer, cls, args, kwargs).value
+    if any(True for _ in probe.parameters()) or any(True for _ in probe.buffers()):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__} with state",
                                  name=f"{cls.__qualname__} (it has parameters or buffers)")
-    return ModuleValue(module)
+    return ModuleValue(builtin_calls.evaluate(tracer, cls, args, kwargs).value)
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
