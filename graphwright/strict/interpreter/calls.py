@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..._core import config
+from .. import operators
 from ..guards.guards import global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakrefSource
-from .. import operators
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
@@ -251,6 +252,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if markers.is_disabled(real):
         name = type(real).__qualname__
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
+    if isinstance(real, torch.nn.RNNBase) and not config.allow_rnn:
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.RECURRENT_MODULE, f"call to recurrent module {name}", name=name)
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
