@@ -9,6 +9,7 @@ traceback. `test_every_kind_is_provoked_here_or_says_why_not` keeps the table co
 from __future__ import annotations
 
 import array
+import contextlib
 import types
 import warnings
 import zlib
@@ -206,8 +207,13 @@ def cond_with_branches_of_two_shapes(x):
     return torch.cond(x.sum() > 0, lambda t: t.sum(), lambda t: t, (x,))  # bad:cond
 
 
-def _inner_nonstrict(x):
-    return x + 1
+_LSTM = nn.LSTM(3, 2, batch_first=True)
+
+
+@bad("GB042", "lstm", lambda: (torch.ones(1, 2, 3),))
+def calls_an_lstm(x):
+    output, _ = _LSTM(x)  # bad:lstm
+    return output * 2
 
 
 @bad("GB100", "defined-inside")
@@ -490,3 +496,32 @@ def test_a_bug_while_splitting_at_a_break_runs_the_function_eagerly_with_a_warni
     with pytest.warns(UserWarning, match="(?s)could not split explicit_graph_break.*a bug in the splitter"):
         assert_same(explicit_graph_break(torch.ones(3)), compiled(torch.ones(3)))
     assert_same(explicit_graph_break(torch.ones(3)), compiled(torch.ones(3)))
+
+
+def _inside_inference_mode(x):
+    with torch.inference_mode():
+        y = x + 1
+    return y, x * 2
+
+
+def _torch_function_disabled(x):
+    y = x * 3
+    with torch._C.DisableTorchFunction():
+        x = x + 1
+    return x * 2 + y
+
+
+@pytest.mark.parametrize("fn", [_inside_inference_mode, _torch_function_disabled])
+@pytest.mark.parametrize("fullgraph", [True, False])
+def test_a_c_context_manager_of_torch_leaves_no_state_behind(fn, fullgraph):
+    """Building `torch._C._InferenceMode(True)` turns inference mode on until the object dies:
+    tracing must never build one for real (it left inference mode on for the whole process)."""
+    compiled = graphwright.compile(fn, backend="eager", fullgraph=fullgraph)
+    with contextlib.suppress(graphwright.Unsupported):
+        outputs = compiled(torch.ones(3))
+        expected = fn(torch.ones(3))
+        assert_same(expected, outputs)
+        assert [t.is_inference() for t in outputs] == [t.is_inference() for t in expected] \
+            if isinstance(outputs, tuple) else outputs.is_inference() == expected.is_inference()
+    assert not torch.is_inference_mode_enabled()
+    assert torch._C._is_torch_function_enabled()

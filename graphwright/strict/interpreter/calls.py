@@ -217,10 +217,23 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
+    if is_state_guard(cls):
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"instantiate {cls.__qualname__}",
+                                 type=f"{cls.__module__}.{cls.__qualname__}")
     if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
                                                   for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     return instances.call_class(tracer, cls, args, kwargs)  # user classes, nn.Module's subclasses too
+
+
+def is_state_guard(cls: type) -> bool:
+    """A context manager of torch written in C (`torch._C._InferenceMode`, `DisableTorchFunction`,
+    dispatch-key guards): building one may already change thread-local state (an RAII guard,
+    on until collected), so the tracer never builds one for real. `torch.device` and streams
+    only change state when entered."""
+    enter = getattr(cls, "__enter__", None)
+    return enter is not None and type(enter) is not types.FunctionType and cls.__module__.startswith("torch") \
+        and not issubclass(cls, (torch.device, torch.Stream))
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
