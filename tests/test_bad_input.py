@@ -353,7 +353,8 @@ def _run(fn: Callable, args: tuple) -> Any:
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
+def _fresh(monkeypatch):
+    monkeypatch.setattr(graphwright.config, "allow_rnn", False)  # GB042 is the break without it
     graphwright.reset()
     yield
     graphwright.reset()

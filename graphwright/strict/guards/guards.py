@@ -18,7 +18,8 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "type": 1, "id": 1,
+         "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
@@ -97,7 +98,7 @@ class Guard:
             return (self.source, self.kind, self.expected)
         if self.kind == "query":  # one per function asked: its answer may not hash
             return (self.source, self.kind, id(self.expected[0]))
-        expected = id(self.expected) if self.kind in ("id", "type") else self.expected
+        expected = id(self.expected) if self.kind in ("id", "type", "code") else self.expected
         return (self.source, self.kind, expected)
 
     def condition(self, value: str, writer: ExprWriter) -> str:
@@ -107,6 +108,8 @@ class Guard:
             return f"___type({value}) is {ref(expected)}"
         if kind == "id":
             return f"{value} is {ref(expected)}"
+        if kind == "code":  # an equal code object (the same source exec'd again) behaves the same
+            return f"({value} is {ref(expected)} or {value} == {ref(expected)})"
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
@@ -164,6 +167,8 @@ class Guard:
             return f"type of '{name}' changed: expected {expected.__name__}, actual {type(actual).__name__}"
         if kind == "id" and actual is not expected:
             return f"'{name}' is a different object than when it was compiled"
+        if kind == "code" and actual != expected:
+            return f"'{name}' is other code than when it was compiled"
         if kind == "const" and (type(actual) is not type(expected) or actual != expected):
             return f"'{name}' changed: expected {expected!r}, actual {actual!r}"
         if kind == "len" and len(actual) != expected:

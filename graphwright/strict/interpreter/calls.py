@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 
 _UNSUPPORTED_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+# Queries of the state a trace models itself (grad mode and autocast, entered and left in the
+# region): their answers follow from the entry's grad-mode and global-state guards.
+_MODELLED_STATE = {getattr(module, name) for module in (torch, torch._C) for name in dir(module)
+                   if "grad_enabled" in name or "autocast" in name}
 _GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
                        torch.set_default_device, torch.use_deterministic_algorithms,
                        torch.set_printoptions, torch.set_num_threads}
@@ -157,7 +161,7 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
         result = tracer.graph.call("call_function", target, args, kwargs)
-        if not args and not kwargs and isinstance(result, ConstantValue):
+        if not args and not kwargs and isinstance(result, ConstantValue) and not _is_one_of(target, _MODELLED_STATE):
             # a query of global state (`torch.are_deterministic_algorithms_enabled()`): asked again
             tracer.add_guard(FunctionSource(), "query", (target, result.value))
         return result
@@ -329,7 +333,7 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         args = [function.bound_self, *args]
     state = state_source(function)
     if state is not None:  # `fn.__code__ = ...` replaces what the function does
-        tracer.add_guard(AttrSource(state, "__code__"), "id", code)
+        tracer.add_guard(AttrSource(state, "__code__"), "code", code)
     local_values = bind_arguments(tracer, function, args, kwargs)
     if code.co_flags & inspect.CO_GENERATOR:
         return generators.make_generator(tracer, function, local_values)

@@ -168,7 +168,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
     # functions sharing this code share the cache; `fn.__code__ = ...` is another function
-    tracer.add_guard(AttrSource(FunctionSource(), "__code__"), "id", fn.__code__)
+    tracer.add_guard(AttrSource(FunctionSource(), "__code__"), "code", fn.__code__)
     try:
         local_values = bind_root_arguments(tracer, fn, args, kwargs)
         closure = wrapping.closure_cells(fn, FunctionSource())

@@ -190,7 +190,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if real.__closure__:
             # a closure is made anew by each call of its maker: the code is what stays (the
             # cells it reads are guarded when read), as TorchDynamo guards closures
-            tracer.add_guard(_attr(source, "__code__"), "id", real.__code__)
+            tracer.add_guard(_attr(source, "__code__"), "code", real.__code__)
         else:
             tracer.add_guard(source, "id", real)
         return function_value(real, source)
