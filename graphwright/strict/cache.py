@@ -6,10 +6,16 @@ misses every entry compiles a new one, recording why in
 `counters["recompiles"]`, until `config.cache_size_limit` entries exist; after
 that, misses run eagerly with one warning. Functions sharing a code object
 (and backend and fullgraph setting) share entries: many instances of one
-module class reuse one graph when their guards pass.
+module class reuse one graph when their guards pass. The wrappers hold their
+cache; the table that shares it holds it weakly, so dropping every wrapper of
+a function (or a backend made for it) frees its entries and graphs, but for
+the `config.dropped_cache_limit` caches made most recently, kept so that
+compiling the same function again (in a loop, a fresh module each time)
+reuses its graphs.
 """
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 import warnings
@@ -41,8 +47,10 @@ class CodeCache:
         _LIVE_CACHES.add(self)
 
 
-_CACHES: dict[tuple, CodeCache] = {}
+# (code, backend, fullgraph, dynamic) -> the cache of the wrappers alive with those settings
+_CACHES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _LIVE_CACHES: weakref.WeakSet = weakref.WeakSet()  # those of wrappers made before a reset too
+_RECENT: collections.OrderedDict = collections.OrderedDict()  # the most recent, kept when dropped
 
 
 def reset_caches() -> None:
@@ -52,7 +60,8 @@ def reset_caches() -> None:
         cache.entries.clear()
         cache.exhausted = False
         cache.dynamic_dims.clear()
-    _CACHES.clear()  # the keys hold backends (and their graphs) alive
+    _CACHES.clear()
+    _RECENT.clear()
 
 
 def binds(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
@@ -69,14 +78,20 @@ class CompiledFunction:
 
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
-    def __init__(self, fn: types.FunctionType, settings: CompileSettings) -> None:
+    def __init__(self, fn: types.FunctionType, settings: CompileSettings, kept: bool = True) -> None:
+        """`kept`: the cache outlives this wrapper for a while (see the module docstring); the
+        wrappers of resume functions and callees live as long as the entry that made them."""
         prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
         self._settings = settings
         # the backend itself in the key: an id could be reused
         key = (fn.__code__, settings.backend, settings.fullgraph, settings.dynamic)
-        self._cache = _CACHES.setdefault(key, CodeCache())
+        self._cache = _CACHES.get(key)
+        if self._cache is None:
+            self._cache = _CACHES[key] = CodeCache()
+        if kept:
+            _keep(key, self._cache)
         self._entries = self._cache.entries
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -139,4 +154,11 @@ class CompiledFunction:
 
     def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
         """A resume function or a callee the residual code calls, compiled with these settings."""
-        return CompiledFunction(fn, self._settings.for_residual_calls())
+        return CompiledFunction(fn, self._settings.for_residual_calls(), kept=False)
+
+
+def _keep(key: tuple, cache: CodeCache) -> None:
+    _RECENT[key] = cache
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > max(config.dropped_cache_limit, 0):
+        _RECENT.popitem(last=False)
