@@ -6,6 +6,11 @@ Set them as attributes: `graphwright.config.cache_size_limit = 16`.
 cache_size_limit: int = 8
 """Compiled entries kept per function; past this, calls run eagerly with a warning."""
 
+dropped_cache_limit: int = 16
+"""Caches of compiled functions kept after every wrapper of them is dropped (the most recently
+compiled first), so that compiling the same function or module class again reuses its graphs.
+Beyond these, a cache and its graphs are freed with its last wrapper."""
+
 reorderable_logging: bool = True
 """Logger and `warnings.warn` calls in a compiled region are replayed after the graph."""
 

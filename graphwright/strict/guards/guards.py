@@ -18,9 +18,13 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "subclasses": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
+         "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
+
+# Kinds that check global state, not a value read from a source.
+STATE_KINDS = frozenset({"grad_mode", "global_state", "global_hooks", "query", "sizes"})
 
 
 def autocast_state() -> tuple | None:
@@ -29,6 +33,16 @@ def autocast_state() -> tuple | None:
         return None
     return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
                  for device in ("cpu", "cuda"))
+
+
+GLOBAL_HOOK_TABLES = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks")
+
+
+def global_module_hooks() -> bool:
+    """Whether hooks registered for every module are installed."""
+    hooks = torch.nn.modules.module
+    return any(getattr(hooks, table) for table in GLOBAL_HOOK_TABLES)
 
 
 def global_state() -> tuple:
@@ -82,7 +96,9 @@ class Guard:
     def dedup_key(self) -> tuple:
         if self.kind in ("alias", "distinct"):
             return (self.source, self.kind, self.expected)
-        expected = id(self.expected) if self.kind in ("id", "type") else self.expected
+        if self.kind == "query":  # one per function asked: its answer may not hash
+            return (self.source, self.kind, id(self.expected[0]))
+        expected = id(self.expected) if self.kind in ("id", "type", "code") else self.expected
         return (self.source, self.kind, expected)
 
     def condition(self, value: str, writer: ExprWriter) -> str:
@@ -92,6 +108,8 @@ class Guard:
             return f"___type({value}) is {ref(expected)}"
         if kind == "id":
             return f"{value} is {ref(expected)}"
+        if kind == "code":  # an equal code object (the same source exec'd again) behaves the same
+            return f"({value} is {ref(expected)} or {value} == {ref(expected)})"
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
@@ -113,6 +131,14 @@ class Guard:
             autocast_check = (f"not {ref(torch._C._is_any_autocast_enabled)}()" if autocast is None
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
+        if kind == "global_hooks":  # hooks registered for every module (none when traced)
+            hooks = ref(torch.nn.modules.module)
+            return " and ".join(f"not {hooks}.{table}" for table in GLOBAL_HOOK_TABLES)
+        if kind == "query":  # a call of torch that reads global state, asked again
+            function, answer = expected
+            if answer is None or isinstance(answer, bool):
+                return f"{ref(function)}() is {answer!r}"
+            return f"{ref(function)}() == {literal(answer, ref)}"
         if kind == "lacks":
             return f"not ___hasattr({value}, {expected!r})"
         if kind == "mro_lacks":  # no class of the MRO defines the name (as instance lookups see it)
@@ -143,6 +169,8 @@ class Guard:
             return f"type of '{name}' changed: expected {expected.__name__}, actual {type(actual).__name__}"
         if kind == "id" and actual is not expected:
             return f"'{name}' is a different object than when it was compiled"
+        if kind == "code" and actual != expected:
+            return f"'{name}' is other code than when it was compiled"
         if kind == "const" and (type(actual) is not type(expected) or actual != expected):
             return f"'{name}' changed: expected {expected!r}, actual {actual!r}"
         if kind == "len" and len(actual) != expected:
@@ -166,6 +194,11 @@ class Guard:
         if kind == "global_state" and global_state() != expected:
             return f"global torch state changed (default dtype, autocast): expected {expected}, " \
                    f"actual {global_state()}"
+        if kind == "global_hooks" and global_module_hooks():
+            return "hooks for every module were registered (`register_module_forward_hook`...)"
+        if kind == "query" and expected[0]() != expected[1]:
+            name = getattr(expected[0], "__qualname__", repr(expected[0]))
+            return f"'{name}()' changed: expected {expected[1]!r}, actual {expected[0]()!r}"
         if kind == "grad_mode" and torch.is_grad_enabled() is not expected:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":

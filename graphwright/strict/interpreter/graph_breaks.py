@@ -34,6 +34,7 @@ class GraphBreak(Exception):
         self.user_stack = user_stack
         self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
         self.split_note = ""  # set when the function could not be split here: what runs instead
+        self.user_error: BaseException | None = None  # the program's own exception (USER_EXCEPTION)
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -59,8 +60,10 @@ class UserException(Exception):
     def to_graph_break(self) -> GraphBreak:
         error = self.value.value
         text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
-        return GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
-                          self.debug_context, self.user_stack)
+        brk = GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
+                         self.debug_context, self.user_stack)
+        brk.user_error = error if isinstance(error, BaseException) else None
+        return brk
 
 
 REGISTRY: dict[str, GraphBreakKind] = {}
@@ -183,6 +186,12 @@ UNSUPPORTED_CLASS = define_kind(
     "GB022", "Unsupported class instantiation",
     "The tracer cannot create an instance of `{name}` inside the compiled region.",
     "Create the object outside the compiled region and pass it in.")
+UNSUPPORTED_TENSOR = define_kind(
+    "GB023", "Unsupported tensor input",
+    "`{name}` is a {tensor} tensor, which the tracer cannot represent while tracing: {error}",
+    "Convert the tensor before the compiled region (e.g. `.to_dense()`, or a nested tensor "
+    "with `layout=torch.jagged`).",
+    "Move the code that uses it out of the compiled region.")
 SUBGRAPH_SIDE_EFFECT = define_kind(
     "GB040", "Side effect in a function traced as a subgraph",
     "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "

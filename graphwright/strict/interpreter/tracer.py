@@ -22,6 +22,8 @@ from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.user_stack import is_user_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
+    AttrSource,
+    ConstantSource,
     FunctionSource,
     GlobalSource,
     ItemSource,
@@ -97,8 +99,9 @@ class Tracer:
         return [summary for summary in frames if is_user_file(summary.filename)] or frames
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
-        if source is not None:
-            self.guards.append(Guard(source, kind, expected))
+        if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:
+            return  # nothing to check: an object held by the guards is itself
+        self.guards.append(Guard(source, kind, expected))
 
     def wrap(self, real: Any, source: Source | None) -> Value:
         return wrapping.wrap(self, real, source)
@@ -164,6 +167,8 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
+    # functions sharing this code share the cache; `fn.__code__ = ...` is another function
+    tracer.add_guard(AttrSource(FunctionSource(), "__code__"), "code", fn.__code__)
     try:
         local_values = bind_root_arguments(tracer, fn, args, kwargs)
         closure = wrapping.closure_cells(fn, FunctionSource())

@@ -313,9 +313,19 @@ def generic_get(tracer: "Tracer", instance: Value, name: str) -> Value | None:
     if own is not None:
         return own
     if found is not None:
+        guard_not_own(tracer, instance, name)
         return bind(tracer, *found, name, instance, cls)
     guard_absent(tracer, instance, name)
     return None
+
+
+def guard_not_own(tracer: "Tracer", instance: Value, name: str) -> None:
+    """Guard that a pre-existing instance still has no attribute `name` of its own, where its
+    class's (a method, a class attribute) was found: one stored on the instance would shadow it."""
+    real = real_object(instance)
+    if instance.source is None or real is None or name in instance.overlay or not has_instance_dict(type(real)):
+        return
+    tracer.add_guard(dict_source(tracer, instance), "contains", (name, False))
 
 
 def guard_absent(tracer: "Tracer", instance: Value, name: str) -> None:

@@ -121,7 +121,7 @@ class CallRouter:
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
             compiled = self._compiled_function(target.__func__) or self._wrapper_body(target.__func__)
             return target if compiled is None else types.MethodType(compiled, target.__self__)
-        if isinstance(target, torch.nn.Module) and _forward_is_compiled(target):
+        if isinstance(target, torch.nn.Module) and "forward" not in target.__dict__ and _forward_is_compiled(target):
             forward = getattr(type(target), "forward", None)
             call = self._module_calls.get(forward) if type(forward) is types.FunctionType else None
             if call is None and type(forward) is types.FunctionType:
