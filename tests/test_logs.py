@@ -18,6 +18,13 @@ from graphwright._core import logs
 CHANNELS = ("graph_code", "guards", "recompiles", "graph_breaks", "bytecode", "aot_graphs")
 
 
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    graphwright.reset()
+    yield
+    graphwright.reset()
+
+
 class Records(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.NOTSET)

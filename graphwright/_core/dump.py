@@ -153,7 +153,9 @@ def write_graph(name: str, gm: torch.fx.GraphModule) -> str | None:
 
 
 
-def _file_name(text: str) -> str:
+def _file_name(qualname: str) -> str:
+    """A folder name for a function: its qualified name without `<locals>` and angle brackets."""
+    text = qualname.replace(".<locals>", "").replace("<", "").replace(">", "")
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "function"
 
 
