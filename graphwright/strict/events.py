@@ -22,7 +22,7 @@ from .._core import artifacts, logs
 from .._core.counters import counters
 from .._core.user_stack import format_user_stack
 from .interpreter.graph_breaks import GraphBreak
-from .residual.listing import generated_code, listing
+from .residual.listing import file_name, generated_code, listing
 from .residual.resume import original_code
 
 
@@ -104,7 +104,7 @@ def entry_built(fn: types.FunctionType, entry: Callable, namespace: dict) -> Non
                                  f"(guards, graph call, side effects){_file_of(entry)}\n{entry.source}")
         for code in generated_code(namespace):
             artifacts.publish("bytecode", f"GENERATED CODE {code.co_name} for {artifacts.scope_name()}",
-                              listing(code), f"{code.co_name}.py")
+                              listing(code), file_name(code))
     for listener in _LISTENERS:
         listener.entry_built(fn, entry)
 
