@@ -6,7 +6,8 @@ compiling, per phase (`PHASES`). `graphwright.reset()` clears them.
 
 Phases nest (the backend compiles inside AOT autograd, which runs inside the
 first call of an entry); each second is counted once, in the innermost phase
-open at the time, so the phases add up to the whole compile time.
+open at the time, so the phases add up to the whole compile time. The entry
+being compiled (`dump.current()`) counts its own share in `scope.times`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import collections
 import contextlib
 import time
 from typing import Iterator
+
+from . import dump
 
 counters: collections.defaultdict[str, collections.Counter] = collections.defaultdict(
     collections.Counter
@@ -42,6 +45,9 @@ def phase(name: str) -> Iterator[None]:
         _open.pop()
         elapsed = time.perf_counter() - record[0]
         counters["time"][name] += elapsed - record[1]
+        scope = dump.current()
+        if scope is not None:
+            scope.times[name] += elapsed - record[1]
         if _open:
             _open[-1][1] += elapsed
 
