@@ -58,6 +58,7 @@ def test_dump_writes_a_folder_per_entry_with_guards_graph_and_entry_source(tmp_p
     assert "tensor x: Tensor, torch.float32, cpu, size=[3], contiguous" in open(os.path.join(first, "guards.txt")).read()
     source = open(os.path.join(first, "entry.py")).read()
     assert "def ___entry(___gw_fn, x):" in source and "return ___MISS" in source
+    assert "# bytecode:" in source and "RETURN_VALUE" in source  # the entry's own bytecode, after it
     assert "cos" in open(os.path.join(first, "graph.txt")).read()
 
 

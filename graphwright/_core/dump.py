@@ -138,6 +138,12 @@ def write(name: str, text: str) -> str | None:
     return path
 
 
+def append(path: str, text: str) -> None:
+    """Add `text` at the end of a file this dump wrote."""
+    with open(path, "a") as file:
+        file.write(text)
+
+
 def write_graph(name: str, gm: torch.fx.GraphModule) -> str | None:
     """`gm` as a folder `name/` that Python can import (`module.py`: class `GraphModule`, and its
     state) plus `name.txt`, the graph with shapes; the folder's path, or None when not dumping."""
