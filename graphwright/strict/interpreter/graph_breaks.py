@@ -194,6 +194,12 @@ HIGHER_ORDER_CALL = define_kind(
     "`{op}` cannot be captured here: {reason}.",
     "Check the call against the operator's documentation (argument kinds and structure).",
     "Move the call out of the compiled region.")
+RECURRENT_MODULE = define_kind(
+    "GB042", "Recurrent module (RNN, GRU, LSTM)",
+    "`{name}` is an `nn.RNNBase` module: its fused kernels are not captured (as in PyTorch, "
+    "whose `allow_rnn` setting is off by default), so it runs eagerly between two graphs.",
+    "Set `graphwright.config.allow_rnn = True` to trace it with the `eager` backend.",
+    "Call the cell modules (`nn.LSTMCell`, `nn.GRUCell`) in a Python loop to capture the recurrence.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "
