@@ -89,3 +89,14 @@ def test_explain_prints_the_compile_time_per_phase():
     assert {"trace", "guards", "residual", "backend"} <= set(output.compile_times)
     line = next(line for line in str(output).splitlines() if line.startswith("Compile Time:"))
     assert "trace" in line and "backend" in line
+
+
+def test_the_explain_command_prints_the_compile_time_of_the_whole_run():
+    from graphwright.strict import events
+    from graphwright.strict.explain import ScriptReport
+
+    with events.listening(ScriptReport()) as report:
+        graphwright.compile(f, backend="eager")(torch.randn(3))
+    text = str(report)
+    assert "=== all functions ===" in text
+    assert text.splitlines()[-1].startswith("Compile Time:") and "trace" in text.splitlines()[-1]

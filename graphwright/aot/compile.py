@@ -368,6 +368,7 @@ class _SizeGenericGraph:
         self.generic = generic
         self._compile_for = compile_for
         self.per_layout: dict[tuple, AOTCompiledGraph] | None = None
+        self._scope = dump.current()  # the entry the graphs compiled per layout belong to
 
     def __call__(self, *args):
         if self.per_layout is None:
@@ -381,7 +382,8 @@ class _SizeGenericGraph:
         )
         compiled = self.per_layout.get(layout)
         if compiled is None:
-            compiled = self.per_layout[layout] = self._compile_for(list(args))
+            with dump.within(self._scope):
+                compiled = self.per_layout[layout] = self._compile_for(list(args))
         return compiled(*args)
 
 
