@@ -227,3 +227,18 @@ def test_unknown_channel_names_are_an_error_naming_the_valid_ones():
         logs.set_logs_from_text("graph_code,guard")
     assert "Unknown log channel in GRAPHWRIGHT_LOGS: guard" in str(error.value)
     assert "graph_code, guards, recompiles" in str(error.value)
+
+
+@pytest.mark.slow  # Inductor compiles
+def test_output_code_names_the_module_inductor_wrote_for_each_graph():
+    def f(x):
+        return (x.sin() * 2).sum(1)
+
+    with recording(output_code=True) as handler:
+        graphwright.compile(f, backend="inductor")(torch.randn(4, 4, requires_grad=True)).sum().backward()
+    assert handler.channels() == {"output_code"}
+    messages = [record.getMessage() for record in handler.records]
+    assert [m.split(" graph of ")[0] for m in messages] == ["Output code of the forward", "Output code of the backward"]
+    for message in messages:
+        path = message.split("written to: ")[1]
+        assert os.path.exists(path) and "async_compile" in open(path).read()
