@@ -108,6 +108,24 @@ def test_dumped_graphs_load_and_rerun_to_the_same_result(tmp_path):
     assert torch.equal(resumed(captured)[0], out)
 
 
+@graphwright.nonstrict_trace
+def tripled(x):
+    return x * 3
+
+
+def test_a_graph_calling_a_nonstrict_trace_function_loads_and_reruns(tmp_path):
+    def f(x):
+        return tripled(x.sin()) + 1
+
+    x = torch.randn(3)
+    with graphwright.debug.dump(tmp_path):
+        out = graphwright.compile(f, backend="eager")(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch's own, unpickling a TreeSpec
+        graph = load_graph(os.path.join(entry_folder(tmp_path, f.__qualname__), "graph"))
+    assert torch.equal(graph(x)[0], out)
+
+
 def test_aot_graphs_are_dumped_loadable_next_to_their_entry(tmp_path):
     torch.manual_seed(0)
     block = Block()

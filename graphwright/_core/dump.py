@@ -23,6 +23,8 @@ from typing import Any, Iterator
 
 import torch
 
+from .graph_files import write_loadable
+
 ENV_VAR = "GRAPHWRIGHT_DUMP_DIR"
 
 
@@ -152,8 +154,8 @@ def write_graph(name: str, gm: torch.fx.GraphModule) -> str | None:
     folder = _scopes[-1].session.unique(os.path.join(_scopes[-1].folder, name))
     readable = gm.print_readable(print_output=False)
     try:
-        gm.to_folder(folder, "GraphModule")
-    except Exception as error:  # a target that is not importable by name (a local function)
+        write_loadable(gm, folder)
+    except Exception as error:  # a global that can be neither imported nor pickled
         os.makedirs(folder, exist_ok=True)
         readable = f"# not loadable: {type(error).__name__}: {error}\n{readable}"
     with open(folder + ".txt", "w") as file:
