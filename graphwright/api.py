@@ -15,8 +15,11 @@ import torch
 from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
+from .backends.ddp_buckets import BucketedBackend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
+from .strict.residual.call_routing import CallRouter
+from .strict.residual.module_wrappers import is_module_wrapper
 from .strict.explain import ExplainOutput, explain_call
 from .strict.marked.markers import (
     disable,
@@ -42,6 +45,12 @@ class OptimizedModule(torch.nn.Module):
         self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
         # with hooks of its own, the module is called as a whole, so its hooks are traced too
         self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
+        if is_module_wrapper(mod):
+            # DDP's forward runs as Python (its reducer and gradient hooks belong to eager
+            # autograd); the module it wraps is compiled
+            call = CallRouter(compile_fn).wrapper_call(type(mod))
+            self.__dict__["_compiled_forward"] = call
+            self.__dict__["_compiled_call"] = functools.partial(call, mod)
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -151,7 +160,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             return model
         model = mark.original  # disabled with recursive=False: compiling it directly compiles it
     compiler = lookup_backend(backend)
-    settings = CompileSettings(compiler, fullgraph, dynamic, _specialises_sizes(compiler))
+    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, _specialises_sizes(compiler))
     if isinstance(model, type):
         return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):

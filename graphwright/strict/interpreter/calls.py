@@ -36,6 +36,7 @@ from ..objects.values import (
 )
 from ..objects.wrap import function_value, is_cached_function, is_graph_operator
 from ..residual.callees import global_module_hooks
+from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
 
@@ -244,6 +245,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if markers.is_disabled(real):
         name = type(real).__qualname__
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
+    if is_module_wrapper(real):
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.MODULE_WRAPPER, f"call of {name}", name=name)
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)

@@ -194,6 +194,13 @@ HIGHER_ORDER_CALL = define_kind(
     "`{op}` cannot be captured here: {reason}.",
     "Check the call against the operator's documentation (argument kinds and structure).",
     "Move the call out of the compiled region.")
+MODULE_WRAPPER = define_kind(
+    "GB050", "Call of a `DistributedDataParallel` module",
+    "`{name}` runs its forward as Python, as under torch.compile: it prepares DDP's reducer and "
+    "the hooks that all-reduce gradients in eager autograd. The module it wraps is compiled in "
+    "its own graphs, split at DDP's gradient buckets.",
+    "Compile the DDP module itself (`graphwright.compile(ddp_model)`) or the module before "
+    "wrapping it, and call it outside the compiled function.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "
