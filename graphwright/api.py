@@ -16,6 +16,7 @@ from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
 from .backends.ddp_buckets import BucketedBackend
+from .backends.registry import configured_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.residual.call_routing import CallRouter
@@ -142,7 +143,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
 
     `dynamic=False` specialises every size; `True` traces input sizes as symbols from the start;
     `None` specialises first and, when a size changes, recompiles with that dimension symbolic.
-    `mode` and `options` are accepted and unused.
+    `mode` ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") or
+    `options` (Inductor config names and values) configure the `inductor` backend as in
+    `torch.compile`; another backend receives them as keyword arguments.
 
     >>> @graphwright.compile(fullgraph=True, backend="eager")
     ... def f(x):
@@ -160,7 +163,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             return model
         model = mark.original  # disabled with recursive=False: compiling it directly compiles it
     compiler = lookup_backend(backend)
-    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, _specialises_sizes(compiler))
+    specialises = _specialises_sizes(compiler)
+    compiler = configured_backend(compiler, mode, options, dynamic)
+    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises)
     if isinstance(model, type):
         return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):

@@ -18,6 +18,7 @@ import warnings
 import torch
 
 from .harness import Args, corpus_logger, module_program, program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 
@@ -458,6 +459,20 @@ def _(x):
         corpus_logger.debug("debug %d", 1)
     corpus_logger.info("scaled by %s", 2)
     corpus_logger.log(logging.WARNING, "tensor %s", y.shape)
+    return y * 2
+
+
+@program("warnings_and_log_records_after_a_graph_break_report_the_users_function", lambda: rand(3),
+         call=_warnings_with_locations, frames=2, fullgraph=False,
+         reference={"xfail": "logging.Logger methods are a graph break under fullgraph",
+                    "why": "PyTorch 2.13 does not replay logging calls outside export"})
+def _(x):
+    y = _deprecated_helper(x.sin())
+    corpus_logger.info("before the break")
+    graph_break()
+    warnings.warn("in the resumed part", _LocatedWarning)  # replayed by the resume function's entry
+    y = _deprecated_helper(y)
+    corpus_logger.warning("after the break: %s", y.shape)
     return y * 2
 
 

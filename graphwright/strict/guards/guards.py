@@ -8,6 +8,7 @@ failed; that runs only on the slow path, never on a hit.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -134,6 +135,36 @@ class Guard:
             return substitute_inputs(code, [writer.expr(source) for source in sources])
         raise AssertionError(kind)
 
+    def describe(self) -> str:
+        """What the guard checks, in the user's terms (the `guards` log, dumps)."""
+        name, kind, expected = self.source.name(), self.kind, self.expected
+        if kind == "tensor":
+            shape = ", ".join(f"s{i}" if i in expected.dynamic else str(size) for i, size in enumerate(expected.shape))
+            layout = "contiguous" if expected.is_contiguous_layout() else f"stride={list(expected.stride)}"
+            return (f"tensor {name}: {expected.cls.__name__}, {expected.dtype}, {expected.device}, "
+                    f"size=[{shape}], {layout}, requires_grad={expected.requires_grad}"
+                    + (", inference" if expected.inference else ""))
+        if kind == "sizes":
+            code, sources = expected
+            return f"sizes satisfy: {substitute_inputs(code, [source.name() for source in sources])}"
+        if kind in ("alias", "distinct"):
+            return f"{name} {'is' if kind == 'alias' else 'is not'} {expected.name()}"
+        described = {
+            "type": lambda: f"type of {name} is {getattr(expected, '__qualname__', expected)}",
+            "id": lambda: f"{name} is the object {_short(expected)}",
+            "const": lambda: f"{name} == {_short(expected)}",
+            "len": lambda: f"len({name}) == {expected}",
+            "keys": lambda: f"keys of {name} are {list(expected)}",
+            "contains": lambda: f"{name} {'has' if expected[1] else 'lacks'} the key {expected[0]!r}",
+            "no_hooks": lambda: f"module {name} has no hooks",
+            "lacks": lambda: f"{name} has no attribute '{expected}'",
+            "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",
+            "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
+            "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
+            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+        }
+        return described[kind]()
+
     def failure(self, actual: Any) -> str | None:
         """Why `actual` fails this guard, in the user's terms; None when it passes."""
         name, kind, expected = self.source.name(), self.kind, self.expected
@@ -221,3 +252,9 @@ def ordered(guards: list[Guard]) -> list[Guard]:
     for guard in guards:
         unique.setdefault(guard.dedup_key(), guard)
     return sorted(unique.values(), key=lambda guard: guard.cost)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = getattr(value, "__qualname__", None) if not isinstance(value, str) else None
+    text = text or (f"module {value.__name__}" if isinstance(value, types.ModuleType) else repr(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -47,6 +47,8 @@ _TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__)) + os.sep
 _SKIPPED_DIRS = tuple(os.path.realpath(path) + os.sep for path in {
     sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], _TORCH_DIR,
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+# routed code -> the code it was made from
+_ROUTED_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Of torch's own code only the optimizers are compiled when called, as TorchDynamo's frame hook
 # does (its skip list names every other part of torch that holds Python code).
 _COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
@@ -232,7 +234,14 @@ def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
             body.append(item)
     program.clear()
     program.extend(body)
-    return program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    routed = program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    _ROUTED_FROM[routed] = code
+    return routed
+
+
+def routed_from(code: types.CodeType) -> types.CodeType | None:
+    """The code that `code` is a call-routed copy of; None for any other code."""
+    return _ROUTED_FROM.get(code)
 
 
 def _call_three(function: Any, location: Any) -> list[Instr]:
