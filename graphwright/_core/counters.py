@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 counters: collections.defaultdict[str, collections.Counter] = collections.defaultdict(
     collections.Counter
@@ -29,6 +29,18 @@ PHASES = {
 """The phases of `counters["time"]`, in the order a compile runs them."""
 
 _open: list[list[float]] = []  # per open phase: [start, seconds spent in phases nested in it]
+_observers: list[Callable[[str, float], None]] = []  # told each phase's own seconds as it closes
+
+
+@contextlib.contextmanager
+def observing_time(observer: Callable[[str, float], None]) -> Iterator[None]:
+    """Call `observer(phase, seconds)` for every phase that closes while inside (a report
+    attributes the seconds to the entry being compiled)."""
+    _observers.append(observer)
+    try:
+        yield
+    finally:
+        _observers.remove(observer)
 
 
 @contextlib.contextmanager
@@ -42,6 +54,8 @@ def phase(name: str) -> Iterator[None]:
         _open.pop()
         elapsed = time.perf_counter() - record[0]
         counters["time"][name] += elapsed - record[1]
+        for observer in _observers:
+            observer(name, elapsed - record[1])
         if _open:
             _open[-1][1] += elapsed
 

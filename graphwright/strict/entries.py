@@ -92,6 +92,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
         if settings.fullgraph:
+            events.compile_failed(fn, brk)
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
