@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import tempfile
 
@@ -118,7 +119,8 @@ def _scenario(name: str, rank: int) -> dict:
         if way == "no_buckets":
             graphwright.config.optimize_ddp = False
     try:
-        grads = _train(model, rank, step_function, log)
+        with graphwright.debug.report() as report:
+            grads = _train(model, rank, step_function, log)
     finally:
         graphwright.config.optimize_ddp = True
     return {
@@ -127,6 +129,7 @@ def _scenario(name: str, rank: int) -> dict:
         "graph_breaks": dict(graphwright.counters["graph_break"]),
         "log": log,
         "buckets_expected": _bucket_count(),
+        "report": re.findall(r"compiled in \d+ pieces, one per DDP gradient bucket", report.html()),
     }
 
 

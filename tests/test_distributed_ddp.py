@@ -63,6 +63,7 @@ def test_graph_is_split_at_ddp_buckets(ranks, way):
     for result in _both(ranks, f"aot_eager:{way}"):
         assert result["buckets_expected"] == 5
         assert result["graphs"] == 5
+        assert result["report"] == ["compiled in 5 pieces, one per DDP gradient bucket"]
 
 
 @pytest.mark.slow

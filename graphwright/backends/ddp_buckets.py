@@ -29,6 +29,10 @@ from .._core import config
 from .registry import CompilerFn
 
 
+BUCKETS_KEY = "graphwright_ddp_buckets"
+"""`gm.meta[BUCKETS_KEY]`: for a graph compiled in pieces, the node names of each piece (a report shows them)."""
+
+
 @dataclass
 class Bucket:
     """A run of consecutive graph nodes and the parameters whose gradients they complete."""
@@ -175,4 +179,5 @@ class BucketedBackend:
         buckets = graph_buckets(gm, example_inputs, *bucket_caps(ddp))
         if len(buckets) == 1:
             return self.backend(gm, example_inputs)
+        gm.meta[BUCKETS_KEY] = [[node.name for node in bucket.nodes] for bucket in buckets]
         return compile_in_buckets(gm, example_inputs, self.backend, buckets)

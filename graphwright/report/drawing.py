@@ -23,6 +23,7 @@ import torch
 
 from .._core.flat_call import FlatCall
 from .._core.leaf_op import LeafCall
+from ..backends.ddp_buckets import BUCKETS_KEY
 
 KINDS = {
     "input": "graph input (argument, parameter, buffer)",
@@ -68,13 +69,21 @@ def node_label(node: torch.fx.Node) -> str:
     return text if len(text) <= _LABEL_LIMIT else text[:_LABEL_LIMIT - 1] + "…"
 
 
-def _describe(node: torch.fx.Node) -> str:
-    """The node's tooltip: its fx line and the value's type and shape."""
+def _describe(node: torch.fx.Node, bucket: int | None) -> str:
+    """The node's tooltip: its fx line, the value's type and shape, its DDP bucket."""
     value = node.meta.get("example_value", node.meta.get("val"))
     lines = [node.format_node() or node.name]
     if isinstance(value, torch.Tensor):
         lines.append(f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}")
+    if bucket is not None:
+        lines.append(f"DDP bucket piece {bucket}")
     return "\n".join(lines)
+
+
+def bucket_pieces(gm: torch.fx.GraphModule) -> dict[str, int]:
+    """For a graph compiled in DDP bucket pieces, each node's piece (by node name); else empty."""
+    pieces = getattr(gm, "meta", {}).get(BUCKETS_KEY, [])
+    return {name: index for index, names in enumerate(pieces) for name in names}
 
 
 @dataclass
@@ -143,6 +152,7 @@ def graph_svg(gm: torch.fx.GraphModule, graph_id: str) -> str:
     placed = {item.node: item for row in rows for item in row}
     top = {item.node: margin + item.layer * (_BOX_HEIGHT + _LAYER_GAP) for item in placed.values()}
     edges, boxes = [], []
+    pieces = bucket_pieces(gm)
     for item in placed.values():
         for used in item.node.all_input_nodes:
             source = placed[used]
@@ -153,9 +163,11 @@ def graph_svg(gm: torch.fx.GraphModule, graph_id: str) -> str:
                          f'd="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} '
                          f'{x2:.1f},{y2:.1f}"/>')
         x, y = margin + item.x, top[item.node]
+        piece = pieces.get(item.node.name)
+        bucket = "" if piece is None else f' data-bucket="{piece}"'
         boxes.append(
-            f'<g class="node kind-{item.kind}" data-name="{_attr(item.node.name)}" tabindex="0">'
-            f'<title>{html.escape(_describe(item.node))}</title>'
+            f'<g class="node kind-{item.kind}" data-name="{_attr(item.node.name)}"{bucket} tabindex="0">'
+            f'<title>{html.escape(_describe(item.node, piece))}</title>'
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{item.width:.1f}" height="{_BOX_HEIGHT}" rx="5"/>'
             f'<text x="{x + item.width / 2:.1f}" y="{y + _BOX_HEIGHT / 2 + 4:.1f}">{html.escape(item.label)}</text>'
             '</g>')

@@ -17,7 +17,7 @@ import sys
 import torch
 
 from .._core.counters import PHASES
-from .drawing import KINDS, graph_svg
+from .drawing import KINDS, bucket_pieces, graph_svg
 from .record import BreakRecord, EntryRecord, FunctionRecord, Recording
 
 _CONTEXT_LINES = 2
@@ -174,9 +174,11 @@ def _entry(recording: Recording, entry: EntryRecord, anchor: str, first_graph: i
         number = first_graph + offset
         graph_id = f"{anchor}-graph-{offset}"
         counts = _kind_counts(gm)
+        pieces = len(set(bucket_pieces(gm).values()))
+        split = f" · compiled in {pieces} pieces, one per DDP gradient bucket" if pieces else ""
         parts.append(
             f'<figure class="graph-figure" data-graph="{number}">'
-            f"<figcaption>Graph {number} <small>({counts})</small></figcaption>"
+            f"<figcaption>Graph {number} <small>({counts}{split})</small></figcaption>"
             f'<div class="graph-scroll">{graph_svg(gm, graph_id)}</div>'
             f"<details><summary>graph code</summary><pre>{_e(gm.code.strip())}</pre></details></figure>")
     parts.append("</div>")
