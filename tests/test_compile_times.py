@@ -62,6 +62,21 @@ def test_nested_phases_add_up_to_the_outer_wall_time():
     assert abs(sum(times.values()) - wall) < 0.01
 
 
+def test_each_entry_counts_its_own_compile_time_aot_and_backward_included():
+    def g(x):
+        return x.sin().sum()
+
+    compiled = graphwright.compile(g, backend="aot_eager")
+    compiled(torch.randn(3, requires_grad=True)).backward()
+    compiled(torch.randn(4, requires_grad=True)).backward()
+    first, second = reversed(compiled._entries)
+    assert first.compile_scope.entry == 0 and second.compile_scope.entry == 1
+    for entry in (first, second):
+        assert {"trace", "guards", "residual", "backend", "aot"} <= set(entry.compile_scope.times)
+    total = sum(first.compile_scope.times.values()) + sum(second.compile_scope.times.values())
+    assert abs(total - sum(compile_times().values())) < 1e-6
+
+
 def test_compile_times_lists_phases_in_order_and_reset_clears_them():
     graphwright.compile(f, backend="eager")(torch.randn(3))
     assert list(compile_times()) == [name for name in PHASES if name in compile_times()]

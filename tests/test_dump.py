@@ -1,6 +1,7 @@
 """`graphwright.debug.dump`: every cache entry's generated code as files to read, load and re-run."""
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import subprocess
@@ -57,6 +58,7 @@ def test_dump_writes_a_folder_per_entry_with_guards_graph_and_entry_source(tmp_p
     assert "tensor x: Tensor, torch.float32, cpu, size=[3], contiguous" in open(os.path.join(first, "guards.txt")).read()
     source = open(os.path.join(first, "entry.py")).read()
     assert "def ___entry(___gw_fn, x):" in source and "return ___MISS" in source
+    assert "# bytecode:" in source and "RETURN_VALUE" in source  # the entry's own bytecode, after it
     assert "cos" in open(os.path.join(first, "graph.txt")).read()
 
 
@@ -137,6 +139,25 @@ def test_resume_functions_are_dumped_as_python_like_source_and_bytecode(tmp_path
     assert "# bytecode" in text and "RETURN_VALUE" in text
 
 
+def doubled(x):
+    return x * 2
+
+
+def test_a_function_run_in_python_is_dumped_as_its_call_routed_copy(tmp_path):
+    def f(x):
+        for i in range(2):  # a break in a loop: no split, f runs in Python, doubled is compiled
+            x = doubled(x)
+            print(i)
+        return x
+
+    with graphwright.debug.dump(tmp_path):
+        graphwright.compile(f, backend="eager")(torch.randn(2))
+    text = open(os.path.join(entry_folder(tmp_path, f.__qualname__), "routed_f.py")).read()
+    assert "run as plain Python: its own bytecode, every call going through graphwright's" in text
+    assert "        x = doubled(x)" in text and "CallRouter" in text
+    assert "graph" in os.listdir(entry_folder(tmp_path, "doubled"))
+
+
 def test_function_form_turns_dumping_on_until_turned_off(tmp_path):
     def f(x):
         return x + 1
@@ -173,7 +194,7 @@ def test_environment_variable_dumps(tmp_path):
 
 
 @pytest.mark.slow  # Inductor compiles
-def test_inductor_kernel_files_are_copied_next_to_their_entry(tmp_path):
+def test_inductor_modules_are_copied_next_to_their_entry_and_rerun(tmp_path):
     def f(x):
         return (x.sin() * 2).sum(1)
 
@@ -181,6 +202,13 @@ def test_inductor_kernel_files_are_copied_next_to_their_entry(tmp_path):
     x = torch.randn(4, 4, requires_grad=True)
     with graphwright.debug.dump(tmp_path):
         compiled(x).sum().backward()
+        with torch.no_grad():
+            compiled(x)
     folder = entry_folder(tmp_path, f.__qualname__)
     assert {"inductor_forward.py", "inductor_backward.py"} <= set(os.listdir(folder))
-    assert "def call(args)" in open(os.path.join(folder, "inductor_forward.py")).read()
+    path = os.path.join(entry_folder(tmp_path, f.__qualname__, 1), "inductor_inference.py")
+    spec = importlib.util.spec_from_file_location("dumped_inductor_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (out,) = module.call([x.detach().clone()])
+    assert torch.allclose(out, f(x.detach()))

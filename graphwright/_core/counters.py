@@ -6,14 +6,15 @@ compiling, per phase (`PHASES`). `graphwright.reset()` clears them.
 
 Phases nest (the backend compiles inside AOT autograd, which runs inside the
 first call of an entry); each second is counted once, in the innermost phase
-open at the time, so the phases add up to the whole compile time.
+open at the time, so the phases add up to the whole compile time. The entry
+being compiled (`dump.current()`) counts its own share in `scope.times`.
 """
 from __future__ import annotations
 
 import collections
-import contextlib
 import time
-from typing import Callable, Iterator
+
+from . import dump
 
 counters: collections.defaultdict[str, collections.Counter] = collections.defaultdict(
     collections.Counter
@@ -28,36 +29,33 @@ PHASES = {
 }
 """The phases of `counters["time"]`, in the order a compile runs them."""
 
-_open: list[list[float]] = []  # per open phase: [start, seconds spent in phases nested in it]
-_observers: list[Callable[[str, float], None]] = []  # told each phase's own seconds as it closes
+_open: list["phase"] = []  # the phases open now, innermost last
 
 
-@contextlib.contextmanager
-def observing_time(observer: Callable[[str, float], None]) -> Iterator[None]:
-    """Call `observer(phase, seconds)` for every phase that closes while inside (a report
-    attributes the seconds to the entry being compiled)."""
-    _observers.append(observer)
-    try:
-        yield
-    finally:
-        _observers.remove(observer)
+class phase:
+    """`with phase(name):` counts the time inside, minus that of phases nested inside, as
+    `counters["time"][name]` (a class, not a generator: a few of these open per compile)."""
 
+    __slots__ = ("name", "start", "nested")
 
-@contextlib.contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Count the time inside, minus that of phases nested inside, as `counters["time"][name]`."""
-    record = [time.perf_counter(), 0.0]
-    _open.append(record)
-    try:
-        yield
-    finally:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.nested = 0.0  # seconds spent in phases nested in this one
+
+    def __enter__(self) -> None:
+        _open.append(self)
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self.start
         _open.pop()
-        elapsed = time.perf_counter() - record[0]
-        counters["time"][name] += elapsed - record[1]
-        for observer in _observers:
-            observer(name, elapsed - record[1])
+        own = elapsed - self.nested
+        counters["time"][self.name] += own
+        scope = dump.current()
+        if scope is not None:
+            scope.times[self.name] += own
         if _open:
-            _open[-1][1] += elapsed
+            _open[-1].nested += elapsed
 
 
 def compile_times() -> dict[str, float]:

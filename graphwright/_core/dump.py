@@ -14,6 +14,7 @@ to write.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
@@ -26,9 +27,11 @@ ENV_VAR = "GRAPHWRIGHT_DUMP_DIR"
 
 
 class CompileScope:
-    """One cache entry being built: which function, which entry, and its dump folder (if any)."""
+    """One cache entry being built: which function, which entry, its dump folder (if any), and
+    the seconds spent compiling it per phase (`times`, as `counters["time"]`, growing while its
+    graphs compile on later calls)."""
 
-    __slots__ = ("function", "location", "entry", "session", "folder")
+    __slots__ = ("function", "location", "entry", "session", "folder", "times")
 
     def __init__(self, code: types.CodeType, entry: int, session: "_Session | None") -> None:
         self.function = code.co_qualname
@@ -36,6 +39,7 @@ class CompileScope:
         self.entry = entry
         self.session = session  # files of an entry go to the dump it was compiled in
         self.folder = None if session is None else session.entry_folder(code, entry)
+        self.times: collections.Counter = collections.Counter()
 
     def describe(self) -> str:
         return f"{self.function} ({self.location}), entry {self.entry}"
@@ -132,6 +136,12 @@ def write(name: str, text: str) -> str | None:
     with open(path, "w") as file:
         file.write(text)
     return path
+
+
+def append(path: str, text: str) -> None:
+    """Add `text` at the end of a file this dump wrote."""
+    with open(path, "a") as file:
+        file.write(text)
 
 
 def write_graph(name: str, gm: torch.fx.GraphModule) -> str | None:

@@ -1,13 +1,13 @@
 """What a report records of a run: every compiled function's cache entries, graphs, breaks, time.
 
-`Recording` listens to the compiler's events (`strict.events`) and to its
-compile-time phases (`counters.observing_time`) while it is on. Everything is
-filed under the user's function (a resume function's entries under the
-function it continues), and, within it, under the cache entry being compiled
-when it happened (the entry's compile scope, `_core.dump`): its guards, why it
-was compiled when others existed (recompile reasons), the graphs it compiled,
-the breaks met, the seconds of each phase (trace, guards, residual code, AOT,
-backend; AOT work done on the entry's first call included).
+`Recording` listens to the compiler's events (`strict.events`) while it is on.
+Everything is filed under the user's function (a resume function's entries
+under the function it continues), and, within it, under the cache entry being
+compiled when it happened (the entry's compile scope, `_core.dump`): its
+guards, why it was compiled when others existed (recompile reasons), the
+graphs it compiled, the breaks met, and the seconds of each compile phase the
+scope counted (trace, guards, residual code, AOT, backend; AOT work done on the
+entry's first call and the lazy backward included).
 
 It holds the captured graphs themselves; `page` renders them. It never
 changes what is compiled.
@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from .._core import dump
-from .._core.counters import observing_time
 from ..strict import events
 from ..strict.explain import advice
 from ..strict.interpreter.graph_breaks import GraphBreak
@@ -87,15 +86,14 @@ class Recording(events.Listener):
 
     def __init__(self) -> None:
         self.functions: dict[types.CodeType, FunctionRecord] = {}
-        self.times: dict[int, tuple[Any, collections.Counter]] = {}  # by id(scope): (scope, seconds)
         self._entries: dict[int, EntryRecord] = {}  # by id(scope)
         self._reasons: dict[types.CodeType, list[str]] = {}  # recompile reasons waiting for the entry
         self._contexts: list[Any] = []
 
     def start(self) -> "Recording":
-        for context in (events.listening(self), observing_time(self._time)):
-            context.__enter__()
-            self._contexts.append(context)
+        context = events.listening(self)
+        context.__enter__()
+        self._contexts.append(context)
         return self
 
     def stop(self) -> None:
@@ -103,9 +101,7 @@ class Recording(events.Listener):
             self._contexts.pop().__exit__(None, None, None)
 
     def entry_times(self, entry: EntryRecord) -> collections.Counter:
-        scope = entry.scope
-        return self.times.get(id(scope), (None, collections.Counter()))[1] if scope is not None \
-            else collections.Counter()
+        return collections.Counter() if entry.scope is None else entry.scope.times
 
     def function_times(self, function: FunctionRecord) -> collections.Counter:
         total: collections.Counter = collections.Counter()
@@ -115,16 +111,11 @@ class Recording(events.Listener):
 
     def total_times(self) -> collections.Counter:
         total: collections.Counter = collections.Counter()
-        for _, seconds in self.times.values():
-            total.update(seconds)
+        for function in self.functions.values():
+            total.update(self.function_times(function))
         return total
 
     # -- events --------------------------------------------------------------------------
-    def _time(self, phase: str, seconds: float) -> None:
-        scope = dump.current()
-        _, counter = self.times.setdefault(id(scope), (scope, collections.Counter()))
-        counter[phase] += seconds
-
     def _entry(self, fn: types.FunctionType) -> EntryRecord:
         scope = dump.current()
         entry = self._entries.get(id(scope)) if scope is not None else None

@@ -118,8 +118,9 @@ class CompiledFunction:
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        with dump.compiling(fn.__code__, len(cache.entries)), phase("residual"):
+        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"):
             entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+            entry.compile_scope = scope
             events.entry_built(fn, entry, entry.__globals__)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)

@@ -22,7 +22,7 @@ from .._core import artifacts, logs
 from .._core.counters import counters
 from .._core.user_stack import format_user_stack
 from .interpreter.graph_breaks import GraphBreak
-from .residual.listing import generated_code, listing
+from .residual.listing import file_name, generated_code, listing
 from .residual.resume import original_code
 
 
@@ -42,7 +42,9 @@ class Listener:
         """`fn` compiles again: why each existing entry (newest first) refused the call."""
 
     def entry_built(self, fn: types.FunctionType, entry: Callable) -> None:
-        """A new cache entry of `fn`: `entry.guards` (`Guard`s, `.describe()`), `entry.source`."""
+        """A new cache entry of `fn`: `entry.guards` (`Guard`s, `.describe()`), `entry.source`,
+        `entry.compile_scope` (`.function`, `.entry`, `.folder`, and `.times`: its compile time per
+        phase, still growing: the rest of this compile, its graphs' AOT and backend compiles)."""
 
 
 _LISTENERS: list[Listener] = []
@@ -113,7 +115,7 @@ def entry_built(fn: types.FunctionType, entry: Callable, namespace: dict) -> Non
                                  f"(guards, graph call, side effects){_file_of(entry)}\n{entry.source}")
         for code in generated_code(namespace):
             artifacts.publish("bytecode", f"GENERATED CODE {code.co_name} for {artifacts.scope_name()}",
-                              listing(code), f"{code.co_name}.py")
+                              listing(code), file_name(code))
     for listener in _LISTENERS:
         listener.entry_built(fn, entry)
 

@@ -21,7 +21,9 @@ guards is written by `residual.rebuild`.
 """
 from __future__ import annotations
 
+import dis
 import inspect
+import io
 import re
 import reprlib
 import types
@@ -135,6 +137,10 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
         filename = dump.write("entry.py", text)
     exec(compile(text, filename, "exec"), writer.namespace)
     entry = writer.namespace["___entry"]
+    if not filename.startswith("<"):  # the dumped file ends with the entry's bytecode, as comments
+        listing = io.StringIO()
+        dis.dis(entry, file=listing)
+        dump.append(filename, "\n# bytecode:\n" + "".join(f"#   {line}\n" for line in listing.getvalue().splitlines()))
     entry.__defaults__ = getattr(fn, "__defaults__", None)
     entry.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
     entry.source = source

@@ -26,8 +26,9 @@ def generated_code(namespace: dict[str, Any]) -> list[types.CodeType]:
     """The generated code objects an entry refers to (directly, as a function, or compiled)."""
     found = []
     for value in namespace.values():
-        fn = getattr(value, "_graphwright_original", value)
-        code = value if isinstance(value, types.CodeType) else getattr(fn, "__code__", None)
+        if getattr(type(value), "_graphwright_compiled", False):  # a compiled wrapper: what it compiles
+            value = value._graphwright_original
+        code = value.__code__ if isinstance(value, types.FunctionType) else value
         if isinstance(code, types.CodeType) and _is_generated(code) and code not in found:
             found.append(code)
     return found
@@ -35,6 +36,11 @@ def generated_code(namespace: dict[str, Any]) -> list[types.CodeType]:
 
 def _is_generated(code: types.CodeType) -> bool:
     return routed_from(code) is not None or original_code(code) is not code
+
+
+def file_name(code: types.CodeType) -> str:
+    """The dump file of generated `code`: its name, `routed_` first for a routed copy."""
+    return f"{'routed_' if routed_from(code) is not None else ''}{code.co_name}.py"
 
 
 def listing(code: types.CodeType) -> str:
@@ -45,6 +51,7 @@ def listing(code: types.CodeType) -> str:
 
 
 def python_like(code: types.CodeType) -> str:
+    """The user's lines that generated `code` runs, under a header saying what it does around them."""
     routed = routed_from(code)
     body = code if routed is None else routed
     original = original_code(body)
