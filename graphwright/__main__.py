@@ -38,9 +38,9 @@ def main(argv: list[str]) -> int:
 
 def _explain(script_argv: list[str]) -> int:
     report = ScriptReport()
-    events.listening(report).__enter__()
-    atexit.register(lambda: print(f"\n{report}"))
-    return _run(script_argv)
+    with events.listening(report):
+        atexit.register(lambda: print(f"\n{report}"))
+        return _run(script_argv)
 
 
 def _report_arguments(rest: list[str]) -> tuple[list[str], str] | None:

@@ -43,15 +43,16 @@ class OptimizedModule(torch.nn.Module):
     def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
-        # with hooks of its own, the module is called as a whole, so its hooks are traced too
-        self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
         if is_module_wrapper(mod):
             # DDP's forward runs as Python (its reducer and gradient hooks belong to eager
             # autograd); the module it wraps is compiled
             call = CallRouter(compile_fn).wrapper_call(type(mod))
             self.__dict__["_compiled_forward"] = call
             self.__dict__["_compiled_call"] = functools.partial(call, mod)
+        else:
+            self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
+            # with hooks of its own, the module is called as a whole, so its hooks are traced too
+            self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:

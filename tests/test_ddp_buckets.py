@@ -2,6 +2,7 @@
 where the cuts fall, and that the pieces compiled on their own compute what the graph did."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 import graphwright
@@ -108,3 +109,23 @@ def test_aot_pieces_give_the_same_gradients():
     run(*inputs)[0].sum().backward()
     for want, p in zip(grads, module.parameters()):
         torch.testing.assert_close(p.grad, want)
+
+
+def test_outside_ddp_the_backend_compiles_the_whole_graph_and_caches_are_shared():
+    counter = CompileCounter()
+
+    def f(x):
+        return torch.sin(x) * 2
+
+    x = torch.randn(3)
+    graphwright.compile(f, backend=counter)(x)
+    graphwright.compile(f, backend=counter)(x)  # another wrapper, the same backend: the same cache
+    assert counter.frame_count == 1
+
+
+def test_backend_errors_name_the_users_backend():
+    def broken(gm, example_inputs):
+        raise RuntimeError("no")
+
+    with pytest.raises(graphwright.BackendError, match="Backend broken failed"):
+        graphwright.compile(lambda x: x + 1, backend=broken)(torch.randn(2))

@@ -172,6 +172,10 @@ class BucketedBackend:
 
     backend: CompilerFn
 
+    @property
+    def __name__(self) -> str:  # errors name the backend the user chose
+        return getattr(self.backend, "__name__", type(self.backend).__name__)
+
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         ddp = active_ddp_module() if config.optimize_ddp else None
         if ddp is None:
