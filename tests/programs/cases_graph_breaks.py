@@ -795,6 +795,27 @@ PROGRAMS.append(module_program("break_in_a_forward_hook", HookedModule, lambda: 
                                fullgraph=False, frames=3, grad=True))
 
 
+class EncodesWithAnLSTM(nn.Module):
+    """A recurrent module between two layers: it runs eagerly between two graphs, as in PyTorch."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(4, 6)
+        self.lstm = nn.LSTM(6, 5, num_layers=2, batch_first=True)
+        self.head = nn.Linear(5, 2)
+
+    def forward(self, x):
+        hidden, _ = self.lstm(self.embed(x).tanh())
+        return self.head(hidden[:, -1])
+
+
+PROGRAMS.append(module_program("recurrent_module_between_two_graphs", EncodesWithAnLSTM,
+                               lambda: rand(2, 3, 4), fullgraph=False, frames=2, grad=True,
+                               reference={"frames": 0, "why": "TorchDynamo refuses the LSTM where it reads "
+                                          "`self.lstm`, not at its call, so it cannot resume there and "
+                                          "runs the whole forward eagerly: no graph at all"}))
+
+
 # -- training ---------------------------------------------------------------------------
 
 

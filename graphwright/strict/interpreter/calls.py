@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from ..._core import config
 from .. import operators
+from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
 from ..objects.values import (
@@ -248,6 +249,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if is_module_wrapper(real):
         name = type(real).__qualname__
         raise tracer.graph_break(gb.MODULE_WRAPPER, f"call of {name}", name=name)
+    if isinstance(real, torch.nn.RNNBase) and not config.allow_rnn:
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.RECURRENT_MODULE, f"call to recurrent module {name}", name=name)
     if real._backward_hooks or real._backward_pre_hooks or global_module_hooks():
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)

@@ -81,7 +81,23 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+    if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
+        return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
+
+
+_SCALED_POINTWISE = {"addcdiv": operator.truediv, "addcdiv_": operator.truediv,
+                     "addcmul": operator.mul, "addcmul_": operator.mul}
+
+
+def _scaled_pointwise_by_a_tensor(tracer: "Tracer", tensor: TensorValue, name: str, args: list[Value],
+                                  kwargs: dict[str, Value]) -> Value:
+    """`x.addcdiv_(a, b, value=v)` with a tensor `v` (Adam's step size when its step counts are
+    tensors): the operator takes a number, which a traced tensor is not, so it is written out
+    as what it computes, `x.add_(a / b * v)`."""
+    combined = tracer.graph.call("call_function", _SCALED_POINTWISE[name], args, {})
+    scaled = tracer.graph.call("call_function", operator.mul, [combined, kwargs["value"]], {})
+    return tracer.graph.call("call_method", "add_" if name.endswith("_") else "add", [tensor, scaled], {})
 
 
 def _captured_scalars(tracer: "Tracer", tensor: TensorValue) -> Value:

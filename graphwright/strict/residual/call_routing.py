@@ -30,6 +30,7 @@ import inspect
 import os
 import sysconfig
 import types
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from bytecode import Bytecode, Instr
 
 from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
+from .instruction_index import real_instructions
 from .module_wrappers import is_module_wrapper, wrapper_method
 
 _NULL, _VALUE = "null", "value"
@@ -77,7 +79,14 @@ class CallRouter:
         """`code` with every call site going through this router."""
         routed = self._routed.get(code)
         if routed is None:
-            routed = self._routed[code] = _rewrite_calls(code, self)
+            try:
+                routed = _rewrite_calls(code, self)
+            except Exception as error:  # a flaw of ours must not fail the user's program: run it as it is
+                warnings.warn(f"graphwright could not route the calls made by {code.co_qualname} "
+                              f"({type(error).__name__}: {error}); the functions it calls run uncompiled",
+                              stacklevel=2)
+                routed = code
+            self._routed[code] = routed
         return routed
 
     def __call__(self, target: Any, args: tuple, names: tuple) -> Any:
@@ -206,7 +215,7 @@ def _real_path(filename: str) -> str:
 def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
     null_heads = _calls_with_null_heads(code)
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-    real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    real, _ = real_instructions(code)
     body: list[Any] = []
     position = 0
     names: tuple = ()
@@ -257,8 +266,7 @@ def _calls_with_null_heads(code: types.CodeType) -> dict[str, set[int]]:
     Tracks, per reachable instruction, which stack slots hold NULL: only PUSH_NULL,
     LOAD_GLOBAL (with the NULL bit) and LOAD_METHOD (rewritten to always push one) make
     them, and only CALL and CALL_FUNCTION_EX consume them."""
-    instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
-    index_of = {inst.offset: index for index, inst in enumerate(instructions)}
+    instructions, index_of = real_instructions(code)
     table = dis._parse_exception_table(code)
     result: dict[str, set[int]] = {"precall": set(), "call": set()}
     seen: set[int] = set()
