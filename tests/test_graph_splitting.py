@@ -18,7 +18,7 @@ import torch._dynamo.testing
 
 import graphwright
 from graphwright.strict.cache import _CACHES
-from graphwright.testing import CompileCounter
+from graphwright.testing import CompileCounter, CompileCounterWithBackend
 
 
 @pytest.fixture(autouse=True)
@@ -286,20 +286,30 @@ def test_a_training_step_with_an_optimizer_splits_and_trains_as_eager():
     assert ours.frame_count == theirs.frame_count
 
 
-def test_a_recurrent_module_is_refused_under_fullgraph_as_in_pytorch_and_traced_when_allowed(monkeypatch):
-    lstm = torch.nn.LSTM(4, 3, batch_first=True)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_recurrent_module_is_traced_and_refused_without_allow_rnn(backend, monkeypatch):
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 3, num_layers=2, batch_first=True)
 
     def f(x):
         return lstm(x)[0].sum()
 
-    x = torch.randn(2, 5, 4)
-    with pytest.raises(graphwright.Unsupported, match="Recurrent module") as caught:
-        graphwright.compile(f, backend="eager", fullgraph=True)(x)
-    assert "GB042" in str(caught.value) and "test_graph_splitting.py" in str(caught.value)
-    monkeypatch.setattr(graphwright.config, "allow_rnn", True)
-    counter = CompileCounter()
-    torch.testing.assert_close(graphwright.compile(f, backend=counter, fullgraph=True)(x), f(x))
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    counter = CompileCounterWithBackend(backend)
+    result = graphwright.compile(f, backend=counter, fullgraph=True)(x)
+    result.backward()
+    got = [x.grad.clone()] + [p.grad.clone() for p in lstm.parameters()]
+    x.grad = None
+    lstm.zero_grad()
+    f(x).backward()
+    for value, expected in zip(got, [x.grad] + [p.grad for p in lstm.parameters()]):
+        torch.testing.assert_close(value, expected)
     assert counter.frame_count == 1
+
+    monkeypatch.setattr(graphwright.config, "allow_rnn", False)
+    with pytest.raises(graphwright.Unsupported, match="Recurrent module") as caught:
+        graphwright.compile(f, backend="eager", fullgraph=True)(x.detach())
+    assert "GB042" in str(caught.value) and "test_graph_splitting.py" in str(caught.value)
 
 
 def test_breaks_under_fullgraph_still_raise():

@@ -20,9 +20,10 @@ capture_dynamic_output_shape_ops: bool = False
 """Operators whose output shape depends on data (`nonzero`, boolean masks, `unique`) become
 graph nodes with unbacked sizes instead of graph breaks. On under `fullgraph=True`."""
 
-allow_rnn: bool = False
-"""Trace `nn.RNN`/`nn.GRU`/`nn.LSTM` modules into the graph instead of breaking around them
-(PyTorch's setting of the same name; their backward does not survive ahead-of-time autograd)."""
+allow_rnn: bool = True
+"""`nn.RNN`/`nn.GRU`/`nn.LSTM` modules are traced into the graph (ahead-of-time autograd
+takes their generic implementation). False breaks the graph around them, as PyTorch's
+setting of the same name does by default."""
 
 verbose: bool = False
 """Attach graphwright's internal traceback to errors and fallback warnings."""

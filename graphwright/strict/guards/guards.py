@@ -19,7 +19,7 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "subclasses": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
@@ -120,6 +120,8 @@ class Guard:
             name, mro = expected
             return f"{value}.__mro__ is {ref(mro)} and " + " and ".join(
                 f"{name!r} not in {ref(klass)}.__dict__" for klass in mro)
+        if kind == "subclasses":
+            return f"___tuple({value}.__subclasses__()) == {literal(expected, ref)}"
         if kind == "call":
             name, args, result = expected
             return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
@@ -187,6 +189,8 @@ class Guard:
             return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
+        if kind == "subclasses" and tuple(actual.__subclasses__()) != expected:
+            return f"the subclasses of class '{name}' changed"
         if kind == "mro_lacks" and (actual.__mro__ is not expected[1]
                                     or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
             return f"class '{name}' has an attribute '{expected[0]}' now"

@@ -24,7 +24,7 @@ from ..._core import config
 from .. import operators
 from ..guards.sources import AttrSource, ItemSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, methods, operations
+from ..objects import builtin_calls, classes, instances, introspection, methods, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -162,6 +162,8 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return inline(tracer, function_value(target, None), args, kwargs)
     if builtin_calls.is_pure_on_constants(target):
         return builtin_calls.evaluate(tracer, target, args, kwargs)
+    if introspection.is_subclasses_query(target) and not args and not kwargs:
+        return introspection.subclasses(tracer, target)
     call = getattr(type(target), "__call__", None)
     if type(call) is types.FunctionType:  # an object whose class defines __call__ (typing's Box[int])
         return inline(tracer, function_value(call, None).bind(value or ConstantValue(target)), args, kwargs)

@@ -203,6 +203,11 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
+    if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
+        # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(_attr(source, "__self__"), "id", real.__self__)
+        return ConstantValue(real, source)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
