@@ -15,9 +15,12 @@ import torch
 from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
+from .backends.ddp_buckets import BucketedBackend
 from .backends.registry import configured_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
+from .strict.residual.call_routing import CallRouter
+from .strict.residual.module_wrappers import is_module_wrapper
 from .strict.explain import ExplainOutput, explain_call
 from .strict.marked.markers import (
     disable,
@@ -40,9 +43,16 @@ class OptimizedModule(torch.nn.Module):
     def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
-        # with hooks of its own, the module is called as a whole, so its hooks are traced too
-        self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
+        if is_module_wrapper(mod):
+            # DDP's forward runs as Python (its reducer and gradient hooks belong to eager
+            # autograd); the module it wraps is compiled
+            call = CallRouter(compile_fn).wrapper_call(type(mod))
+            self.__dict__["_compiled_forward"] = call
+            self.__dict__["_compiled_call"] = functools.partial(call, mod)
+        else:
+            self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
+            # with hooks of its own, the module is called as a whole, so its hooks are traced too
+            self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -157,7 +167,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     compiler = lookup_backend(backend)
     specialises = _specialises_sizes(compiler)
     compiler = configured_backend(compiler, mode, options, dynamic)
-    settings = CompileSettings(compiler, fullgraph, dynamic, specialises)
+    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises)
     if isinstance(model, type):
         return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):

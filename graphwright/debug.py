@@ -17,6 +17,11 @@ Resume functions are functions of their own: their entries have folders
 named after them. `load_graph(path)` loads a dumped graph as an
 `nn.Module` to run on the inputs the entry passes it (see the graph call in
 `entry.py`).
+
+`report(path)` records every compile while it is on and writes one
+self-contained HTML page: per compiled function its graphs drawn, guards,
+recompiles, graph breaks and compile time per phase (also
+`python -m graphwright report script.py`).
 """
 from __future__ import annotations
 
@@ -26,8 +31,9 @@ import os
 import torch
 
 from ._core.dump import dump
+from .report import report
 
-__all__ = ["dump", "load_graph"]
+__all__ = ["dump", "load_graph", "report"]
 
 
 def load_graph(folder: str | os.PathLike) -> torch.nn.Module:

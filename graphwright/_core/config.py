@@ -40,3 +40,8 @@ shapes and dtypes of its fake implementation's (their structure is always checke
 leaf_function_check_escaped_gradients: bool = False
 """Raise when a `leaf_function`'s outputs depend on tensors that require grad but are not its
 arguments (globals, closures): gradients cannot reach them through the leaf call."""
+
+optimize_ddp: bool = True
+"""A graph compiled inside `DistributedDataParallel`'s forward is split at DDP's gradient buckets,
+each piece compiled on its own, so that gradient all-reduce overlaps the backward (PyTorch's
+DDP optimizer)."""

@@ -94,6 +94,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
         if settings.fullgraph and isinstance(brk.user_error, ImportError):
             raise import_error(brk) from None
         if settings.fullgraph:
+            events.compile_failed(fn, brk)
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"

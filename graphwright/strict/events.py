@@ -35,6 +35,9 @@ class Listener:
     def graph_break(self, fn: types.FunctionType, brk: GraphBreak) -> None:
         pass
 
+    def compile_failed(self, fn: types.FunctionType, brk: GraphBreak) -> None:
+        """Under `fullgraph=True`, `brk` stopped the compile of `fn`: the call raises `Unsupported`."""
+
     def recompile(self, fn: types.FunctionType, reasons: list[str]) -> None:
         """`fn` compiles again: why each existing entry (newest first) refused the call."""
 
@@ -76,6 +79,12 @@ def describe_break(brk: GraphBreak) -> str:
     if getattr(brk, "split_note", ""):
         lines.append(f"Instead: {brk.split_note}")
     return "\n".join(lines)
+
+
+def compile_failed(fn: types.FunctionType, brk: GraphBreak) -> None:
+    """`brk` under `fullgraph=True`: not a graph break (nothing was split), an error; listeners are told."""
+    for listener in _LISTENERS:
+        listener.compile_failed(fn, brk)
 
 
 def recompile_wanted() -> bool:

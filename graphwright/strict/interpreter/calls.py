@@ -37,6 +37,7 @@ from ..objects.values import (
     Value,
 )
 from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
+from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
 
@@ -271,6 +272,9 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if markers.is_disabled(real):
         name = type(real).__qualname__
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
+    if is_module_wrapper(real):
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.MODULE_WRAPPER, f"call of {name}", name=name)
     if isinstance(real, torch.nn.RNNBase) and not config.allow_rnn:
         name = type(real).__qualname__
         raise tracer.graph_break(gb.RECURRENT_MODULE, f"call to recurrent module {name}", name=name)

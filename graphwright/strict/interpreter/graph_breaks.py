@@ -203,6 +203,13 @@ HIGHER_ORDER_CALL = define_kind(
     "`{op}` cannot be captured here: {reason}.",
     "Check the call against the operator's documentation (argument kinds and structure).",
     "Move the call out of the compiled region.")
+MODULE_WRAPPER = define_kind(
+    "GB050", "Call of a `DistributedDataParallel` module",
+    "`{name}` runs its forward as Python, as under torch.compile: it prepares DDP's reducer and "
+    "the hooks that all-reduce gradients in eager autograd. The module it wraps is compiled in "
+    "its own graphs, split at DDP's gradient buckets.",
+    "Compile the DDP module itself (`graphwright.compile(ddp_model)`) or the module before "
+    "wrapping it, and call it outside the compiled function.")
 RECURRENT_MODULE = define_kind(
     "GB042", "Recurrent module (RNN, GRU, LSTM)",
     "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "

@@ -41,6 +41,7 @@ from bytecode import Bytecode, Instr
 from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
 from .instruction_index import real_instructions
+from .module_wrappers import is_module_wrapper, wrapper_method
 
 _NULL, _VALUE = "null", "value"
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -76,10 +77,19 @@ def _skipped_file(filename: str) -> bool:
 
 
 class CallRouter:
-    """Calls made from plain-Python code: user functions and modules through compiled wrappers."""
+    """Calls made from plain-Python code: user functions and modules through compiled wrappers.
 
-    def __init__(self, compile_function: Callable[[types.FunctionType], Callable]) -> None:
+    A module wrapper (`DistributedDataParallel`) runs its forward as Python through a router
+    `inside_wrapper`: the wrapper's own methods run routed, and every module it calls is
+    compiled, torch's own modules included.
+    """
+
+    def __init__(self, compile_function: Callable[[types.FunctionType], Callable],
+                 inside_wrapper: bool = False) -> None:
         self.compile_function = compile_function
+        self.inside_wrapper = inside_wrapper
+        self._wrapper_router: CallRouter | None = None
+        self._wrapper_calls: dict[type, Callable] = {}
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routed: dict[types.CodeType, types.CodeType] = {}
         self._module_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -111,6 +121,12 @@ class CallRouter:
 
     def route(self, target: Any) -> Any:
         """What to call instead of `target`: its compiled wrapper where it has Python code."""
+        if is_module_wrapper(target):
+            return types.MethodType(self.wrapper_call(type(target)), target)
+        if self.inside_wrapper:
+            function = wrapper_method(target)
+            if function is not None:
+                return types.MethodType(self._uncompiled_body(function), target.__self__)
         method = type(target) is types.MethodType
         mark = disable_mark(target.__func__ if method else target)
         if mark is not None:
@@ -123,7 +139,8 @@ class CallRouter:
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
             compiled = self._compiled_function(target.__func__) or self._wrapper_body(target.__func__)
             return target if compiled is None else types.MethodType(compiled, target.__self__)
-        if isinstance(target, torch.nn.Module) and "forward" not in target.__dict__ and _forward_is_compiled(target):
+        if isinstance(target, torch.nn.Module) and "forward" not in target.__dict__ and \
+                (self.inside_wrapper or _forward_is_compiled(target)):
             forward = getattr(type(target), "forward", None)
             call = self._module_calls.get(forward) if type(forward) is types.FunctionType else None
             if call is None and type(forward) is types.FunctionType:
@@ -139,6 +156,18 @@ class CallRouter:
             compiled = self._compiled_function(call)
             return target if compiled is None else types.MethodType(compiled, target)
         return target
+
+    def wrapper_call(self, wrapper_class: type) -> Callable:
+        """`module.__call__` for a module wrapper: its hooks, and its forward run as Python with
+        the module it wraps compiled."""
+        call = self._wrapper_calls.get(wrapper_class)
+        if call is None:
+            if self._wrapper_router is None:
+                self._wrapper_router = CallRouter(self.compile_function, inside_wrapper=True)
+            router = self._wrapper_router
+            call = module_call(router._uncompiled_body(wrapper_class.forward), router.route)
+            self._wrapper_calls[wrapper_class] = call
+        return call
 
     def _uncompiled_body(self, original: Any) -> Any:
         """`original` (disabled with `recursive=False`) run as plain Python whose own calls go
@@ -185,7 +214,9 @@ def _forward_is_compiled(module: torch.nn.Module) -> bool:
 
 def routes_itself(target: Any) -> bool:
     """Whether calling `target` from plain Python must go through a router: it is disabled with
-    `recursive=False`, so the functions it calls are compiled."""
+    `recursive=False`, or is a module wrapper, so the functions it calls are compiled."""
+    if is_module_wrapper(target):
+        return True
     mark = disable_mark(target.__func__ if type(target) is types.MethodType else target)
     return mark is not None and not mark.recursive
 
