@@ -212,3 +212,20 @@ def test_dynamic_graph_from_the_strict_tracer_is_compiled_once_for_every_size():
         (grad,) = torch.autograd.grad(out.sum(), w)
         torch.testing.assert_close(grad, torch.autograd.grad(fn(x, w).sum(), w)[0])
     assert counter.frame_count == 1
+
+
+def _scaled_by_detached(x, old):
+    return x * old.detach().sum() + x
+
+
+def test_an_input_that_gets_no_gradient_does_not_reach_its_autograd_graph():
+    # `old` comes from an autograd graph whose backward already ran (a tensor an earlier call
+    # stored): eager never goes back into it, nor may the compiled backward.
+    x = torch.randn(3, requires_grad=True)
+    source = torch.randn(3, requires_grad=True)
+    old = source * 2
+    old.sum().backward()
+    compiled = aot_eager(graph_of(_scaled_by_detached), [x, old])
+    compiled(x, old).sum().backward()
+    expected = torch.autograd.grad(_scaled_by_detached(x, old).sum(), [x])[0]
+    torch.testing.assert_close(x.grad, expected)

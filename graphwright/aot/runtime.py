@@ -164,8 +164,15 @@ def make_training_function(
     meta: GraphMetadata,
     *,
     num_saved_tensors: int,
+    detached_inputs: Sequence[int] = (),
 ) -> Callable[..., Any]:
-    """The callable for calls that need gradients: one autograd.Function around both graphs."""
+    """The callable for calls that need gradients: one autograd.Function around both graphs.
+
+    `detached_inputs` never get a gradient (the graph uses them only where no gradient flows,
+    or not at all): they enter the autograd.Function detached, as they would be absent from
+    eager's autograd graph; otherwise backward would reach the autograd graph they came from
+    (which may be gone: a tensor the previous call stored and this one reads).
+    """
     epilogue = _Epilogue(meta)
     num_forward = meta.num_forward_outputs
     differentiable = [i for i, rg in enumerate(meta.forward_requires_grad) if rg]
@@ -194,7 +201,17 @@ def make_training_function(
                 grads = backward(args)
             return _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
 
-    def run(*args):
-        return epilogue(args, CompiledFunction.apply(*args))
+    if not detached_inputs:
+        def run(*args):
+            return epilogue(args, CompiledFunction.apply(*args))
 
-    return run
+        return run
+
+    def run_detaching(*args):
+        inputs = list(args)
+        for i in detached_inputs:
+            if isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad:
+                inputs[i] = inputs[i].detach()
+        return epilogue(args, CompiledFunction.apply(*inputs))
+
+    return run_detaching
