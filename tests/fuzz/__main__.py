@@ -8,7 +8,8 @@ import random
 import sys
 from pathlib import Path
 
-from .campaign import run_campaign
+from .campaign import program_rng, run_campaign
+from .program import random_program
 from .runner import LONG_CONFIGS, QUICK_CONFIGS, check
 
 
@@ -31,15 +32,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shrink", action="store_true", help="report failures as found, unshrunk")
     parser.add_argument("--no-save", action="store_true", help="do not write tests/programs/found/")
     parser.add_argument("--shrink-seconds", type=float, default=300.0, help="time to shrink one failure")
+    parser.add_argument("--first", type=int, default=0, help="index of the first program (to resume a seed)")
+    parser.add_argument("--show", type=int, metavar="INDEX", help="print program INDEX of the seed and exit")
     parser.add_argument("--replay", metavar="FILE", help="run one saved program under every configuration")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(Path(args.replay), LONG_CONFIGS if args.long else QUICK_CONFIGS)
     seed = random.randrange(2**32) if args.seed == "random" else int(args.seed)
+    if args.show is not None:
+        print(random_program(program_rng(seed, args.show), args.max_statements)[0].source)
+        return 0
     print(f"fuzz: {args.programs} programs, seed {seed}", flush=True)
     summary = run_campaign(args.programs, seed, LONG_CONFIGS if args.long else QUICK_CONFIGS,
                            max_statements=args.max_statements, shrink=not args.no_shrink,
-                           save=not args.no_save, shrink_seconds=args.shrink_seconds,
+                           save=not args.no_save, shrink_seconds=args.shrink_seconds, first=args.first,
                            log=lambda line: print(line, flush=True))
     print(summary.format())
     return 1 if summary.statuses["mismatch"] or summary.statuses["internal_error"] else 0

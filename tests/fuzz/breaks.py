@@ -69,7 +69,7 @@ def data_dependent_branch(b: Builder) -> None:
 def unsupported_call(b: Builder) -> None:
     shape = some_shape(b)
     source = expression(b, shape, b.integer(0, 1))
-    call = b.choice(["torch.as_tensor(np.tanh({e}.detach()))", "copy.deepcopy({e}.detach())"])
+    call = b.choice(["torch.as_tensor(np.tanh(np.asarray({e}.detach())))", "copy.deepcopy({e}.detach())"])
     b.assign(call.format(e=operand(source.code)), shape, source.dtype, False)
     b.plant_break("GB005", "break_unsupported_call")
 

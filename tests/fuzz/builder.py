@@ -1,7 +1,8 @@
 """The state of drawing one program: what is in scope, and the source written so far.
 
-A `Builder` wraps Hypothesis's `draw` with the few kinds of choices the statement kinds
-make (always listing the plainest option first, so that shrinking simplifies), keeps the
+A `Builder` turns one source of bounded integers (Hypothesis's draws, or a recorded
+random generator: `program`) into the few kinds of choices the statement kinds make
+(always listing the plainest option first: shrinking moves towards it), keeps the
 tensor variables in scope with their shapes and dtypes, writes the body of the compiled
 function `f` line by line, and collects what the program needs at module level (classes,
 modules, marked functions, global state), the features it used and the graph breaks it
@@ -14,8 +15,6 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
-
-from hypothesis import strategies as st
 
 from .shapes import Derivation, Shape, derivations
 
@@ -54,8 +53,9 @@ class FunctionBody:
 class Builder:
     """One program being drawn; see the module docstring."""
 
-    def __init__(self, draw: Callable, symbols: dict[str, Sequence[int]], int_values: Sequence[int]) -> None:
-        self.draw = draw
+    def __init__(self, draw_integer: Callable[[int, int], int], symbols: dict[str, Sequence[int]],
+                 int_values: Sequence[int]) -> None:
+        self._draw_integer = draw_integer  # every choice of the program is one call of it
         self.symbols = symbols  # symbolic dimension -> its size in each call
         self.int_values = int_values  # the int argument `n` in each call
         self.lines: list[str] = []
@@ -80,14 +80,15 @@ class Builder:
     # -- choices (plainest first: Hypothesis shrinks towards the first option) ------
 
     def choice(self, options: Sequence[Any]) -> Any:
-        return self.draw(st.sampled_from(list(options)))
+        options = list(options)
+        return options[self._draw_integer(0, len(options) - 1)]
 
     def chance(self, percent: int) -> bool:
         """True with `percent`% probability; shrinks towards False."""
-        return self.draw(st.integers(0, 99)) >= 100 - percent
+        return self._draw_integer(0, 99) >= 100 - percent
 
     def integer(self, low: int, high: int) -> int:
-        return self.draw(st.integers(low, high))
+        return self._draw_integer(low, high)
 
     def number(self) -> str:
         """A Python float literal."""

@@ -15,13 +15,13 @@ from pathlib import Path
 FOUND_DIR = Path(__file__).resolve().parents[1] / "programs" / "found"
 
 
-def save(source: str, status: str, config: str, detail: str, seed: int | None, directory: Path = FOUND_DIR) -> Path:
+def save(source: str, status: str, config: str, detail: str, origin: str, directory: Path = FOUND_DIR) -> Path:
     """Write a shrunk failing program; returns its path (the same source gives the same file)."""
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(source.encode()).hexdigest()[:10]
     path = directory / f"{status}_{digest}.py"
     detail_text = textwrap.indent(textwrap.fill(detail.replace('"""', "'''"), 96, replace_whitespace=False), "    ")
-    header = (f'"""Found by the program generator (seed {seed}): {status} under {config}.\n\n'
+    header = (f'"""Found by the program generator (seed {origin}): {status} under {config}.\n\n'
               f"{detail_text}\n"
               '"""\n')
     path.write_text(header + source)

@@ -32,15 +32,16 @@ def _operand(b: Builder, target: TensorVar, detach: bool) -> Expr:
     return expr
 
 
-def _change(b: Builder, target: TensorVar, name: str, detach: bool, last: bool = True) -> bool:
-    """One in-place change of `name` (the target or a view of it), its operands drawn
-    without the target (an operand read before the change would be saved for backward);
-    False when the change must be the last."""
+def _change(b: Builder, target: TensorVar, name: str, detach: bool, last: bool = True,
+            base: str = "") -> bool:
+    """One in-place change of `name` (the target, or a view of `base`), its operands drawn
+    without the target and its base (an operand read before the change would be saved for
+    backward); False when the change must be the last."""
     forms = list(INPLACE) + (list(SAVES_RESULT) if last else [])
     if target.shape:
         forms += SETITEM
     form = b.choice(forms)
-    with b.hidden(target.name, name):
+    with b.hidden(target.name, name, base):
         _write_change(b, target, name, detach, form)
     return form not in SAVES_RESULT
 
@@ -79,7 +80,7 @@ def fresh_inplace(b: Builder) -> None:
 def view_of(b: Builder, var: TensorVar) -> tuple[str, tuple] | None:
     """A view of `var`: (code, shape)."""
     shape = var.shape
-    options = [(f"{var.name}.view({', '.join(f'{var.name}.shape[{d}]' for d in range(len(shape)))})", shape)]
+    options = [(f"{var.name}.view({var.name}.shape)", shape)]
     if shape:
         options += [(f"{var.name}[0]", shape[1:]), (f"{var.name}.unsqueeze(0)", (1,) + shape),
                     (f"{var.name}.view(-1)", None), (f"{var.name}[1:]", (dim_minus_one(shape[0]),) + shape[1:]),
@@ -100,7 +101,8 @@ def view_mutation(b: Builder) -> None:
     """A view of a fresh clone, changed in place; base and view both stay in scope."""
     shape = some_shape(b)
     expr = expression(b, shape, b.integer(0, 2))
-    base = b.assign(f"{operand(expr.code)}.clone()", shape, expr.dtype, expr.grad, mutable=True, prefix="u")
+    base = b.assign(f"{operand(expr.code)}.clone(memory_format=torch.contiguous_format)", shape, expr.dtype,
+                    expr.grad, mutable=True, prefix="u")
     code, view_shape = view_of(b, base)
     name = b.fresh("w")
     b.emit(f"{name} = {code}")
@@ -108,7 +110,7 @@ def view_mutation(b: Builder) -> None:
     if view_shape is None:  # a flattening or diagonal: changed as a whole, not kept in scope
         b.emit(b.choice(["{w}.mul_(2.0)", "{w}.add_(1.0)", "{w}.clamp_(max=0.5)", "{w}.zero_()"]).format(w=name))
     else:
-        _change(b, view, name, detach=False)
+        _change(b, view, name, detach=False, base=base.name)
         b.add_tensor(name, view_shape, view.dtype, view.grad or base.grad)
     base.grad = base.grad or view.grad
     base.mutable = False

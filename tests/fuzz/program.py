@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import random
 import re
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 
@@ -37,9 +39,6 @@ class GeneratedProgram:
     source: str
     features: collections.Counter
     breaks: frozenset[str]
-
-    def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
-        return f"GeneratedProgram:\n{self.source}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,18 +106,17 @@ def _mutate_source(lines: list[str]) -> str:
     return "\n".join(["def mutate():"] + (body or ["    pass"]))
 
 
-@st.composite
-def programs(draw, max_statements: int = 8) -> GeneratedProgram:
-    """A random program (see the module docstring)."""
-    first_size = draw(st.integers(2, 4))
-    sizes = [first_size] * 3 + [first_size + draw(st.integers(1, 3)), first_size]
-    first_int = draw(st.integers(1, 3))
+def build_program(draw_integer: Callable[[int, int], int], max_statements: int = 8) -> GeneratedProgram:
+    """The program a source of bounded integers chooses (see the module docstring)."""
+    first_size = draw_integer(2, 4)
+    sizes = [first_size] * 3 + [first_size + draw_integer(1, 3), first_size]
+    first_int = draw_integer(1, 3)
     ints = [first_int] * 3 + [first_int + 1, first_int]
-    b = Builder(draw, {"A": sizes}, ints)
+    b = Builder(draw_integer, {"A": sizes}, ints)
     b.statement = statement
     b.allow_breaks = b.chance(50)
     inputs = draw_inputs(b)
-    for _ in range(draw(st.integers(1, max_statements))):
+    for _ in range(b.integer(1, max_statements)):
         statement(b)
     returned = _returned(b)
     options = b.choice([{}, {"dynamic": True}, {"dynamic": False}])
@@ -150,4 +148,22 @@ def programs(draw, max_statements: int = 8) -> GeneratedProgram:
              f"CONFIG = {config!r}"]
     source = "\n\n\n".join(parts) + "\n"
     return GeneratedProgram(source, b.features, frozenset(b.breaks))
+
+
+def programs(max_statements: int = 8) -> st.SearchStrategy[GeneratedProgram]:
+    """The Hypothesis strategy of programs: each choice is one integer draw, so that a
+    program made by `random_program` replays (and shrinks) from its recorded choices."""
+    return st.composite(lambda draw: build_program(lambda low, high: draw(st.integers(low, high)),
+                                                   max_statements))()
+
+
+def random_program(rng: random.Random, max_statements: int = 8) -> tuple[GeneratedProgram, list[int]]:
+    """A program chosen by `rng`, independent of any other, and the choices that make it."""
+    choices: list[int] = []
+
+    def draw_integer(low: int, high: int) -> int:
+        choices.append(rng.randint(low, high))
+        return choices[-1]
+
+    return build_program(draw_integer, max_statements), choices
 

@@ -32,7 +32,7 @@ import tempfile
 import traceback
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +52,14 @@ FAILURES = (MISMATCH, INTERNAL)
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """One way of compiling: a backend, with or without `fullgraph`."""
+    """One way of compiling: a backend (a name or a callable), with or without `fullgraph`."""
 
-    backend: str
+    backend: str | Callable
     fullgraph: bool
 
     def __str__(self) -> str:
-        return f"{self.backend}{' fullgraph' if self.fullgraph else ''}"
+        name = self.backend if isinstance(self.backend, str) else getattr(self.backend, "__name__", "backend")
+        return f"{name}{' fullgraph' if self.fullgraph else ''}"
 
 
 QUICK_CONFIGS = (Config("eager", False), Config("eager", True), Config("aot_eager", False),
@@ -181,15 +182,14 @@ def _config(values: dict) -> Any:
             setattr(graphwright.config, name, value)
 
 
-def run_world(source: str, config: Config | None, path: Path | None = None,
-              backend: Any = None) -> tuple[list[CallRecord], list[str]]:
+def run_world(source: str, config: Config | None, path: Path | None = None) -> tuple[list[CallRecord], list[str]]:
     """Every call of the program, eagerly (`config` None) or compiled: the records and the
-    warnings graphwright gave. `backend` overrides the config's backend (a callable)."""
+    warnings graphwright gave."""
     module = load(source, path)
     fn = module.f
     options = getattr(module, "CONFIG", {}) if config else {}
     if config is not None:
-        fn = graphwright.compile(fn, backend=backend or config.backend, fullgraph=config.fullgraph,
+        fn = graphwright.compile(fn, backend=config.backend, fullgraph=config.fullgraph,
                                  **module.COMPILE_OPTIONS)
     records, fallbacks = [], []
     try:
@@ -240,11 +240,11 @@ def _describe(error: BaseException) -> str:
 
 
 def run_config(source: str, eager: list[CallRecord], config: Config, planted: bool,
-               path: Path | None = None, backend: Any = None) -> Outcome:
+               path: Path | None = None) -> Outcome:
     """One compiled configuration against the eager records."""
     graphwright.reset()
     try:
-        compiled, fallbacks = run_world(source, config, path, backend)
+        compiled, fallbacks = run_world(source, config, path)
     except WorldError as failure:
         error = failure.error
         if isinstance(error, graphwright.Unsupported) and error.gb_id == INTERNAL_ERROR.gb_id:
@@ -271,8 +271,7 @@ def _fallback_reason(message: str) -> str:
     return lines[0] if lines else ""
 
 
-def check(source: str, configs: Sequence[Config] = QUICK_CONFIGS, path: Path | None = None,
-          backend: Any = None) -> Report:
+def check(source: str, configs: Sequence[Config] = QUICK_CONFIGS, path: Path | None = None) -> Report:
     """Run `source` eagerly and under every configuration."""
     graphwright.reset()
     try:
@@ -280,7 +279,7 @@ def check(source: str, configs: Sequence[Config] = QUICK_CONFIGS, path: Path | N
     except WorldError as failure:
         return Report(source, _describe(failure), [])
     module_breaks = _planted(source)
-    outcomes = [run_config(source, eager, config, bool(module_breaks), path, backend) for config in configs]
+    outcomes = [run_config(source, eager, config, bool(module_breaks), path) for config in configs]
     return Report(source, None, outcomes)
 
 

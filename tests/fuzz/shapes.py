@@ -9,6 +9,7 @@ expressions of one derivation; `expressions` and the statement kinds build on it
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 Dim = int | str
 Shape = tuple[Dim, ...]
@@ -61,7 +62,8 @@ class Derivation:
     kind: str
 
 
-def derivations(name: str, shape: Shape) -> list[Derivation]:
+@functools.lru_cache(maxsize=4096)
+def derivations(name: str, shape: Shape) -> tuple[Derivation, ...]:
     """Every one-step reading of the variable `name` of `shape`, the variable itself first."""
     found = [Derivation(name, shape, "variable")]
     if shape:
@@ -83,7 +85,7 @@ def derivations(name: str, shape: Shape) -> list[Derivation]:
         found.append(Derivation(f"{name}.transpose(-1, -2)", swapped, "view"))
     if len(shape) > 1:
         found.append(Derivation(f"{name}.flatten()", (dim_product(shape),), "view"))
-    return found
+    return tuple(found)
 
 
 def matmul_inner_dims(target: Shape, reachable: set[Shape]) -> list[Dim]:

@@ -32,6 +32,8 @@ def global_list(b: Builder) -> None:
     b.observe("LOG")
     form = b.choice(["LOG.append({v})", "LOG.extend([{v}, {v}])", "LOG.insert(0, {v})",
                      "LOG.append(len(LOG))", "LOG += [{v}]", "LOG[:] = LOG[-3:]"])
+    if form.startswith("LOG +="):
+        b.declare_global("LOG")  # augmented assignment rebinds the name
     b.emit(form.format(v=_stored_value(b)))
     b.feature("side_effect_list")
 
