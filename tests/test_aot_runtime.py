@@ -229,3 +229,30 @@ def test_an_input_that_gets_no_gradient_does_not_reach_its_autograd_graph():
     compiled(x, old).sum().backward()
     expected = torch.autograd.grad(_scaled_by_detached(x, old).sum(), [x])[0]
     torch.testing.assert_close(x.grad, expected)
+
+
+def _two_outputs(x, y):
+    return x * 2, y.exp() + x.sum()
+
+
+def test_an_input_only_an_unused_output_depends_on_gets_no_gradient():
+    # Backpropagating through the second output only: `y`'s gradient comes from it, `x`'s
+    # too (through the sum); a third input reached only from the first output gets None.
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = aot_eager(graph_of(_two_outputs), [x, y])
+    compiled(x, y)[1].sum().backward()
+    expected_x, expected_y = torch.autograd.grad(_two_outputs(x, y)[1].sum(), [x, y])
+    torch.testing.assert_close(x.grad, expected_x)
+    torch.testing.assert_close(y.grad, expected_y)
+
+
+def _doubled_and_exp(x, y):
+    return x * 2, y.exp()
+
+
+def test_an_input_reached_only_through_an_unused_output_has_no_gradient_as_in_eager():
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = aot_eager(graph_of(_doubled_and_exp), [x, y])
+    compiled(x, y)[1].sum().backward()
+    assert x.grad is None  # eager: no gradient reaches x (not a zero one)
+    torch.testing.assert_close(y.grad, y.exp().detach())

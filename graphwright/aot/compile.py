@@ -264,7 +264,8 @@ class AOTCompiledGraph:
             )
         )
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
-                                     detached_inputs=part.inputs_without_gradient)
+                                     detached_inputs=part.inputs_without_gradient,
+                                     gradient_tangents=part.gradient_tangents)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
 

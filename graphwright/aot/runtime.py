@@ -158,13 +158,23 @@ class LazyBackward:
         return self._compiled(args)
 
 
+def _unreached_as_none(grads: Sequence[Any], gradient_tangents: Sequence[frozenset[int]], missing: set[int],
+                       num_tangents: int) -> tuple:
+    """The gradients, None for each input no defined tangent reaches."""
+    if len(missing) == num_tangents:
+        return (None,) * len(grads)
+    return tuple(None if depends and depends <= missing else grad
+                 for grad, depends in zip(grads, gradient_tangents))
+
+
 def make_training_function(
     forward: BoxedFn,
     backward: BoxedFn,
     meta: GraphMetadata,
     *,
     num_saved_tensors: int,
-    detached_inputs: Sequence[int] = (),
+    detached_inputs: Sequence[int],
+    gradient_tangents: Sequence[frozenset[int]],
 ) -> Callable[..., Any]:
     """The callable for calls that need gradients: one autograd.Function around both graphs.
 
@@ -172,6 +182,11 @@ def make_training_function(
     or not at all): they enter the autograd.Function detached, as they would be absent from
     eager's autograd graph; otherwise backward would reach the autograd graph they came from
     (which may be gone: a tensor the previous call stored and this one reads).
+
+    An output nothing differentiates gets no gradient (None, not zeros): the backward
+    graph runs on zeros for it, and an input whose gradient depends only on such outputs
+    (`gradient_tangents`) gets None, as in eager, where no gradient reaches it (an
+    optimizer skips a None gradient but decays a zero one).
     """
     epilogue = _Epilogue(meta)
     num_forward = meta.num_forward_outputs
@@ -189,17 +204,27 @@ def make_training_function(
             ctx.mark_non_differentiable(
                 *(outputs[i] for i in non_differentiable if isinstance(outputs[i], torch.Tensor))
             )
+            ctx.set_materialize_grads(False)
+            ctx.tangent_layouts = [(outputs[i].shape, outputs[i].dtype, outputs[i].device) for i in differentiable]
             return outputs
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            tangents = [grad_outputs[i].contiguous() for i in differentiable]
-            args = [*ctx.saved_tensors, *ctx.saved_other, *tangents]
+            tangents = [grad_outputs[i] for i in differentiable]
+            missing = {k for k, tangent in enumerate(tangents) if tangent is None}
+            if missing:
+                tangents = [torch.zeros(shape, dtype=dtype, device=device) if tangent is None else tangent
+                            for tangent, (shape, dtype, device) in zip(tangents, ctx.tangent_layouts)]
+            args = [*ctx.saved_tensors, *ctx.saved_other, *(tangent.contiguous() for tangent in tangents)]
             if not torch.is_grad_enabled():
-                return tuple(backward(args))
-            with torch.no_grad():
-                grads = backward(args)
-            return _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
+                grads = tuple(backward(args))
+            else:
+                with torch.no_grad():
+                    grads = backward(args)
+                grads = _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
+            if missing:
+                grads = _unreached_as_none(grads, gradient_tangents, missing, len(tangents))
+            return grads
 
     if not detached_inputs:
         def run(*args):
