@@ -256,3 +256,22 @@ def test_an_input_reached_only_through_an_unused_output_has_no_gradient_as_in_ea
     compiled(x, y)[1].sum().backward()
     assert x.grad is None  # eager: no gradient reaches x (not a zero one)
     torch.testing.assert_close(y.grad, y.exp().detach())
+
+
+def _flat_and_no_grad_view(x):
+    flat = x.flatten()
+    with torch.no_grad():
+        view = x.unsqueeze(0)
+    return view, flat
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_view_made_under_no_grad_is_a_leaf_that_requires_grad_as_in_eager(dynamic):
+    compiled = graphwright.compile(_flat_and_no_grad_view, backend="aot_eager", dynamic=dynamic)
+    x = torch.randn(2, 3, requires_grad=True)
+    view, flat = compiled(x)
+    expected, _ = _flat_and_no_grad_view(x)
+    assert (view.requires_grad, view.is_leaf) == (expected.requires_grad, expected.is_leaf) == (True, True)
+    view.sin().sum().backward()
+    assert x.grad is None  # eager: no gradient flows through a no-grad view to its base
+    assert flat.grad_fn is not None

@@ -37,7 +37,7 @@ class _Epilogue:
         self.num_bases = len(meta.hidden_bases)
         self.outputs = meta.outputs
         # The common case, every output computed by the graph: skip the per-output dispatch.
-        self.all_graph = all(o.kind is OutputKind.GRAPH for o in meta.outputs)
+        self.all_graph = all(o.kind is OutputKind.GRAPH and not o.no_grad_view for o in meta.outputs)
         self.rebuild = _structure_builder(meta.out_spec)
 
     def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
@@ -69,7 +69,9 @@ def _structure_builder(spec: pytree.TreeSpec) -> Callable[[Sequence[Any]], Any]:
 def _produce(info, args, earlier, bases, next_graph_value):
     kind = info.kind
     if kind is OutputKind.GRAPH:
-        return next(next_graph_value)
+        value = next(next_graph_value)
+        # a no-grad view the graph computed (its sizes are symbolic): a leaf that requires grad
+        return value.requires_grad_() if info.no_grad_view else value
     if kind is OutputKind.CONSTANT:
         return info.value
     if kind is OutputKind.INPUT:
@@ -85,6 +87,9 @@ def _produce(info, args, earlier, bases, next_graph_value):
     if base.requires_grad and not info.requires_grad:
         base = base.detach()
     size, stride, offset = info.view
+    if info.no_grad_view:
+        with torch.no_grad():
+            return base.as_strided(size, stride, base.storage_offset() + offset)
     return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
