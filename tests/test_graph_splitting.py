@@ -243,3 +243,18 @@ def test_explain_agrees_with_pytorch(name, monkeypatch):
     for reason in theirs.break_reasons:
         if reason.reason != "step_unsupported":
             assert reason.user_stack[-1].lineno in our_lines, reason.reason
+
+
+def test_a_loop_too_long_for_one_byte_jumps_runs_in_python_with_its_calls_compiled():
+    # The loop's back edge lands on the EXTENDED_ARG prefix of its FOR_ITER (a body over 255
+    # instructions): the rewrite that routes the calls of a frame running in Python must follow it.
+    body = "\n".join(f"        x = scale(x) + {i}.0" for i in range(90))
+    namespace = {"graphwright": graphwright, "scale": lambda t: t * 0.5}
+    exec(f"def long_loop(x):\n    for i in range(2):\n        graphwright.graph_break()\n{body}\n    return x",
+         namespace)
+    long_loop = namespace["long_loop"]
+    assert any(inst.opname == "EXTENDED_ARG" for inst in dis.get_instructions(long_loop))
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        torch.testing.assert_close(graphwright.compile(long_loop, backend="eager")(x), long_loop(x))
