@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 import torch
 
-from fuzz.campaign import program_rng, run_campaign
+from fuzz.campaign import program_rng, shrink_failure
 from fuzz.program import random_program
 from fuzz.runner import MISMATCH, OK, Config, check, load
 
@@ -75,17 +76,25 @@ def perturbing_backend(gm, example_inputs):
 
 def test_a_wrong_backend_is_caught():
     statuses = collections.Counter()
-    for program in _sample(25, seed=4):
+    for program in _sample(12, seed=4):
         report = check(program.source, [Config(perturbing_backend, False)])
         statuses.update(o.status for o in report.outcomes)
-    assert statuses[MISMATCH] >= 10, statuses
+    assert statuses[MISMATCH] >= 6, statuses
     assert set(statuses) <= {OK, MISMATCH}, statuses  # OK: programs whose graphs return nothing used
 
 
+def _body_lines(source: str) -> int:
+    return source.split("\ndef f(", 1)[1].split("\ndef make_inputs", 1)[0].count("\n")
+
+
+@pytest.mark.slow
 def test_a_wrong_backend_failure_shrinks_to_a_smaller_program():
-    summary = run_campaign(10, seed=5, configs=[Config(perturbing_backend, False)], max_statements=6,
-                           save=False, shrink_seconds=30, stop_after=1, log=lambda line: None)
-    (failure,) = summary.failures.values()
-    assert failure.outcome.status == MISMATCH
-    body = failure.source.split("def f(", 1)[1].split("\ndef make_inputs", 1)[0]
-    assert body.count("\n") <= 6, failure.source
+    config = Config(perturbing_backend, False)
+    for index in range(50):
+        program, choices = random_program(program_rng(6, index), max_statements=6)
+        (outcome,) = check(program.source, [config]).outcomes
+        if outcome.status == MISMATCH and _body_lines(program.source) >= 8:
+            break
+    shrunk, source = shrink_failure(choices, outcome, program.source, 6, seconds=240)
+    assert shrunk.status == MISMATCH and shrunk.signature == outcome.signature
+    assert _body_lines(source) <= _body_lines(program.source) // 2, source
