@@ -38,6 +38,7 @@ from bytecode import Bytecode, Instr
 
 from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
+from .liveness import instruction_indices
 
 _NULL, _VALUE = "null", "value"
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -219,7 +220,7 @@ def _calls_with_null_heads(code: types.CodeType) -> dict[str, set[int]]:
     LOAD_GLOBAL (with the NULL bit) and LOAD_METHOD (rewritten to always push one) make
     them, and only CALL and CALL_FUNCTION_EX consume them."""
     instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
-    index_of = _instruction_indices(code)
+    index_of = instruction_indices(code)
     table = dis._parse_exception_table(code)
     result: dict[str, set[int]] = {"precall": set(), "call": set()}
     seen: set[int] = set()
@@ -247,21 +248,6 @@ def _calls_with_null_heads(code: types.CodeType) -> dict[str, set[int]]:
             stack = _after(inst, stack, jump=False)
             index += 1
     return result
-
-
-def _instruction_indices(code: types.CodeType) -> dict[int, int]:
-    """Offset -> index among the instructions without EXTENDED_ARG: a jump to an instruction
-    with an argument over 255 lands on its first EXTENDED_ARG prefix, so a prefix's offset
-    maps to the instruction it extends."""
-    index_of: dict[int, int] = {}
-    prefixes: list[int] = []
-    index = 0
-    for inst in dis.get_instructions(code):
-        prefixes.append(inst.offset)
-        if inst.opname != "EXTENDED_ARG":
-            index_of.update(dict.fromkeys(prefixes, index))
-            prefixes, index = [], index + 1
-    return index_of
 
 
 def _after(inst: dis.Instruction, stack: tuple[str, ...], jump: bool) -> tuple[str, ...]:
