@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-browser test-corpus-reference bench docs clean
+.PHONY: demo test test-quick test-browser test-corpus-reference fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ test-browser: $(STAMP)
 # The differential corpus run through PyTorch's torch.compile: validates its expectations.
 test-corpus-reference: $(STAMP)
 	GW_CORPUS_REFERENCE=1 $(PY) -m pytest -q tests/programs
+
+# A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;
+# shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`.
+N ?= 1000
+SEED ?= random
+fuzz: $(STAMP)
+	PYTHONPATH=tests $(PY) -m fuzz --programs $(N) --seed $(SEED)
 
 # Fixed glibc malloc thresholds: otherwise, depending on a process's heap history,
 # large per-call buffers are unmapped and faulted back in on every call (seen as

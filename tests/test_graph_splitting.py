@@ -349,3 +349,34 @@ def test_explain_agrees_with_pytorch(name, monkeypatch):
     for reason in theirs.break_reasons:
         if reason.reason != "step_unsupported":
             assert reason.user_stack[-1].lineno in our_lines, reason.reason
+
+
+def test_a_loop_too_long_for_one_byte_jumps_runs_in_python_with_its_calls_compiled():
+    # The loop's back edge lands on the EXTENDED_ARG prefix of its FOR_ITER (a body over 255
+    # instructions): the rewrite that routes the calls of a frame running in Python must follow it.
+    body = "\n".join(f"        x = scale(x) + {i}.0" for i in range(90))
+    namespace = {"graphwright": graphwright, "scale": lambda t: t * 0.5}
+    exec(f"def long_loop(x):\n    for i in range(2):\n        graphwright.graph_break()\n{body}\n    return x",
+         namespace)
+    long_loop = namespace["long_loop"]
+    assert any(inst.opname == "EXTENDED_ARG" for inst in dis.get_instructions(long_loop))
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        torch.testing.assert_close(graphwright.compile(long_loop, backend="eager")(x), long_loop(x))
+
+
+def test_a_break_after_a_loop_too_long_for_one_byte_jumps_resumes_after_it():
+    # Which locals the resume function needs is a dataflow over the whole code, through the
+    # loop's back edge to the EXTENDED_ARG prefix of its FOR_ITER.
+    body = "\n".join(f"        x = x * 0.5 + {i}.0" for i in range(90))
+    namespace = {"graphwright": graphwright}
+    exec(f"def loop_then_break(x):\n    for i in range(2):\n{body}\n    graphwright.graph_break()\n    return x.sin()",
+         namespace)
+    loop_then_break = namespace["loop_then_break"]
+    x = torch.randn(3)
+    counter = CompileCounter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        torch.testing.assert_close(graphwright.compile(loop_then_break, backend=counter)(x), loop_then_break(x))
+    assert counter.frame_count == 2

@@ -278,7 +278,9 @@ class AOTCompiledGraph:
                     part.backward, _backward_example_values(part, forward, self._fake_mode))
 
         backward = LazyBackward(compile_backward)
-        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
+        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
+                                     detached_inputs=part.inputs_without_gradient,
+                                     gradient_tangents=part.gradient_tangents)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
 
