@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-corpus-reference fuzz bench docs clean
+.PHONY: demo test test-quick test-browser test-corpus-reference fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,18 @@ test: $(STAMP)
 	$(PY) -m pytest -q tests
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow and not browser" tests
+
+# The HTML report in headless Chromium: Debian's chromium package (installed with apt-get when
+# missing; needs root or sudo) driven by Playwright from PyPI through its executable_path
+# (Playwright's own browser download is never used).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+test-browser: $(STAMP)
+	test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver; }
+	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet playwright
+	$(PY) -m pytest -q -m browser tests
 
 # The differential corpus run through PyTorch's torch.compile: validates its expectations.
 test-corpus-reference: $(STAMP)

@@ -6,6 +6,7 @@ dict keyed by classes and typing forms, the `delattr` builtin, a dict read by ke
 its attributes, ..."""
 from __future__ import annotations
 
+import collections
 import os
 import typing
 
@@ -236,3 +237,66 @@ def _(x):
     hidden = x[:, None]
     hidden.requires_grad = True
     return (hidden * 2).sum(), hidden.requires_grad
+
+
+class _Registry(dict):
+    """transformers' `_CanRecordRegistry`: a dict subclass keyed by class name, filled as models
+    are built, read with its own `get`."""
+
+    def __setitem__(self, model, value):
+        super().__setitem__(type(model).__name__, value)
+
+    def __getitem__(self, key):
+        raise AssertionError("guards must not run an overridden __getitem__")
+
+    def get(self, model):
+        return super().get(type(model).__name__) or {}
+
+
+class _Classifier:
+    pass
+
+
+_REGISTRY = _Registry()
+_CLASSIFIER = _Classifier()
+
+
+def _registry_with(*names, scale=2.0):
+    def make():
+        dict.clear(_REGISTRY)
+        _REGISTRY[_CLASSIFIER] = {"scale": scale}
+        for name in names:
+            dict.__setitem__(_REGISTRY, name, {"scale": 0.0})
+        return rand(3)
+    return make
+
+
+@program("dict_subclass_read_by_key_does_not_recompile_when_another_key_is_added", _registry_with(),
+         changed=_registry_with("Other", "More"), frames_changed=1, reset=_registry_with(),
+         reference=dict(frames_changed=2, why="2.13 guards every key of a dict subclass it reads"))
+def _(x):
+    return x * _REGISTRY.get(_CLASSIFIER)["scale"], "Absent" in _REGISTRY
+
+
+@program("dict_subclass_read_by_key_recompiles_when_its_value_changes", _registry_with(),
+         changed=_registry_with(scale=3.0), frames_changed=2, reset=_registry_with())
+def _(x):
+    return x * _REGISTRY.get(_CLASSIFIER)["scale"]
+
+
+_COUNTS = collections.defaultdict(int)
+
+
+def _counts_with(**counts):
+    def make():
+        _COUNTS.clear()
+        _COUNTS.update(counts)
+        return rand(3)
+    return make
+
+
+@program("defaultdict_key_removed_misses_without_the_guard_inserting_it", _counts_with(a=2),
+         changed=_counts_with(b=1), frames_changed=2, reset=_counts_with(a=2),
+         observe=lambda world: sorted(_COUNTS.items()))
+def _(x):
+    return x * _COUNTS.get("a", 5)

@@ -12,31 +12,17 @@ import dis
 import functools
 import types
 
+from .instruction_index import real_instructions
+
 _ENDS_BLOCK = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
                          "JUMP_BACKWARD_NO_INTERRUPT"})
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK"})
 _WRITES = frozenset({"STORE_FAST", "DELETE_FAST"})
 
 
-def instruction_indices(code: types.CodeType) -> dict[int, int]:
-    """Offset -> index among the instructions without EXTENDED_ARG: a jump to an instruction
-    with an argument over 255 lands on its first EXTENDED_ARG prefix, so a prefix's offset
-    maps to the instruction it extends."""
-    index_of: dict[int, int] = {}
-    prefixes: list[int] = []
-    index = 0
-    for inst in dis.get_instructions(code):
-        prefixes.append(inst.offset)
-        if inst.opname != "EXTENDED_ARG":
-            index_of.update(dict.fromkeys(prefixes, index))
-            prefixes, index = [], index + 1
-    return index_of
-
-
 @functools.lru_cache(maxsize=1024)
 def _live_before(code: types.CodeType) -> dict[int, frozenset[str]]:
-    instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
-    index_of = instruction_indices(code)
+    instructions, index_of = real_instructions(code)
     handlers = dis._parse_exception_table(code)
     successors: list[list[int]] = []
     for index, inst in enumerate(instructions):
