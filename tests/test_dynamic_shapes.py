@@ -300,3 +300,15 @@ def test_a_leaf_function_takes_a_symbolic_size_with_gradients(backend):
         fn(x_eager).backward()
         torch.testing.assert_close(x.grad, x_eager.grad)
     assert counter.frame_count == 1
+
+
+def test_compiling_generate_itself_captures_graphs_and_matches_eager():
+    """`generate` is wrapped by transformers' decorators and torch's `no_grad()`: the wrappers
+    run as they are, the library functions they reach are compiled (as a frame hook would)."""
+    model = _tiny_llama()
+    ids = torch.randint(1, 100, (1, 5))
+    expected = model.generate(ids, max_new_tokens=8, do_sample=False)
+    counter = CompileCounter()
+    tokens = graphwright.compile(model.generate, backend=counter)(ids, max_new_tokens=8, do_sample=False)
+    assert torch.equal(tokens, expected)
+    assert counter.frame_count >= 5  # the forward, the logits processing; PyTorch: 12

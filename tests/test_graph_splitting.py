@@ -18,7 +18,7 @@ import torch._dynamo.testing
 
 import graphwright
 from graphwright.strict.cache import _CACHES
-from graphwright.testing import CompileCounter
+from graphwright.testing import CompileCounter, CompileCounterWithBackend
 
 
 @pytest.fixture(autouse=True)
@@ -286,20 +286,30 @@ def test_a_training_step_with_an_optimizer_splits_and_trains_as_eager():
     assert ours.frame_count == theirs.frame_count
 
 
-def test_a_recurrent_module_is_refused_under_fullgraph_as_in_pytorch_and_traced_when_allowed(monkeypatch):
-    lstm = torch.nn.LSTM(4, 3, batch_first=True)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_recurrent_module_is_traced_and_refused_without_allow_rnn(backend, monkeypatch):
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 3, num_layers=2, batch_first=True)
 
     def f(x):
         return lstm(x)[0].sum()
 
-    x = torch.randn(2, 5, 4)
-    with pytest.raises(graphwright.Unsupported, match="Recurrent module") as caught:
-        graphwright.compile(f, backend="eager", fullgraph=True)(x)
-    assert "GB042" in str(caught.value) and "test_graph_splitting.py" in str(caught.value)
-    monkeypatch.setattr(graphwright.config, "allow_rnn", True)
-    counter = CompileCounter()
-    torch.testing.assert_close(graphwright.compile(f, backend=counter, fullgraph=True)(x), f(x))
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    counter = CompileCounterWithBackend(backend)
+    result = graphwright.compile(f, backend=counter, fullgraph=True)(x)
+    result.backward()
+    got = [x.grad.clone()] + [p.grad.clone() for p in lstm.parameters()]
+    x.grad = None
+    lstm.zero_grad()
+    f(x).backward()
+    for value, expected in zip(got, [x.grad] + [p.grad for p in lstm.parameters()]):
+        torch.testing.assert_close(value, expected)
     assert counter.frame_count == 1
+
+    monkeypatch.setattr(graphwright.config, "allow_rnn", False)
+    with pytest.raises(graphwright.Unsupported, match="Recurrent module") as caught:
+        graphwright.compile(f, backend="eager", fullgraph=True)(x.detach())
+    assert "GB042" in str(caught.value) and "test_graph_splitting.py" in str(caught.value)
 
 
 def test_breaks_under_fullgraph_still_raise():
@@ -339,3 +349,41 @@ def test_explain_agrees_with_pytorch(name, monkeypatch):
     for reason in theirs.break_reasons:
         if reason.reason != "step_unsupported":
             assert reason.user_stack[-1].lineno in our_lines, reason.reason
+
+
+def test_a_break_after_a_loop_too_long_for_one_byte_jumps_resumes_after_it():
+    # Which locals the resume function needs is a dataflow over the whole code, through the
+    # loop's back edge to the EXTENDED_ARG prefix of its FOR_ITER.
+    body = "\n".join(f"        x = x * 0.5 + {i}.0" for i in range(90))
+    namespace = {"graphwright": graphwright}
+    exec(f"def loop_then_break(x):\n    for i in range(2):\n{body}\n    graphwright.graph_break()\n    return x.sin()",
+         namespace)
+    loop_then_break = namespace["loop_then_break"]
+    x = torch.randn(3)
+    counter = CompileCounter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        torch.testing.assert_close(graphwright.compile(loop_then_break, backend=counter)(x), loop_then_break(x))
+    assert counter.frame_count == 2
+
+
+def _breaks_then_doubles(t, s):
+    graphwright.graph_break()
+    return t * 2 + s
+
+
+def _star_call_with_a_cell(x):
+    v0 = x.sin()
+    first_row = lambda t: v0[0]  # noqa: E731 -- `v0` becomes a cell of this function
+    row = first_row(x)
+    return _breaks_then_doubles(*(x, row))
+
+
+def test_a_break_inside_a_star_call_from_a_function_with_cells_runs_the_rest_in_python():
+    # The rest of the function (from the CALL_FUNCTION_EX on) runs as plain Python made
+    # around the function's cells.
+    x = torch.randn(3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        result = graphwright.compile(_star_call_with_a_cell, backend="eager")(x)
+    torch.testing.assert_close(result, _star_call_with_a_cell(x))

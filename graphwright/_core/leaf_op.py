@@ -8,7 +8,8 @@ function registered with `register_fake`. Being an operator, it stays one
 node in the aten graphs of ahead-of-time autograd too, and the function's
 side effects happen on every call. The operator is functional: a function
 declared with `mutates_args` runs on copies of those inputs, whose new values
-are extra outputs that the graph copies back into the inputs (once).
+are extra outputs that the graph copies back into the inputs (once, under
+`no_grad`: a mutation autograd would record is an error).
 
 Gradients, as PyTorch's `leaf_function` does them: the real kernel runs the
 function on its inputs detached, those that need a gradient made leaves of a
@@ -144,13 +145,31 @@ class LeafCall:
                 leaf = item.detach().requires_grad_(wanted)
                 grad_leaves.append(leaf if wanted else None)
                 local.append(leaf.clone() if index in self.mutated else leaf)
+            histories = [local[index].grad_fn for index in self.mutated]
             output = apply_flat_call(self.fn, self.in_spec, self.leaves, self.input_positions,
                                      self.module_states, local)
             self._check_mutations(flat_inputs, versions)
+            if any(needs_grad):
+                self._check_mutations_not_differentiated(local, histories)
             self._check_output(output)
             outputs = self._results(output, local)
             ticket = _ticket(outputs, grad_leaves) if any(needs_grad) else torch.tensor(-1)
         return [tensor.detach() for tensor in outputs] + [ticket]
+
+    def _check_mutations_not_differentiated(self, local: Sequence[torch.Tensor], histories: Sequence[Any]) -> None:
+        """A declared mutation is copied back into the input out of autograd's sight (as a
+        buffer's running statistics are): one autograd would have recorded is an error."""
+        for index, history in zip(self.mutated, histories):
+            if local[index].requires_grad and local[index].grad_fn is not history:
+                raise LeafFunctionError(
+                    f"leaf_function '{self.name}' changes its input `{self.input_names[index]}` in place "
+                    "in a way autograd records",
+                    explanation="A compiled call copies a declared mutation back into the input without "
+                                "recording it for autograd; here the new value depends on tensors that "
+                                "require grad.",
+                    hints=["Make the change under `torch.no_grad()` or with detached values, or return "
+                           "the new value instead of changing the input."],
+                    user_stack=user_frames_of_stack())
 
     def _check_mutations(self, flat_inputs: Sequence[Any], versions: Sequence[int | None]) -> None:
         for index, (item, version) in enumerate(zip(flat_inputs, versions)):
@@ -235,8 +254,9 @@ def call_operator(fn: Callable, fake: Callable, name: str, args: tuple, kwargs: 
     sites.append(site)
     results = site(*flat)
     num_outputs = site.num_outputs
-    for index, new_value in zip(mutated, results[num_outputs:]):
-        flat[index].copy_(new_value)  # once, seen by autograd
+    with torch.no_grad():  # once, out of autograd's sight (LeafCall._check_mutations_not_differentiated)
+        for index, new_value in zip(mutated, results[num_outputs:]):
+            flat[index].copy_(new_value)
     return site.output_tree(results[:num_outputs])
 
 

@@ -22,10 +22,11 @@ import warnings
 import weakref
 from typing import Any, Callable
 
-from .._core import config
-from .._core.counters import counters
+from .._core import config, dump
+from .._core.counters import counters, phase
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
+from . import events
 from .entries import (
     CompileSettings,
     build_entry,
@@ -144,10 +145,16 @@ class CompiledFunction:
                 warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
                 return fn(*args, **kwargs)
             counters["recompiles"][reason] += 1
+            if events.recompile_wanted():
+                events.recompiling(fn, [reason] + [failure_reason(entry, fn, args, kwargs)
+                                                   for entry in cache.entries[1:]])
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"):
+            entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+            entry.compile_scope = scope
+            events.entry_built(fn, entry, entry.__globals__)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result

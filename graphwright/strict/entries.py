@@ -19,7 +19,8 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
-from .._core import config
+from .._core import config, dump
+from .._core.counters import phase
 from .._core.errors import BackendError, GraphwrightError
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
@@ -64,6 +65,7 @@ class PerShapeCompiled:
     def __init__(self, backend: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> None:
         self.backend = backend
         self.gm = gm
+        self.scope = dump.current()  # later compiles are the entry's too
         self.by_layout = {self._layout(example_inputs): backend(gm, example_inputs)}
 
     @staticmethod
@@ -74,7 +76,8 @@ class PerShapeCompiled:
         layout = self._layout(inputs)
         compiled = self.by_layout.get(layout)
         if compiled is None:
-            compiled = self.by_layout[layout] = self.backend(self.gm, list(inputs))
+            with dump.within(self.scope), phase("backend"):
+                compiled = self.by_layout[layout] = self.backend(self.gm, list(inputs))
         return compiled(*inputs)
 
 
@@ -91,6 +94,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
         if settings.fullgraph and isinstance(brk.user_error, ImportError):
             raise import_error(brk) from None
         if settings.fullgraph:
+            events.compile_failed(fn, brk)
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
@@ -209,11 +213,13 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
 
 def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphModule, graph: Any) -> Callable:
     backend = settings.backend
+    events.graph_captured(fn, gm)
     try:
-        if graph.symbolic is not None and settings.backend_specialises:
-            compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
-        else:
-            compiled = backend(gm, list(graph.example_inputs))
+        with phase("backend"):
+            if graph.symbolic is not None and settings.backend_specialises:
+                compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
+            else:
+                compiled = backend(gm, list(graph.example_inputs))
     except Exception as error:
         raise BackendError(
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",

@@ -796,7 +796,8 @@ PROGRAMS.append(module_program("break_in_a_forward_hook", HookedModule, lambda: 
 
 
 class EncodesWithAnLSTM(nn.Module):
-    """A recurrent module between two layers: it runs eagerly between two graphs, as in PyTorch."""
+    """A recurrent module between two layers, with `allow_rnn` off (PyTorch's default): it runs
+    eagerly between two graphs."""
 
     def __init__(self):
         super().__init__()
@@ -809,9 +810,21 @@ class EncodesWithAnLSTM(nn.Module):
         return self.head(hidden[:, -1])
 
 
-PROGRAMS.append(module_program("recurrent_module_between_two_graphs", EncodesWithAnLSTM,
+def _call_without_allow_rnn(world, compiled, args):
+    import graphwright
+
+    graphwright.config.allow_rnn = False
+    try:
+        return compiled(*args.args, **args.kwargs)
+    finally:
+        graphwright.config.allow_rnn = True
+
+
+PROGRAMS.append(module_program("recurrent_module_between_two_graphs_without_allow_rnn", EncodesWithAnLSTM,
                                lambda: rand(2, 3, 4), fullgraph=False, frames=2, grad=True,
-                               reference={"frames": 0, "why": "TorchDynamo refuses the LSTM where it reads "
+                               call=_call_without_allow_rnn,
+                               reference={"frames": 0,
+                                          "why": "TorchDynamo refuses the LSTM where it reads "
                                           "`self.lstm`, not at its call, so it cannot resume there and "
                                           "runs the whole forward eagerly: no graph at all"}))
 

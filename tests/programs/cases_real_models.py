@@ -6,6 +6,7 @@ dict keyed by classes and typing forms, the `delattr` builtin, a dict read by ke
 its attributes, ..."""
 from __future__ import annotations
 
+import collections
 import os
 import typing
 
@@ -236,3 +237,101 @@ def _(x):
     hidden = x[:, None]
     hidden.requires_grad = True
     return (hidden * 2).sum(), hidden.requires_grad
+
+
+class _Registry(dict):
+    """transformers' `_CanRecordRegistry`: a dict subclass keyed by class name, filled as models
+    are built, read with its own `get`."""
+
+    def __setitem__(self, model, value):
+        super().__setitem__(type(model).__name__, value)
+
+    def __getitem__(self, key):
+        raise AssertionError("guards must not run an overridden __getitem__")
+
+    def get(self, model):
+        return super().get(type(model).__name__) or {}
+
+
+class _Classifier:
+    pass
+
+
+_REGISTRY = _Registry()
+_CLASSIFIER = _Classifier()
+
+
+def _registry_with(*names, scale=2.0):
+    def make():
+        dict.clear(_REGISTRY)
+        _REGISTRY[_CLASSIFIER] = {"scale": scale}
+        for name in names:
+            dict.__setitem__(_REGISTRY, name, {"scale": 0.0})
+        return rand(3)
+    return make
+
+
+@program("dict_subclass_read_by_key_does_not_recompile_when_another_key_is_added", _registry_with(),
+         changed=_registry_with("Other", "More"), frames_changed=1, reset=_registry_with(),
+         reference=dict(frames_changed=2, why="2.13 guards every key of a dict subclass it reads"))
+def _(x):
+    return x * _REGISTRY.get(_CLASSIFIER)["scale"], "Absent" in _REGISTRY
+
+
+@program("dict_subclass_read_by_key_recompiles_when_its_value_changes", _registry_with(),
+         changed=_registry_with(scale=3.0), frames_changed=2, reset=_registry_with())
+def _(x):
+    return x * _REGISTRY.get(_CLASSIFIER)["scale"]
+
+
+_COUNTS = collections.defaultdict(int)
+
+
+def _counts_with(**counts):
+    def make():
+        _COUNTS.clear()
+        _COUNTS.update(counts)
+        return rand(3)
+    return make
+
+
+@program("defaultdict_key_removed_misses_without_the_guard_inserting_it", _counts_with(a=2),
+         changed=_counts_with(b=1), frames_changed=2, reset=_counts_with(a=2),
+         observe=lambda world: sorted(_COUNTS.items()))
+def _(x):
+    return x * _COUNTS.get("a", 5)
+
+
+_COLLECTED = {"outputs": None}
+
+
+def _record_output(module, args, output):
+    if _COLLECTED["outputs"] is not None:
+        _COLLECTED["outputs"].append(output)
+
+
+class _HooksInstalledOnFirstCall(torch.nn.Module):
+    """transformers' output capturing: the first call that asks for hidden states registers a
+    forward hook on every layer, then runs the layers, whose hooks must run in that same call."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x):
+        if not getattr(self, "_hooks_installed", False):
+            for layer in self.layers:
+                layer.register_forward_hook(_record_output)
+            self._hooks_installed = True
+        _COLLECTED["outputs"] = []
+        for layer in self.layers:
+            x = layer(x)
+        collected, _COLLECTED["outputs"] = _COLLECTED["outputs"], None
+        return x, tuple(collected)
+
+
+PROGRAMS.append(module_program(
+    "forward_hooks_registered_in_the_region_run_in_the_same_call", _HooksInstalledOnFirstCall,
+    lambda: rand(2, 4), frames=[1, 2], observe=lambda module: len(module.layers[0]._forward_hooks),
+    reference=dict(xfail="2.13 cannot store RemovableHandle.next_id (register_forward_hook)",
+                   why="PyTorch cannot compile this program with fullgraph")))

@@ -21,12 +21,18 @@ guards is written by `residual.rebuild`.
 """
 from __future__ import annotations
 
+import dis
 import inspect
+import io
+import re
+import reprlib
 import types
 from typing import Any, Callable
 
 import torch
 
+from ..._core import dump
+from ..._core.counters import phase
 from .guards import STATE_KINDS, Guard, ordered
 from .sources import LocalSource, Source
 
@@ -89,12 +95,13 @@ class EntryWriter:
 
     def guard_lines(self, guards: list[Guard]) -> list[str]:
         """The guard section; the reads it needs are emitted in line, then `reads` starts afresh."""
-        lines = self.reads = []
-        for guard in ordered(guards):
-            value = "" if guard.kind in STATE_KINDS else self.expr(guard.source)
-            lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
-        self.reads = []
-        return lines
+        with phase("guards"):
+            lines = self.reads = []
+            for guard in ordered(guards):
+                value = "" if guard.kind in STATE_KINDS else self.expr(guard.source)
+                lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
+            self.reads = []
+            return lines
 
 
 def parameter_name(name: str) -> str:
@@ -157,7 +164,47 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
     body_block = "\n".join("    " + line for line in body)
     source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except ___Exception:\n"
               f"        return ___MISS\n{body_block}\n")
-    exec(compile(source, f"<graphwright entry for {name}>", "exec"), writer.namespace)
+    text, filename = source, f"<graphwright entry for {name}>"
+    if dump.active():  # compiled from the dumped file: tracebacks and debuggers show its lines
+        text = _file_header(writer, name) + source
+        filename = dump.write("entry.py", text)
+    exec(compile(text, filename, "exec"), writer.namespace)
     entry = writer.namespace["___entry"]
+    if not filename.startswith("<"):  # the dumped file ends with the entry's bytecode, as comments
+        listing = io.StringIO()
+        dis.dis(entry, file=listing)
+        dump.append(filename, "\n# bytecode:\n" + "".join(f"#   {line}\n" for line in listing.getvalue().splitlines()))
     entry.source = source
     return entry
+
+
+def _file_header(writer: EntryWriter, name: str) -> str:
+    """What a dumped entry file says before its code: how to read it, and what its names hold."""
+    scope = dump.current()
+    lines = [f"# graphwright cache entry {scope.entry} of `{name}` ({scope.location}).",
+             "# The guards come first: any that fails returns ___MISS, and the cache tries its next entry",
+             "# (or compiles a new one). Then the body: sources read once (___vN), the graph call, values",
+             "# rebuilt (___rN), side effects replayed, and the rest of the function (a resume function).",
+             "# The objects it refers to:"]
+    for key, value in writer.namespace.items():
+        if re.fullmatch(r"___c\d+", key):
+            text = " ".join(_short_repr(value).split())
+            lines.append(f"#   {key} = {text if len(text) <= 100 else text[:97] + '...'}")
+    return "\n".join(lines) + "\n"
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"<tensor of size {list(value.shape)}, {value.dtype}>"
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__qualname__} module at {id(value):#x}>"
+    if isinstance(value, dict) and "__builtins__" in value and "__name__" in value:
+        return f"<globals of module {value['__name__']}>"
+    name, module = getattr(value, "__qualname__", None), getattr(value, "__module__", None)
+    if isinstance(name, str) and isinstance(module, str):
+        return f"<{'class' if isinstance(value, type) else type(value).__name__} {module}.{name}>"
+    return _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 90

@@ -8,6 +8,7 @@ failed; that runs only on the slow path, never on a hit.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -18,8 +19,8 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "type": 1, "id": 1,
-         "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
+         "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
@@ -145,6 +146,8 @@ class Guard:
             name, mro = expected
             return f"{value}.__mro__ is {ref(mro)} and " + " and ".join(
                 f"{name!r} not in {ref(klass)}.__dict__" for klass in mro)
+        if kind == "subclasses":
+            return f"___tuple({value}.__subclasses__()) == {literal(expected, ref)}"
         if kind == "call":
             name, args, result = expected
             return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
@@ -159,6 +162,36 @@ class Guard:
             writer.namespace.update(SYMPY_INTERP)
             return substitute_inputs(code, [writer.expr(source) for source in sources])
         raise AssertionError(kind)
+
+    def describe(self) -> str:
+        """What the guard checks, in the user's terms (the `guards` log, dumps)."""
+        name, kind, expected = self.source.name(), self.kind, self.expected
+        if kind == "tensor":
+            shape = ", ".join(f"s{i}" if i in expected.dynamic else str(size) for i, size in enumerate(expected.shape))
+            layout = "contiguous" if expected.is_contiguous_layout() else f"stride={list(expected.stride)}"
+            return (f"tensor {name}: {expected.cls.__name__}, {expected.dtype}, {expected.device}, "
+                    f"size=[{shape}], {layout}, requires_grad={expected.requires_grad}"
+                    + (", inference" if expected.inference else ""))
+        if kind == "sizes":
+            code, sources = expected
+            return f"sizes satisfy: {substitute_inputs(code, [source.name() for source in sources])}"
+        if kind in ("alias", "distinct"):
+            return f"{name} {'is' if kind == 'alias' else 'is not'} {expected.name()}"
+        described = {
+            "type": lambda: f"type of {name} is {getattr(expected, '__qualname__', expected)}",
+            "id": lambda: f"{name} is the object {_short(expected)}",
+            "const": lambda: f"{name} == {_short(expected)}",
+            "len": lambda: f"len({name}) == {expected}",
+            "keys": lambda: f"keys of {name} are {list(expected)}",
+            "contains": lambda: f"{name} {'has' if expected[1] else 'lacks'} the key {expected[0]!r}",
+            "no_hooks": lambda: f"module {name} has no hooks",
+            "lacks": lambda: f"{name} has no attribute '{expected}'",
+            "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",
+            "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
+            "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
+            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+        }
+        return described[kind]()
 
     def failure(self, actual: Any) -> str | None:
         """Why `actual` fails this guard, in the user's terms; None when it passes."""
@@ -184,6 +217,8 @@ class Guard:
             return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
+        if kind == "subclasses" and tuple(actual.__subclasses__()) != expected:
+            return f"the subclasses of class '{name}' changed"
         if kind == "mro_lacks" and (actual.__mro__ is not expected[1]
                                     or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
             return f"class '{name}' has an attribute '{expected[0]}' now"
@@ -254,3 +289,9 @@ def ordered(guards: list[Guard]) -> list[Guard]:
     for guard in guards:
         unique.setdefault(guard.dedup_key(), guard)
     return sorted(unique.values(), key=lambda guard: guard.cost)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = getattr(value, "__qualname__", None) if not isinstance(value, str) else None
+    text = text or (f"module {value.__name__}" if isinstance(value, types.ModuleType) else repr(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -219,16 +219,17 @@ class ConstantSource(Source):
 
 
 def builtin_contents(container: Any, base: type) -> Any:
-    """The items of an instance of a dict, list or tuple subclass, read through its builtin
-    base (so that no overridden `__iter__` or `__getitem__` runs): a plain dict or list."""
+    """The items of an instance of a dict, list or tuple subclass as its builtin base keeps them
+    (so that no overridden `__iter__` or `__getitem__` runs): a dict's keys, as a live view of
+    the base (`in`, `len` and iteration, no copy), a list's or tuple's items, as a list."""
     if issubclass(base, dict):
-        return dict(base.items(container))
+        return base.keys(container)
     return list(base.__iter__(container))
 
 
 @dataclass(frozen=True)
 class ContentsSource(Source):
-    """The items of an instance of a user subclass of dict, list or tuple, as a plain copy."""
+    """The contents of an instance of a user subclass of dict, list or tuple (`builtin_contents`)."""
 
     base: Source
     builtin: type
@@ -241,3 +242,28 @@ class ContentsSource(Source):
 
     def name(self) -> str:
         return f"the items of {self.base.name()}"
+
+
+def own_item(container: dict, key: Any) -> Any:
+    """`container[key]` as `dict` keeps it: no overridden `__getitem__` runs, and no `__missing__`
+    either (a defaultdict's would insert the key); KeyError when the key is absent."""
+    if not dict.__contains__(container, key):
+        raise KeyError(key)
+    return dict.__getitem__(container, key)
+
+
+@dataclass(frozen=True)
+class OwnItemSource(Source):
+    """An item of an instance of a dict subclass, as the builtin dict keeps it (`own_item`)."""
+
+    base: Source
+    key: Any
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(own_item)}({writer.expr(self.base)}, {literal(self.key, writer.ref)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return own_item(self.base.read(fn, local_values), self.key)
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"

@@ -203,12 +203,18 @@ HIGHER_ORDER_CALL = define_kind(
     "`{op}` cannot be captured here: {reason}.",
     "Check the call against the operator's documentation (argument kinds and structure).",
     "Move the call out of the compiled region.")
+MODULE_WRAPPER = define_kind(
+    "GB050", "Call of a `DistributedDataParallel` module",
+    "`{name}` runs its forward as Python, as under torch.compile: it prepares DDP's reducer and "
+    "the hooks that all-reduce gradients in eager autograd. The module it wraps is compiled in "
+    "its own graphs, split at DDP's gradient buckets.",
+    "Compile the DDP module itself (`graphwright.compile(ddp_model)`) or the module before "
+    "wrapping it, and call it outside the compiled function.")
 RECURRENT_MODULE = define_kind(
     "GB042", "Recurrent module (RNN, GRU, LSTM)",
-    "`{name}` is an `nn.RNNBase` module: its fused kernels are not captured (as in PyTorch, "
-    "whose `allow_rnn` setting is off by default), so it runs eagerly between two graphs.",
-    "Set `graphwright.config.allow_rnn = True` to trace it with the `eager` backend.",
-    "Call the cell modules (`nn.LSTMCell`, `nn.GRUCell`) in a Python loop to capture the recurrence.")
+    "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "
+    "default), so it runs eagerly between two graphs.",
+    "Set `graphwright.config.allow_rnn = True` (graphwright's default) to trace it into the graph.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

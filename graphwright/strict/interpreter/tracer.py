@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from ..._core import config
+from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.user_stack import is_user_file
 from ..guards.guards import Guard, global_state
@@ -163,6 +164,12 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes;
     `stop_at` is a step of `fn`'s frame to stop before (see `Frame.checkpoint`);
     `data_dependence` whether values computed from data are captured (else they break)."""
+    with phase("trace"):
+        return _trace(fn, args, kwargs, dynamic_all, dynamic_dims, stop_at, data_dependence)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_dims: dict[Source, frozenset[int]] | None,
+           stop_at: int | None, data_dependence: DataDependence) -> TraceResult:
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)), data_dependence)
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)

@@ -19,8 +19,13 @@ import torch
 
 from ..._core.errors import InvalidMarkingError
 from ..._core.flat_call import apply_flat_call
-from ..._core.leaf_function import LeafFunctionInfo, leaf_function_info, named_input_tensors
+from ..._core.leaf_function import (
+    LeafFunctionInfo,
+    leaf_function_info,
+    named_input_tensors,
+)
 from ..._core.leaf_op import LeafCall
+from ..interpreter.contexts import set_grad_mode
 from ..objects.values import TensorValue, Value
 from . import marking_breaks as mb
 from .nonstrict_calls import function_name, trace_on_fakes
@@ -69,8 +74,12 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
         tensors = site(*fakes)
     result = tracer.graph.call_with_result(site, inputs, tensors)
     num_tensors, num_outputs = len(site.fake_metadata), site.num_outputs
-    for index, new_value in zip(mutated, result.items[num_outputs:]):
-        tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
+    if mutated:  # copied back out of autograd's sight, as the operator's kernel checks
+        grad_enabled = torch.is_grad_enabled()
+        set_grad_mode(tracer, False)
+        for index, new_value in zip(mutated, result.items[num_outputs:]):
+            tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
+        set_grad_mode(tracer, grad_enabled)
     # A scalar the fake computes from data comes back as a 0-dim tensor: its value is `.item()`.
     scalars = [tracer.graph.call("call_method", "item", [value], {})
                for value in result.items[num_tensors:num_outputs]]

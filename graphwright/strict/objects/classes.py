@@ -617,9 +617,11 @@ def _name(tracer: "Tracer", value: Value) -> str:
 
 def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
                          kwargs: dict[str, Value]) -> Value | None:
-    """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`:
-    a method of a modelled builtin base called on a modelled value; None for other calls."""
-    if not isinstance(target, _BUILTIN_METHODS) or target.__objclass__ not in MODELLED_BASES or not args:
+    """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`,
+    `set.union(a, b)`: a method of a modelled builtin base (or of set) called on a modelled
+    value; None for other calls."""
+    if not isinstance(target, _BUILTIN_METHODS) or not args or \
+            target.__objclass__ not in MODELLED_BASES and target.__objclass__ is not set:
         return None
     receiver = args[0]
     if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):

@@ -201,8 +201,36 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
     raise tracer.user_error(ValueError("value is not in list"))
 
 
+_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset",
+                          "issuperset", "isdisjoint"})
+_SET_UPDATES = frozenset({"intersection_update", "difference_update", "symmetric_difference_update"})
+
+
+def _set_algebra(tracer: "Tracer", members: DictValue, name: str, args: list[Value]) -> Value | None:
+    """Set algebra on sets of constants, computed on the real sets; None when a set or an
+    argument holds values the region made."""
+    if not (operations.is_constant_tree(members) and all(operations.is_constant_tree(arg) for arg in args)):
+        return None
+    real = operations.python_value(tracer, members)
+    others = [operations.python_value(tracer, arg) for arg in args]
+    try:
+        if name in _SET_QUERIES:
+            return operations.constant_result(getattr(real, name)(*others))
+        getattr(real, name)(*others)
+    except Exception as error:
+        raise tracer.user_error(error, f"set.{name}()")
+    tracer.side_effects.mutate(members)
+    members.items.clear()
+    members.items.update({item: ConstantValue(item) for item in real})
+    return NONE
+
+
 def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
                  kwargs: dict[str, Value]) -> Value:
+    if mapping.kind is set and name in _SET_QUERIES | _SET_UPDATES and not kwargs:
+        computed = _set_algebra(tracer, mapping, name, args)
+        if computed is not None:
+            return computed
     key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
     if name == "get":
         found = mapping.lookup(key)

@@ -26,7 +26,9 @@ from ..guards.sources import (
     ContentsSource,
     ItemSource,
     ModuleDictSource,
+    OwnItemSource,
     Source,
+    own_item,
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_builder import tensor_kind
@@ -177,10 +179,6 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         tracer.add_guard(source, "type", set)
         tracer.add_guard(source, "keys", tuple(real))
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
-    if isinstance(real, (dict, list, tuple)) and not isinstance(real, torch.nn.Module):
-        value = _wrap_container_subclass(tracer, real, cls, source)
-        if value is not None:
-            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
@@ -205,6 +203,11 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
+    if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
+        # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(_attr(source, "__self__"), "id", real.__self__)
+        return ConstantValue(real, source)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
@@ -214,43 +217,62 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
 class OutsideDict:
     """Reads a dict found outside the region as the program reads it. A lookup guards what it
     saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
-    recompile when another variable is set); using the dict as a whole guards all its keys."""
+    recompile when another variable is set); using the dict as a whole guards all its keys.
 
-    __slots__ = ("tracer", "real", "source")
+    For an instance of a dict subclass, `builtin` is its builtin base (dict, OrderedDict,
+    defaultdict): the items are read, and guarded, through the base's own methods, so that no
+    overridden `__getitem__`, `__contains__` or `__iter__` runs."""
 
-    def __init__(self, tracer: "Tracer", real: Any, source: Source | None) -> None:
+    __slots__ = ("tracer", "real", "source", "builtin")
+
+    def __init__(self, tracer: "Tracer", real: Any, source: Source | None, builtin: type | None = None) -> None:
         self.tracer = tracer
         self.real = real
         self.source = source
+        self.builtin = builtin
+
+    def _keys_source(self) -> Source | None:
+        if self.builtin is None or self.source is None:
+            return self.source
+        return ContentsSource(self.source, self.builtin)
+
+    def _item_source(self, key: Any) -> Source | None:
+        if self.builtin is None or self.source is None:
+            return _item(self.source, key)
+        return OwnItemSource(self.source, key)
+
+    def _item(self, key: Any) -> Value:
+        real = self.real[key] if self.builtin is None else own_item(self.real, key)
+        return wrap(self.tracer, real, self._item_source(key))
 
     def read_key(self, key: Any) -> Value | None:
-        if key in self.real:  # re-reading the value fails the guards once the key is gone
-            return wrap(self.tracer, self.real[key], _item(self.source, key))
-        self.tracer.add_guard(self.source, "contains", (key, False))
+        # re-reading the value fails the guards once the key is gone
+        if key in self.real if self.builtin is None else dict.__contains__(self.real, key):
+            return self._item(key)
+        self.tracer.add_guard(self._keys_source(), "contains", (key, False))
         return None
 
     def read_all(self) -> dict[Any, Value]:
-        self.tracer.add_guard(self.source, "keys", tuple(self.real))
-        return {key: wrap(self.tracer, item, _item(self.source, key)) for key, item in self.real.items()}
+        keys = tuple(self.real if self.builtin is None else self.builtin.__iter__(self.real))
+        self.tracer.add_guard(self._keys_source(), "keys", keys)
+        return {key: self._item(key) for key in keys}
 
 
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
     """An instance of a subclass of dict, OrderedDict, defaultdict, list or tuple: its items
-    are read through the builtin base (no overridden method runs), its attributes by source."""
+    are read through the builtin base (no overridden method runs), a dict's as the program
+    reads them; its attributes by source."""
     from .classes import builtin_base
 
     base = builtin_base(cls)
     if base not in (dict, collections.OrderedDict, collections.defaultdict, list, tuple):
         return None
-    contents = None if source is None else ContentsSource(source, base)
     if isinstance(real, dict):
-        keys = list(base.__iter__(real))
-        if not all(is_dict_key(key) for key in keys):
+        if not all(is_dict_key(key) for key in base.__iter__(real)):
             return None
         tracer.add_guard(source, "type", cls)
-        tracer.add_guard(contents, "keys", tuple(keys))
-        items = {key: wrap(tracer, dict.__getitem__(real, key), _item(contents, key)) for key in keys}
-        return DictValue(items, dict, source, cls=cls, obj=real)
+        return DictValue({}, dict, source, cls=cls, obj=real, reader=OutsideDict(tracer, real, source, base))
+    contents = None if source is None else ContentsSource(source, base)
     tracer.add_guard(source, "type", cls)
     elements = list(base.__iter__(real))
     tracer.add_guard(contents, "len", len(elements))
