@@ -58,8 +58,8 @@ class OptimizedModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
         forward = type(mod).forward  # read at each call: the class's method may be replaced
-        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks \
-                or "forward" in mod.__dict__ or type(forward) is not types.FunctionType:
+        if is_module_wrapper(mod) or mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks \
+                or mod._backward_pre_hooks or "forward" in mod.__dict__ or type(forward) is not types.FunctionType:
             return self._compiled_call(*args, **kwargs)
         return self._compiled_forward.call_as(forward, mod, *args, **kwargs)
 

@@ -190,6 +190,10 @@ class Guard:
             "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
             "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
             "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+            "code": lambda: f"{name} is the code object {_short(expected)} (or an equal one)",
+            "global_hooks": lambda: "no module hook is registered for every module",
+            "query": lambda: f"{getattr(expected[0], '__qualname__', expected[0])}() == {expected[1]!r}",
+            "subclasses": lambda: f"the subclasses of {name} are {[cls.__qualname__ for cls in expected]}",
         }
         return described[kind]()
 
