@@ -110,8 +110,12 @@ def run(item: Case, compiler: str) -> list[tuple[Any, int | None]]:
             return call_all(world, torch.compile(world.target, backend=counter, fullgraph=item.fullgraph), counter)
         graphwright.reset()
         counter = CompileCounter()
-        return call_all(world, graphwright.compile(world.target, backend=counter, fullgraph=item.fullgraph),
-                        counter)
+        compiled = graphwright.compile(world.target, backend=counter, fullgraph=item.fullgraph)
+        records = call_all(world, compiled, counter)
+        wrapper = getattr(compiled, "_compiled_forward", compiled)
+        for entry in wrapper._cache.entries:  # every guard made can say what it checks (logs, dumps)
+            assert all(guard.describe() for guard in entry.guards)
+        return records
     finally:
         world.cleanup()
 
