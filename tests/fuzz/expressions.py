@@ -33,7 +33,12 @@ REDUCTIONS = ("{}.sum({}, keepdim={})", "{}.mean({}, keepdim={})", "{}.amax({}, 
               "{}.prod({}, keepdim={}).clamp(-4.0, 4.0)")
 CASTS = (("{}.to(torch.float64)", "float64"), ("{}.double()", "float64"), ("{}.float()", "float32"),
          ("{}.to(torch.float32)", "float32"))
-KINDS = ("leaf", "unary", "binary", "scalar", "where", "reduction", "matmul", "cast", "integer")
+INDEXING = ("{e}.index_select(0, torch.arange({e}.shape[0]).flip(0))", "{e}.gather(-1, {e}.argsort(dim=-1))",
+            "{e}[torch.arange({e}.shape[0]) % {e}.shape[0]]",
+            "torch.take_along_dim({e}, {e}.argmin(dim=-1, keepdim=True).expand_as({e}), dim=-1)",
+            "{e}.scatter(-1, {e}.argsort(dim=-1), {e})")
+"""Index tensors made in the region, the shape kept (the operand is a variable read once per use)."""
+KINDS = ("leaf", "unary", "binary", "scalar", "where", "reduction", "matmul", "cast", "integer", "index")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +136,12 @@ def expression(b: Builder, shape: Shape, depth: int = 3) -> Expr:
         template, dtype = b.choice(CASTS)
         b.feature("cast")
         return Expr(template.format(operand(inner.code)), dtype, inner.grad)
+    if kind == "index":
+        inner = leaf(b, shape)
+        if not shape:
+            return inner
+        b.feature("index_tensor")
+        return Expr(b.choice(INDEXING).format(e=operand(inner.code)), inner.dtype, inner.grad)
     inner = expression(b, shape, depth - 1)
     b.feature("integer")
     template = b.choice(["(({} * 3.0).floor().long() % 3).to({})", "({} > 0).to({})"])

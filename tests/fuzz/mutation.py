@@ -83,9 +83,10 @@ def view_of(b: Builder, var: TensorVar) -> tuple[str, tuple] | None:
     options = [(f"{var.name}.view({var.name}.shape)", shape)]
     if shape:
         options += [(f"{var.name}[0]", shape[1:]), (f"{var.name}.unsqueeze(0)", (1,) + shape),
-                    (f"{var.name}.view(-1)", None), (f"{var.name}[1:]", (dim_minus_one(shape[0]),) + shape[1:]),
-                    (f"{var.name}.narrow(0, 0, 1)", (1,) + shape[1:]),
+                    (f"{var.name}.view(-1)", None), (f"{var.name}.narrow(0, 0, 1)", (1,) + shape[1:]),
                     (f"{var.name}.select(-1, 0)", shape[:-1])]
+        if shape[0] in b.symbols or isinstance(shape[0], int) and shape[0] >= 2:  # never empty
+            options.append((f"{var.name}[1:]", (dim_minus_one(shape[0]),) + shape[1:]))
     if len(shape) >= 2:
         options += [(f"{var.name}.t()" if len(shape) == 2 else f"{var.name}.transpose(0, 1)",
                      (shape[1], shape[0]) + shape[2:]),

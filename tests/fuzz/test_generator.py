@@ -15,7 +15,7 @@ from fuzz.runner import MISMATCH, OK, Config, check, load
 # What the issue asks the generator to mix, by the features it records.
 REQUIRED_FEATURES = {
     "tensor expressions": ["unary", "binary", "broadcast", "scalar", "reduction", "matmul", "where", "cast",
-                           "integer", "indexing", "input_float64"],
+                           "integer", "indexing", "index_tensor", "input_float64"],
     "control flow": ["if_size", "if_int", "if_metadata", "if_global", "if_update", "for_constant", "for_int",
                      "for_size", "while", "grad_mode", "try"],
     "containers": ["list", "tuple", "dict", "sizes", "input_list"],
