@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ItemSource, WeakrefSource
+from ..guards.sources import AttrSource, ItemSource, WeakReferenceSource, WeakrefSource
 from .. import operators
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, methods, operations
@@ -61,7 +61,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
     if isinstance(function, operators.TransformedFunction):
         return function.call(tracer, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
-        source = None if function.source is None else WeakrefSource(function.source)
+        source = function.source
+        if source is not None:
+            source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
     if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
         return _call_partial(tracer, function, args, kwargs)
@@ -204,6 +206,8 @@ def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], k
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if cls is weakref.ref:
+        return _weak_reference(tracer, args, kwargs)
     if cls in contexts.MODELLED_CLASSES:
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
@@ -212,10 +216,28 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
-    if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
-                                                  for v in [*args, *kwargs.values()]):
+    if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
+            and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    return instances.call_class(tracer, cls, args, kwargs)  # user classes, nn.Module's subclasses too
+    # user classes, nn.Module's subclasses, torch's classes written in Python (their
+    # constructors may keep their arguments or change class state: run here, they would
+    # keep copies and change the world while tracing)
+    return instances.call_class(tracer, cls, args, kwargs)
+
+
+def _weak_reference(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`weakref.ref(obj)` of an object that existed before the region: the reference itself,
+    made again from the object's source at call time; calling it gives the object as the
+    region sees it."""
+    real = tracer.real_by_value.get(id(args[0])) if len(args) == 1 and not kwargs else None
+    if real is None or args[0].source is None:
+        what = "with a callback" if len(args) > 1 or kwargs else "to an object made in the region"
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "instantiate weakref.ref", name=f"weakref.ref {what}")
+    try:
+        reference = weakref.ref(real)
+    except TypeError as error:  # a dict, an int: not weakly referenceable
+        raise tracer.user_error(error) from None
+    return ConstantValue(reference, WeakReferenceSource(args[0].source))
 
 
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
