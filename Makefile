@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-corpus-reference bench docs clean
+.PHONY: demo test test-quick test-browser test-corpus-reference fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,11 +24,29 @@ test: $(STAMP)
 	$(PY) -m pytest -q tests
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow and not browser" tests
+
+# The HTML report in headless Chromium: Debian's chromium package (installed with apt-get when
+# missing; needs root or sudo) driven by Playwright from PyPI through its executable_path
+# (Playwright's own browser download is never used).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+test-browser: $(STAMP)
+	test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver; }
+	$(PY) -c "import playwright" 2>/dev/null || $(PY) -m pip install --quiet playwright
+	$(PY) -m pytest -q -m browser tests
 
 # The differential corpus run through PyTorch's torch.compile: validates its expectations.
 test-corpus-reference: $(STAMP)
 	GW_CORPUS_REFERENCE=1 $(PY) -m pytest -q tests/programs
+
+# A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;
+# shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`.
+N ?= 1000
+SEED ?= random
+fuzz: $(STAMP)
+	PYTHONPATH=tests $(PY) -m fuzz --programs $(N) --seed $(SEED)
 
 # Fixed glibc malloc thresholds: otherwise, depending on a process's heap history,
 # large per-call buffers are unmapped and faulted back in on every call (seen as

@@ -3,9 +3,10 @@
 The public API is documented in the project's API.md; everything public is
 importable from here. This file only re-exports.
 """
-from . import testing
+from . import debug, testing
 from ._core import config
 from ._core.counters import counters
+from ._core.logs import set_logs
 from ._core.errors import (
     BackendError,
     ConstraintViolationError,
@@ -69,4 +70,6 @@ __all__ = [
     "make_fx",
     "register_backend",
     "testing",
+    "debug",
+    "set_logs",
 ]

@@ -15,8 +15,12 @@ import torch
 from ._core.counters import clear_counters
 from ._core.errors import GraphwrightError
 from .backends import list_backends, lookup_backend
+from .backends.ddp_buckets import BucketedBackend
+from .backends.registry import configured_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
+from .strict.residual.call_routing import CallRouter
+from .strict.residual.module_wrappers import is_module_wrapper
 from .strict.explain import ExplainOutput, explain_call
 from .strict.marked.markers import (
     disable,
@@ -39,17 +43,25 @@ class OptimizedModule(torch.nn.Module):
     def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod
-        self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
-        # with hooks of its own, the module is called as a whole, so its hooks are traced too
-        self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
+        if is_module_wrapper(mod):
+            # DDP's forward runs as Python (its reducer and gradient hooks belong to eager
+            # autograd); the module it wraps is compiled
+            call = CallRouter(compile_fn).wrapper_call(type(mod))
+            self.__dict__["_compiled_forward"] = call
+            self.__dict__["_compiled_call"] = functools.partial(call, mod)
+        else:
+            self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
+            # with hooks of its own, the module is called as a whole, so its hooks are traced too
+            self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
         self.training = mod.training
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
+        forward = type(mod).forward  # read at each call: the class's method may be replaced
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or mod._backward_pre_hooks \
-                or "forward" in mod.__dict__:  # a forward of the instance's own
+                or "forward" in mod.__dict__ or type(forward) is not types.FunctionType:
             return self._compiled_call(*args, **kwargs)
-        return self._compiled_forward(mod, *args, **kwargs)
+        return self._compiled_forward.call_as(forward, mod, *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         if name == "_orig_mod":
@@ -133,7 +145,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
 
     `dynamic=False` specialises every size; `True` traces input sizes as symbols from the start;
     `None` specialises first and, when a size changes, recompiles with that dimension symbolic.
-    `mode` and `options` are accepted and unused.
+    `mode` ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs") or
+    `options` (Inductor config names and values) configure the `inductor` backend as in
+    `torch.compile`; another backend receives them as keyword arguments.
 
     >>> @graphwright.compile(fullgraph=True, backend="eager")
     ... def f(x):
@@ -151,7 +165,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             return model
         model = mark.original  # disabled with recursive=False: compiling it directly compiles it
     compiler = lookup_backend(backend)
-    settings = CompileSettings(compiler, fullgraph, dynamic, _specialises_sizes(compiler))
+    specialises = _specialises_sizes(compiler)
+    compiler = configured_backend(compiler, mode, options, dynamic)
+    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises)
     if isinstance(model, type):
         return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):

@@ -212,3 +212,66 @@ def test_dynamic_graph_from_the_strict_tracer_is_compiled_once_for_every_size():
         (grad,) = torch.autograd.grad(out.sum(), w)
         torch.testing.assert_close(grad, torch.autograd.grad(fn(x, w).sum(), w)[0])
     assert counter.frame_count == 1
+
+
+def _scaled_by_detached(x, old):
+    return x * old.detach().sum() + x
+
+
+def test_an_input_that_gets_no_gradient_does_not_reach_its_autograd_graph():
+    # `old` comes from an autograd graph whose backward already ran (a tensor an earlier call
+    # stored): eager never goes back into it, nor may the compiled backward.
+    x = torch.randn(3, requires_grad=True)
+    source = torch.randn(3, requires_grad=True)
+    old = source * 2
+    old.sum().backward()
+    compiled = aot_eager(graph_of(_scaled_by_detached), [x, old])
+    compiled(x, old).sum().backward()
+    expected = torch.autograd.grad(_scaled_by_detached(x, old).sum(), [x])[0]
+    torch.testing.assert_close(x.grad, expected)
+
+
+def _two_outputs(x, y):
+    return x * 2, y.exp() + x.sum()
+
+
+def test_an_input_only_an_unused_output_depends_on_gets_no_gradient():
+    # Backpropagating through the second output only: `y`'s gradient comes from it, `x`'s
+    # too (through the sum); a third input reached only from the first output gets None.
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = aot_eager(graph_of(_two_outputs), [x, y])
+    compiled(x, y)[1].sum().backward()
+    expected_x, expected_y = torch.autograd.grad(_two_outputs(x, y)[1].sum(), [x, y])
+    torch.testing.assert_close(x.grad, expected_x)
+    torch.testing.assert_close(y.grad, expected_y)
+
+
+def _doubled_and_exp(x, y):
+    return x * 2, y.exp()
+
+
+def test_an_input_reached_only_through_an_unused_output_has_no_gradient_as_in_eager():
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled = aot_eager(graph_of(_doubled_and_exp), [x, y])
+    compiled(x, y)[1].sum().backward()
+    assert x.grad is None  # eager: no gradient reaches x (not a zero one)
+    torch.testing.assert_close(y.grad, y.exp().detach())
+
+
+def _flat_and_no_grad_view(x):
+    flat = x.flatten()
+    with torch.no_grad():
+        view = x.unsqueeze(0)
+    return view, flat
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_view_made_under_no_grad_is_a_leaf_that_requires_grad_as_in_eager(dynamic):
+    compiled = graphwright.compile(_flat_and_no_grad_view, backend="aot_eager", dynamic=dynamic)
+    x = torch.randn(2, 3, requires_grad=True)
+    view, flat = compiled(x)
+    expected, _ = _flat_and_no_grad_view(x)
+    assert (view.requires_grad, view.is_leaf) == (expected.requires_grad, expected.is_leaf) == (True, True)
+    view.sin().sum().backward()
+    assert x.grad is None  # eager: no gradient flows through a no-grad view to its base
+    assert flat.grad_fn is not None

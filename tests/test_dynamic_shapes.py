@@ -188,17 +188,21 @@ def _decode(model, ids, steps=16):
     return torch.cat(tokens, 1)
 
 
-def test_decoding_with_a_dynamic_cache_matches_eager_tokens_with_pytorchs_compile_count():
-    """Prefill, the first step (a cache now), then every later step (its length symbolic)."""
+@pytest.mark.parametrize("dynamic, compiles", [(None, 3), (True, 2)])
+def test_decoding_with_a_dynamic_cache_matches_eager_tokens_with_pytorchs_compile_count(dynamic, compiles):
+    """Prefill, then decoding: with automatic dynamic shapes the first step sees the cache for
+    the first time (static) and the second makes its length symbolic; with `dynamic=True` every
+    step shares one graph from the first. PyTorch compiles as often."""
     model = _tiny_llama()
     ids = torch.randint(1, 100, (1, 5))
     ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
     with torch.no_grad():
         expected = _decode(model, ids)
-        tokens = _decode(graphwright.compile(model, backend=ours, fullgraph=True), ids)
-        _decode(torch.compile(model, backend=theirs, fullgraph=True), ids)
+        tokens = _decode(graphwright.compile(model, backend=ours, fullgraph=True, dynamic=dynamic), ids)
+        torch._dynamo.reset()
+        _decode(torch.compile(model, backend=theirs, fullgraph=True, dynamic=dynamic), ids)
     assert torch.equal(tokens, expected)
-    assert ours.frame_count <= theirs.frame_count == 3
+    assert ours.frame_count <= theirs.frame_count == compiles
 
 
 def test_generate_through_a_compiled_forward_matches_eager():
@@ -258,9 +262,20 @@ def _shifted_and_length(x, n):
     return x + n, x.size(0)
 
 
+@graphwright.leaf_function
+def _leaf_scaled_and_total(x, n):
+    return x * n, x.sum() + n
+
+
+@_leaf_scaled_and_total.register_fake
+def _(x, n):
+    return torch.empty_like(x), x.sum()
+
+
 @pytest.mark.parametrize("fn", [lambda x: _scaled_by(x, x.shape[0]),
-                                lambda x: (lambda y, m: y * m)(*_shifted_and_length(x, x.shape[0]))],
-                         ids=["allow_in_graph", "nonstrict_trace"])
+                                lambda x: (lambda y, m: y * m)(*_shifted_and_length(x, x.shape[0])),
+                                lambda x: _leaf_scaled_and_total(x, x.shape[0])],
+                         ids=["allow_in_graph", "nonstrict_trace", "leaf_function"])
 def test_symbolic_sizes_go_through_marked_functions_without_specialising(fn):
     counter = CompileCounter()
     compiled = graphwright.compile(fn, backend=counter, dynamic=True, fullgraph=True)
@@ -268,3 +283,32 @@ def test_symbolic_sizes_go_through_marked_functions_without_specialising(fn):
         x = torch.randn(size)
         torch.testing.assert_close(compiled(x), fn(x))
     assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_leaf_function_takes_a_symbolic_size_with_gradients(backend):
+    def fn(x):
+        scaled, total = _leaf_scaled_and_total(x, x.shape[0])
+        return scaled.sum() * total
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(fn, backend=counter, dynamic=True, fullgraph=True)
+    for size in (3, 5, 7):
+        x = torch.randn(size, 2, requires_grad=True)
+        x_eager = x.detach().clone().requires_grad_()
+        compiled(x).backward()
+        fn(x_eager).backward()
+        torch.testing.assert_close(x.grad, x_eager.grad)
+    assert counter.frame_count == 1
+
+
+def test_compiling_generate_itself_captures_graphs_and_matches_eager():
+    """`generate` is wrapped by transformers' decorators and torch's `no_grad()`: the wrappers
+    run as they are, the library functions they reach are compiled (as a frame hook would)."""
+    model = _tiny_llama()
+    ids = torch.randint(1, 100, (1, 5))
+    expected = model.generate(ids, max_new_tokens=8, do_sample=False)
+    counter = CompileCounter()
+    tokens = graphwright.compile(model.generate, backend=counter)(ids, max_new_tokens=8, do_sample=False)
+    assert torch.equal(tokens, expected)
+    assert counter.frame_count >= 5  # the forward, the logits processing; PyTorch: 12

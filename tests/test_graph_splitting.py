@@ -18,7 +18,7 @@ import torch._dynamo.testing
 
 import graphwright
 from graphwright.strict.cache import _CACHES
-from graphwright.testing import CompileCounter
+from graphwright.testing import CompileCounter, CompileCounterWithBackend
 
 
 @pytest.fixture(autouse=True)
@@ -206,6 +206,112 @@ def test_a_failure_while_splitting_falls_back_to_eager_with_a_warning(monkeypatc
     torch.testing.assert_close(result, x * 2 + 1)
 
 
+def _long_loop_with_a_break():
+    """A loop whose body is long enough that CPython jumps back to an EXTENDED_ARG prefix."""
+    body = "".join(f"        x = x * 1.001 + {index}\n" for index in range(150))
+    source = ("def f(x, step):\n"
+              "    for _ in range(2):\n"
+              "        x = step(x)\n" + body +
+              "    return x\n")
+    namespace: dict = {}
+    exec(compile(source, "<long loop>", "exec"), namespace)
+    return namespace["f"]
+
+
+def test_a_long_function_whose_jumps_land_on_extended_args_runs_routed():
+    f = _long_loop_with_a_break()
+    assert any(inst.opname == "EXTENDED_ARG" and inst.is_jump_target for inst in dis.get_instructions(f))
+
+    def step(t):
+        graphwright.graph_break()
+        return t + 1
+
+    counter = CompileCounter()
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = graphwright.compile(f, backend=counter)(x, step)
+    torch.testing.assert_close(result, f(x, step))
+    assert counter.frame_count == 1  # `step` after its break, compiled by the router
+
+
+def test_a_failure_routing_calls_runs_the_function_as_it_is_with_a_warning(monkeypatch):
+    from graphwright.strict.residual import call_routing
+
+    def broken(code, router):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(call_routing, "_rewrite_calls", broken)
+
+    def f(x):
+        for _ in range(2):
+            graphwright.graph_break()
+            x = x + 1
+        return x
+
+    x = torch.randn(3)
+    with pytest.warns(UserWarning, match="could not route the calls made by"):
+        result = graphwright.compile(f, backend="eager")(x)
+    torch.testing.assert_close(result, x + 2)
+
+
+def test_a_training_step_with_an_optimizer_splits_and_trains_as_eager():
+    """zero_grad (disabled for compilers in torch.optim), backward, clip_grad_norm_, Adam's
+    step: each break splits, the optimizer's functions are compiled when called."""
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            return loss
+        return model, step
+
+    (model, step), (compiled_model, compiled_step), (_, reference_step) = make(), make(), make()
+    ours, theirs = CompileCounter(), torch._dynamo.testing.CompileCounter()
+    compiled_step = graphwright.compile(compiled_step, backend=ours)
+    torch._dynamo.reset()
+    reference_step = torch.compile(reference_step, backend=theirs)
+    for _ in range(3):
+        x, y = torch.randn(2, 4), torch.randn(2)
+        torch.testing.assert_close(compiled_step(x, y), step(x, y))
+        reference_step(x, y)
+    for expected, got in zip(model.state_dict().values(), compiled_model.state_dict().values()):
+        torch.testing.assert_close(got, expected)
+    assert ours.frame_count == theirs.frame_count
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_recurrent_module_is_traced_and_refused_without_allow_rnn(backend, monkeypatch):
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 3, num_layers=2, batch_first=True)
+
+    def f(x):
+        return lstm(x)[0].sum()
+
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    counter = CompileCounterWithBackend(backend)
+    result = graphwright.compile(f, backend=counter, fullgraph=True)(x)
+    result.backward()
+    got = [x.grad.clone()] + [p.grad.clone() for p in lstm.parameters()]
+    x.grad = None
+    lstm.zero_grad()
+    f(x).backward()
+    for value, expected in zip(got, [x.grad] + [p.grad for p in lstm.parameters()]):
+        torch.testing.assert_close(value, expected)
+    assert counter.frame_count == 1
+
+    monkeypatch.setattr(graphwright.config, "allow_rnn", False)
+    with pytest.raises(graphwright.Unsupported, match="Recurrent module") as caught:
+        graphwright.compile(f, backend="eager", fullgraph=True)(x.detach())
+    assert "GB042" in str(caught.value) and "test_graph_splitting.py" in str(caught.value)
+
+
 def test_breaks_under_fullgraph_still_raise():
     with pytest.raises(graphwright.Unsupported, match="graph_break"):
         graphwright.compile(_seed_program(graphwright.graph_break), fullgraph=True, backend="eager")(
@@ -243,3 +349,41 @@ def test_explain_agrees_with_pytorch(name, monkeypatch):
     for reason in theirs.break_reasons:
         if reason.reason != "step_unsupported":
             assert reason.user_stack[-1].lineno in our_lines, reason.reason
+
+
+def test_a_break_after_a_loop_too_long_for_one_byte_jumps_resumes_after_it():
+    # Which locals the resume function needs is a dataflow over the whole code, through the
+    # loop's back edge to the EXTENDED_ARG prefix of its FOR_ITER.
+    body = "\n".join(f"        x = x * 0.5 + {i}.0" for i in range(90))
+    namespace = {"graphwright": graphwright}
+    exec(f"def loop_then_break(x):\n    for i in range(2):\n{body}\n    graphwright.graph_break()\n    return x.sin()",
+         namespace)
+    loop_then_break = namespace["loop_then_break"]
+    x = torch.randn(3)
+    counter = CompileCounter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        torch.testing.assert_close(graphwright.compile(loop_then_break, backend=counter)(x), loop_then_break(x))
+    assert counter.frame_count == 2
+
+
+def _breaks_then_doubles(t, s):
+    graphwright.graph_break()
+    return t * 2 + s
+
+
+def _star_call_with_a_cell(x):
+    v0 = x.sin()
+    first_row = lambda t: v0[0]  # noqa: E731 -- `v0` becomes a cell of this function
+    row = first_row(x)
+    return _breaks_then_doubles(*(x, row))
+
+
+def test_a_break_inside_a_star_call_from_a_function_with_cells_runs_the_rest_in_python():
+    # The rest of the function (from the CALL_FUNCTION_EX on) runs as plain Python made
+    # around the function's cells.
+    x = torch.randn(3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        result = graphwright.compile(_star_call_with_a_cell, backend="eager")(x)
+    torch.testing.assert_close(result, _star_call_with_a_cell(x))

@@ -356,3 +356,28 @@ def test_a_dict_read_by_key_is_guarded_on_those_keys_and_says_which_one_changed(
     finally:
         FLAGS.clear()
         FLAGS["scale"] = 2
+
+
+def test_a_subclass_defined_after_compiling_is_found_on_the_next_call():
+    class Backend:
+        pass
+
+    class First(Backend):
+        pass
+
+    def f(x):
+        return x * len(Backend.__subclasses__()), [cls.__name__ for cls in Backend.__subclasses__()]
+
+    counter = CompileCounter()
+    compiled = graphwright.compile(f, backend=counter, fullgraph=True)
+    x = torch.randn(3)
+    assert compiled(x)[1] == ["First"] and compiled(x)[1] == ["First"]
+    assert counter.frame_count == 1
+
+    class Second(Backend):
+        pass
+
+    result = compiled(x)
+    torch.testing.assert_close(result[0], f(x)[0])
+    assert result[1] == ["First", "Second"]
+    assert counter.frame_count == 2

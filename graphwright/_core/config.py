@@ -6,6 +6,11 @@ Set them as attributes: `graphwright.config.cache_size_limit = 16`.
 cache_size_limit: int = 8
 """Compiled entries kept per function; past this, calls run eagerly with a warning."""
 
+dropped_cache_limit: int = 16
+"""Caches of compiled functions kept after every wrapper of them is dropped (the most recently
+compiled first), so that compiling the same function or module class again reuses its graphs.
+Beyond these, a cache and its graphs are freed with its last wrapper."""
+
 reorderable_logging: bool = True
 """Logger and `warnings.warn` calls in a compiled region are replayed after the graph."""
 
@@ -20,6 +25,11 @@ capture_dynamic_output_shape_ops: bool = False
 """Operators whose output shape depends on data (`nonzero`, boolean masks, `unique`) become
 graph nodes with unbacked sizes instead of graph breaks. On under `fullgraph=True`."""
 
+allow_rnn: bool = True
+"""`nn.RNN`/`nn.GRU`/`nn.LSTM` modules are traced into the graph (ahead-of-time autograd
+takes their generic implementation). False breaks the graph around them, as PyTorch's
+setting of the same name does by default."""
+
 verbose: bool = False
 """Attach graphwright's internal traceback to errors and fallback warnings."""
 
@@ -30,3 +40,8 @@ shapes and dtypes of its fake implementation's (their structure is always checke
 leaf_function_check_escaped_gradients: bool = False
 """Raise when a `leaf_function`'s outputs depend on tensors that require grad but are not its
 arguments (globals, closures): gradients cannot reach them through the leaf call."""
+
+optimize_ddp: bool = True
+"""A graph compiled inside `DistributedDataParallel`'s forward is split at DDP's gradient buckets,
+each piece compiled on its own, so that gradient all-reduce overlaps the backward (PyTorch's
+DDP optimizer)."""

@@ -2,12 +2,14 @@
 
 A leaf call site is a `LeafCall`, found by an integer handle that the graph
 passes to the custom operator `graphwright::leaf_call(handle, needs_grad,
-inputs)`. Its real kernel runs the original function, its fake kernel the
+tensors, sizes)`; its flat inputs are tensors and symbolic sizes (`SymInt`s,
+which stay symbolic in every graph: one compile serves every size). Its real kernel runs the original function, its fake kernel the
 function registered with `register_fake`. Being an operator, it stays one
 node in the aten graphs of ahead-of-time autograd too, and the function's
 side effects happen on every call. The operator is functional: a function
 declared with `mutates_args` runs on copies of those inputs, whose new values
-are extra outputs that the graph copies back into the inputs (once).
+are extra outputs that the graph copies back into the inputs (once, under
+`no_grad`: a mutation autograd would record is an error).
 
 Gradients, as PyTorch's `leaf_function` does them: the real kernel runs the
 function on its inputs detached, those that need a gradient made leaves of a
@@ -39,13 +41,14 @@ from .user_stack import user_frames_of_stack
 
 class LeafCall:
     """One call site of a leaf function: how to rebuild its arguments from the flat inputs
-    (tensor leaves, then module states), which of them it mutates, and what the fake returned.
+    (tensor and size leaves, then module states), which of them it mutates, which are sizes
+    (`size_positions`), and what the fake returned.
 
     `input_names` name the flat inputs as the user writes them (`x`, `model.running_mean`)."""
 
     def __init__(self, fn: Callable, fake: Callable, name: str, in_spec: pytree.TreeSpec, leaves: list,
                  input_positions: Sequence[int], module_states: Sequence[ModuleState],
-                 mutated: Sequence[int], input_names: Sequence[str]) -> None:
+                 mutated: Sequence[int], input_names: Sequence[str], size_positions: Sequence[int] = ()) -> None:
         self.fn = fn
         self.fake = fake
         self.name = name
@@ -60,16 +63,26 @@ class LeafCall:
         self.scalar_outputs: list[tuple[int, torch.dtype]] = []  # symbolic in the fake: (leaf, dtype)
         self.fake_metadata: list[tuple[Any, torch.dtype]] = []
         self._structure_checked = False
+        self.size_positions = frozenset(size_positions)
         self.handle = next(_HANDLES)
         self.__name__ = "leaf_" + getattr(fn, "__name__", "fn")
         self.__qualname__ = self.__name__
         self.__module__ = __name__
         _SITES[self.handle] = self
 
-    def __call__(self, *flat_inputs: torch.Tensor) -> tuple:
+    def __call__(self, *flat_inputs: Any) -> tuple:
+        """The operator on the flat inputs: tensors, and ints (sizes) at `size_positions`."""
         grad = torch.is_grad_enabled()
-        needs_grad = [grad and tensor.requires_grad and _differentiable(tensor) for tensor in flat_inputs]
-        return tuple(leaf_call(self.handle, needs_grad, list(flat_inputs)))
+        tensors = [item for item in flat_inputs if isinstance(item, torch.Tensor)]
+        sizes = [item for item in flat_inputs if not isinstance(item, torch.Tensor)]
+        needs_grad = [grad and tensor.requires_grad and _differentiable(tensor) for tensor in tensors]
+        return tuple(leaf_call(self.handle, needs_grad, tensors, sizes))
+
+    def flat_inputs(self, tensors: Sequence[torch.Tensor], sizes: Sequence[Any]) -> list[Any]:
+        """The operator's tensors and sizes back in the order of the call's flat inputs."""
+        tensor_items, size_items = iter(tensors), iter(sizes)
+        return [next(size_items) if index in self.size_positions else next(tensor_items)
+                for index in range(len(tensors) + len(sizes))]
 
     def record_fake_output(self, output: Any) -> None:
         """What the fake returned when the site was traced: the real output must match it."""
@@ -104,11 +117,11 @@ class LeafCall:
         return _fresh_tensor_leaves(output, local) + scalars + [local[index] for index in self.mutated]
 
     # -- running the function -------------------------------------------------------
-    def run_fake(self, flat_inputs: Sequence[torch.Tensor]) -> tuple[Any, list[torch.Tensor]]:
+    def run_fake(self, flat_inputs: Sequence[Any]) -> tuple[Any, list[torch.Tensor]]:
         """The fake's output, and the operator's tensor outputs for it (the ticket aside)."""
-        versions = [tensor._version for tensor in flat_inputs]
-        local = [tensor.clone() if index in self.mutated else tensor.detach()
-                 for index, tensor in enumerate(flat_inputs)]
+        versions = _versions(flat_inputs)
+        local = [item if index in self.size_positions else item.clone() if index in self.mutated
+                 else item.detach() for index, item in enumerate(flat_inputs)]
         output = apply_flat_call(self.fake, self.in_spec, self.leaves, self.input_positions, self.module_states,
                                  local, reads_constants=False)
         self._check_mutations(flat_inputs, versions)
@@ -116,27 +129,51 @@ class LeafCall:
             self.record_fake_output(output)
         return output, self._results(output, local)
 
-    def run(self, flat_inputs: Sequence[torch.Tensor], needs_grad: Sequence[bool]) -> list[torch.Tensor]:
-        """The function, once: the output's tensor leaves, the mutated inputs' new values, the ticket."""
-        versions = [tensor._version for tensor in flat_inputs]
+    def run(self, flat_inputs: Sequence[Any], needs_grad: Sequence[bool]) -> list[torch.Tensor]:
+        """The function, once: the output's tensor leaves, the mutated inputs' new values, the ticket.
+        `needs_grad` says it for each tensor input."""
+        versions = _versions(flat_inputs)
         with _autograd_reenabled(), torch.enable_grad():
             grad_leaves: list[torch.Tensor | None] = []
             local = []
-            for index, (tensor, wanted) in enumerate(zip(flat_inputs, needs_grad)):
-                leaf = tensor.detach().requires_grad_(wanted)
+            wanted_by_tensor = iter(needs_grad)
+            for index, item in enumerate(flat_inputs):
+                if index in self.size_positions:
+                    local.append(item)
+                    continue
+                wanted = next(wanted_by_tensor)
+                leaf = item.detach().requires_grad_(wanted)
                 grad_leaves.append(leaf if wanted else None)
                 local.append(leaf.clone() if index in self.mutated else leaf)
+            histories = [local[index].grad_fn for index in self.mutated]
             output = apply_flat_call(self.fn, self.in_spec, self.leaves, self.input_positions,
                                      self.module_states, local)
             self._check_mutations(flat_inputs, versions)
+            if any(needs_grad):
+                self._check_mutations_not_differentiated(local, histories)
             self._check_output(output)
             outputs = self._results(output, local)
             ticket = _ticket(outputs, grad_leaves) if any(needs_grad) else torch.tensor(-1)
         return [tensor.detach() for tensor in outputs] + [ticket]
 
-    def _check_mutations(self, flat_inputs: Sequence[torch.Tensor], versions: Sequence[int]) -> None:
-        for index, (tensor, version) in enumerate(zip(flat_inputs, versions)):
-            if tensor._version != version and index not in self.mutated:
+    def _check_mutations_not_differentiated(self, local: Sequence[torch.Tensor], histories: Sequence[Any]) -> None:
+        """A declared mutation is copied back into the input out of autograd's sight (as a
+        buffer's running statistics are): one autograd would have recorded is an error."""
+        for index, history in zip(self.mutated, histories):
+            if local[index].requires_grad and local[index].grad_fn is not history:
+                raise LeafFunctionError(
+                    f"leaf_function '{self.name}' changes its input `{self.input_names[index]}` in place "
+                    "in a way autograd records",
+                    explanation="A compiled call copies a declared mutation back into the input without "
+                                "recording it for autograd; here the new value depends on tensors that "
+                                "require grad.",
+                    hints=["Make the change under `torch.no_grad()` or with detached values, or return "
+                           "the new value instead of changing the input."],
+                    user_stack=user_frames_of_stack())
+
+    def _check_mutations(self, flat_inputs: Sequence[Any], versions: Sequence[int | None]) -> None:
+        for index, (item, version) in enumerate(zip(flat_inputs, versions)):
+            if version is not None and item._version != version and index not in self.mutated:
                 raise undeclared_mutation(self.name, self.input_names[index])
 
     def _check_output(self, output: Any) -> None:
@@ -157,6 +194,10 @@ class LeafCall:
             tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
             for position, (tensor, (shape, dtype)) in enumerate(zip(tensors, self.fake_metadata)):
                 _check_metadata(self.name, position, tensor, shape, dtype)
+
+
+def _versions(flat_inputs: Sequence[Any]) -> list[int | None]:
+    return [item._version if isinstance(item, torch.Tensor) else None for item in flat_inputs]
 
 
 def _check_metadata(name: str, position: int, tensor: torch.Tensor, shape: tuple, dtype: torch.dtype) -> None:
@@ -198,22 +239,24 @@ def call_operator(fn: Callable, fake: Callable, name: str, args: tuple, kwargs: 
         return isinstance(node, torch.nn.Module)
 
     leaves, in_spec = pytree.tree_flatten((tuple(args), dict(kwargs)), is_leaf=is_module)
-    positions = [index for index, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    positions = [index for index, leaf in enumerate(leaves) if isinstance(leaf, (torch.Tensor, torch.SymInt))]
     flat = [leaves[index] for index in positions]
     states = []
     for module in dict.fromkeys(leaf for leaf in leaves if is_module(leaf)):
         state_names = module_state_names(module)
         states.append(ModuleState(module, state_names))
         flat += [_state_tensor(module, state_name) for state_name in state_names]
-    constants = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+    constants = [None if index in positions else leaf for index, leaf in enumerate(leaves)]
     mutated = [index for index, tensor in enumerate(flat) if id(tensor) in declared]
     input_names = [names.get(id(tensor), f"input {index}") for index, tensor in enumerate(flat)]
-    site = LeafCall(fn, fake, name, in_spec, constants, positions, states, mutated, input_names)
+    sizes = [index for index, item in enumerate(flat) if not isinstance(item, torch.Tensor)]
+    site = LeafCall(fn, fake, name, in_spec, constants, positions, states, mutated, input_names, sizes)
     sites.append(site)
     results = site(*flat)
     num_outputs = site.num_outputs
-    for index, new_value in zip(mutated, results[num_outputs:]):
-        flat[index].copy_(new_value)  # once, seen by autograd
+    with torch.no_grad():  # once, out of autograd's sight (LeafCall._check_mutations_not_differentiated)
+        for index, new_value in zip(mutated, results[num_outputs:]):
+            flat[index].copy_(new_value)
     return site.output_tree(results[:num_outputs])
 
 
@@ -287,13 +330,17 @@ def _unaliased(tensors: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) 
 
 
 @torch.library.custom_op("graphwright::leaf_call", mutates_args=())
-def leaf_call(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    return _SITES[handle].run(inputs, needs_grad)
+def leaf_call(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor],
+              sizes: list[int]) -> list[torch.Tensor]:
+    site = _SITES[handle]
+    return site.run(site.flat_inputs(inputs, sizes), needs_grad)
 
 
 @leaf_call.register_fake
-def _leaf_call_fake(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    _, tensors = _SITES[handle].run_fake(inputs)
+def _leaf_call_fake(handle: int, needs_grad: list[bool], inputs: list[torch.Tensor],
+                    sizes: list[int]) -> list[torch.Tensor]:
+    site = _SITES[handle]
+    _, tensors = site.run_fake(site.flat_inputs(inputs, sizes))
     return tensors + [torch.empty((), dtype=torch.int64)]
 
 
@@ -350,8 +397,10 @@ def _shape_of(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    handle, _, tensors = inputs
+    handle, _, tensors, sizes = inputs
     ctx.handle = handle
+    # No gradient for the sizes: autograd takes a list of ints as one leaf (None), an empty one as a list.
+    ctx.sizes_gradient = None if sizes else []
     ctx.likes = [_shape_of(tensor) for tensor in tensors]
     ctx.save_for_backward(output[-1])
 
@@ -359,7 +408,8 @@ def _setup_context(ctx, inputs, output) -> None:
 def _backward(ctx, grads):
     (ticket,) = ctx.saved_tensors
     computed = torch.ops.graphwright.leaf_call_backward(ctx.handle, ticket, ctx.likes, list(grads[:-1]))
-    return None, None, [grad if _differentiable(like) else None for grad, like in zip(computed, ctx.likes)]
+    return None, None, [grad if _differentiable(like) else None for grad, like in zip(computed, ctx.likes)], \
+        ctx.sizes_gradient
 
 
 leaf_call.register_autograd(_backward, setup_context=_setup_context)

@@ -17,6 +17,8 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
+from .._core import artifacts, dump
+from .._core.counters import phase
 from .._core.errors import TraceError
 from . import joint
 from .metadata import analyze_graph
@@ -165,6 +167,7 @@ class AOTCompiledGraph:
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
+        self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
     def _to_fake(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
@@ -201,6 +204,10 @@ class AOTCompiledGraph:
         return fakes
 
     def _compile(self, key: tuple) -> CompiledSignature:
+        with dump.within(self._scope), phase("aot"):
+            return self._compile_signature(key)
+
+    def _compile_signature(self, key: tuple) -> CompiledSignature:
         grad_enabled, requires_grad = key
         if self._returns_leaf or self._makes_leaves and grad_enabled and True not in requires_grad:
             # A leaf made in the graph that the user can see (it is returned), or the only thing
@@ -236,7 +243,9 @@ class AOTCompiledGraph:
             )
             graph = self._rewrite(traced)
             _mark_user_outputs(graph, user_outputs)
-            forward = self._compilers.inference(graph, example_values(graph))
+            _publish(graph, "inference")
+            with phase("backend"):
+                forward = self._compilers.inference(graph, example_values(graph))
             run = make_inference_function(forward, meta)
             return CompiledSignature(run, mutates, inference_graph=graph)
 
@@ -257,19 +266,33 @@ class AOTCompiledGraph:
             recompute=self._recompute,
         )
         _mark_user_outputs(part.forward, user_outputs)
-        forward = self._compilers.forward(part.forward, example_values(part.forward))
-        backward = LazyBackward(
-            lambda: self._compilers.backward(
-                part.backward, _backward_example_values(part, forward, self._fake_mode)
-            )
-        )
-        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors)
+        _publish(part.forward, "forward")
+        _publish(part.backward, "backward")
+        with phase("backend"):
+            forward = self._compilers.forward(part.forward, example_values(part.forward))
+        scope = self._scope
+
+        def compile_backward():  # on the first backward call
+            with dump.within(scope), phase("backend"):
+                return self._compilers.backward(
+                    part.backward, _backward_example_values(part, forward, self._fake_mode))
+
+        backward = LazyBackward(compile_backward)
+        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
+                                     detached_inputs=part.inputs_without_gradient,
+                                     gradient_tangents=part.gradient_tangents)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
 
     def _rewrite(self, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         passes = self._compilers.graph_passes
         return gm if passes is None else passes(gm)
+
+
+def _publish(gm: torch.fx.GraphModule, kind: str) -> None:
+    if artifacts.wanted("aot_graphs"):
+        owner = artifacts.scope_name() or "a graph"
+        artifacts.publish_graph("aot_graphs", f"AOT {kind.upper()} GRAPH of {owner}", gm, f"aot_{kind}")
 
 
 def _user_output_indices(meta) -> list[int]:
@@ -347,6 +370,7 @@ class _SizeGenericGraph:
         self.generic = generic
         self._compile_for = compile_for
         self.per_layout: dict[tuple, AOTCompiledGraph] | None = None
+        self._scope = dump.current()  # the entry the graphs compiled per layout belong to
 
     def __call__(self, *args):
         if self.per_layout is None:
@@ -360,7 +384,8 @@ class _SizeGenericGraph:
         )
         compiled = self.per_layout.get(layout)
         if compiled is None:
-            compiled = self.per_layout[layout] = self._compile_for(list(args))
+            with dump.within(self._scope):
+                compiled = self.per_layout[layout] = self._compile_for(list(args))
         return compiled(*args)
 
 

@@ -10,7 +10,8 @@ joint graph is the partitioner's job.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -111,7 +112,10 @@ def trace(
     """
     # A nonstrict_trace body may read tensors it was not given (globals, closures): they are
     # constants of the graph, as when the strict tracer typed the call.
-    with fake_mode:
+    # oneDNN's fused recurrent kernels save a workspace that is undefined on the CPU, which a
+    # traced backward cannot pass back: recurrent modules are traced through their generic
+    # implementation (cells of matrix products), whose gradients are plain operators.
+    with fake_mode, _generic_recurrent_kernels():
         gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True,
                      _higher_order_operators=True)(*fake_args)
     _check_functional(gm)
@@ -119,6 +123,16 @@ def trace(
     gm.graph.set_codegen(torch.fx.graph.CodeGen())
     gm.recompile()
     return gm
+
+
+@contextlib.contextmanager
+def _generic_recurrent_kernels() -> Iterator[None]:
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
 
 
 def _check_functional(gm: torch.fx.GraphModule) -> None:

@@ -40,7 +40,9 @@ class OutputInfo:
     `index` names the input (INPUT, INPUT_VIEW), earlier output (SAME_OUTPUT,
     OUTPUT_VIEW) or hidden base (INTERMEDIATE_VIEW) it refers to; `view` is
     (size, stride, storage offset relative to that base's) for the view
-    kinds; `value` is the constant for CONSTANT.
+    kinds; `value` is the constant for CONSTANT. `no_grad_view`: a view made
+    under `no_grad` of a tensor that requires grad, which eager makes a leaf
+    that requires grad (no gradient flows through it to its base).
     """
 
     kind: OutputKind
@@ -48,6 +50,7 @@ class OutputInfo:
     index: int = -1
     view: tuple[tuple[int, ...], tuple[int, ...], int] | None = None
     value: Any = None
+    no_grad_view: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +169,8 @@ def analyze_graph(
         meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
         forward_values = meta.forward_values(functional_inputs, flat_outputs)
         meta.forward_specs = [_tensor_spec(v) for v in forward_values]
-        hidden = under_no_grad + [False] * (len(forward_values) - len(mutated))
+        leaves = [meta.outputs[i].no_grad_view for i in meta.graph_output_indices]
+        hidden = under_no_grad + leaves + [False] * (len(forward_values) - len(mutated) - len(leaves))
         meta.forward_requires_grad = [
             isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled and not h
             for v, h in zip(forward_values, hidden)
@@ -270,6 +274,13 @@ def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storag
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return OutputInfo(OutputKind.GRAPH)
         return OutputInfo(OutputKind.CONSTANT, value=out)
+    info = _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages)
+    if out.requires_grad and out.grad_fn is None and out._is_view():
+        return dataclasses.replace(info, no_grad_view=True)
+    return info
+
+
+def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
     requires_grad = out.requires_grad
     for i, inp in enumerate(functional_inputs):
         if out is inp:

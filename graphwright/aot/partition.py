@@ -32,7 +32,9 @@ class Partition:
     `forward` returns `num_forward_outputs` values, then `num_saved_tensors`
     saved tensors, then the saved non-tensor values (symbolic sizes).
     `backward` takes the saved values (tensors, then the others) and the
-    tangents, and returns one gradient per input.
+    tangents, and returns one gradient per input; `inputs_without_gradient` are
+    the inputs it returns None for, `gradient_tangents` the tangents (by index)
+    each input's gradient depends on.
     """
 
     forward: fx.GraphModule
@@ -41,6 +43,8 @@ class Partition:
     num_saved_tensors: int
     num_saved_other: int
     saved_bytes: int
+    inputs_without_gradient: tuple[int, ...] = ()
+    gradient_tangents: tuple[frozenset[int], ...] = ()
 
 
 def _ancestors(roots: Iterable[fx.Node]) -> set[fx.Node]:
@@ -235,4 +239,11 @@ def partition_joint(
         num_saved_tensors=len(saved_tensors),
         num_saved_other=len(saved_other),
         saved_bytes=sum(_saved_cost(n) for n in saved_tensors),
+        inputs_without_gradient=tuple(i for i, grad in enumerate(split.grad_outputs) if grad is None),
+        gradient_tangents=_tangents_of_gradients(split),
     )
+
+
+def _tangents_of_gradients(split: _Split) -> tuple[frozenset[int], ...]:
+    index = {tangent: k for k, tangent in enumerate(split.tangents)}
+    return tuple(frozenset(index[n] for n in _ancestors([grad]) if n in index) for grad in split.grad_outputs)

@@ -37,7 +37,7 @@ class _Epilogue:
         self.num_bases = len(meta.hidden_bases)
         self.outputs = meta.outputs
         # The common case, every output computed by the graph: skip the per-output dispatch.
-        self.all_graph = all(o.kind is OutputKind.GRAPH for o in meta.outputs)
+        self.all_graph = all(o.kind is OutputKind.GRAPH and not o.no_grad_view for o in meta.outputs)
         self.rebuild = _structure_builder(meta.out_spec)
 
     def __call__(self, args: Sequence[Any], values: Sequence[Any]) -> Any:
@@ -69,7 +69,9 @@ def _structure_builder(spec: pytree.TreeSpec) -> Callable[[Sequence[Any]], Any]:
 def _produce(info, args, earlier, bases, next_graph_value):
     kind = info.kind
     if kind is OutputKind.GRAPH:
-        return next(next_graph_value)
+        value = next(next_graph_value)
+        # a no-grad view the graph computed (its sizes are symbolic): a leaf that requires grad
+        return value.requires_grad_() if info.no_grad_view else value
     if kind is OutputKind.CONSTANT:
         return info.value
     if kind is OutputKind.INPUT:
@@ -85,6 +87,9 @@ def _produce(info, args, earlier, bases, next_graph_value):
     if base.requires_grad and not info.requires_grad:
         base = base.detach()
     size, stride, offset = info.view
+    if info.no_grad_view:
+        with torch.no_grad():
+            return base.as_strided(size, stride, base.storage_offset() + offset)
     return base.as_strided(size, stride, base.storage_offset() + offset)
 
 
@@ -158,14 +163,36 @@ class LazyBackward:
         return self._compiled(args)
 
 
+def _unreached_as_none(grads: Sequence[Any], gradient_tangents: Sequence[frozenset[int]], missing: set[int],
+                       num_tangents: int) -> tuple:
+    """The gradients, None for each input no defined tangent reaches."""
+    if len(missing) == num_tangents:
+        return (None,) * len(grads)
+    return tuple(None if depends and depends <= missing else grad
+                 for grad, depends in zip(grads, gradient_tangents))
+
+
 def make_training_function(
     forward: BoxedFn,
     backward: BoxedFn,
     meta: GraphMetadata,
     *,
     num_saved_tensors: int,
+    detached_inputs: Sequence[int],
+    gradient_tangents: Sequence[frozenset[int]],
 ) -> Callable[..., Any]:
-    """The callable for calls that need gradients: one autograd.Function around both graphs."""
+    """The callable for calls that need gradients: one autograd.Function around both graphs.
+
+    `detached_inputs` never get a gradient (the graph uses them only where no gradient flows,
+    or not at all): they enter the autograd.Function detached, as they would be absent from
+    eager's autograd graph; otherwise backward would reach the autograd graph they came from
+    (which may be gone: a tensor the previous call stored and this one reads).
+
+    An output nothing differentiates gets no gradient (None, not zeros): the backward
+    graph runs on zeros for it, and an input whose gradient depends only on such outputs
+    (`gradient_tangents`) gets None, as in eager, where no gradient reaches it (an
+    optimizer skips a None gradient but decays a zero one).
+    """
     epilogue = _Epilogue(meta)
     num_forward = meta.num_forward_outputs
     differentiable = [i for i, rg in enumerate(meta.forward_requires_grad) if rg]
@@ -182,19 +209,39 @@ def make_training_function(
             ctx.mark_non_differentiable(
                 *(outputs[i] for i in non_differentiable if isinstance(outputs[i], torch.Tensor))
             )
+            ctx.set_materialize_grads(False)
+            ctx.tangent_layouts = [(outputs[i].shape, outputs[i].dtype, outputs[i].device) for i in differentiable]
             return outputs
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            tangents = [grad_outputs[i].contiguous() for i in differentiable]
-            args = [*ctx.saved_tensors, *ctx.saved_other, *tangents]
+            tangents = [grad_outputs[i] for i in differentiable]
+            missing = {k for k, tangent in enumerate(tangents) if tangent is None}
+            if missing:
+                tangents = [torch.zeros(shape, dtype=dtype, device=device) if tangent is None else tangent
+                            for tangent, (shape, dtype, device) in zip(tangents, ctx.tangent_layouts)]
+            args = [*ctx.saved_tensors, *ctx.saved_other, *(tangent.contiguous() for tangent in tangents)]
             if not torch.is_grad_enabled():
-                return tuple(backward(args))
-            with torch.no_grad():
-                grads = backward(args)
-            return _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
+                grads = tuple(backward(args))
+            else:
+                with torch.no_grad():
+                    grads = backward(args)
+                grads = _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
+            if missing:
+                grads = _unreached_as_none(grads, gradient_tangents, missing, len(tangents))
+            return grads
 
-    def run(*args):
-        return epilogue(args, CompiledFunction.apply(*args))
+    if not detached_inputs:
+        def run(*args):
+            return epilogue(args, CompiledFunction.apply(*args))
 
-    return run
+        return run
+
+    def run_detaching(*args):
+        inputs = list(args)
+        for i in detached_inputs:
+            if isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad:
+                inputs[i] = inputs[i].detach()
+        return epilogue(args, CompiledFunction.apply(*inputs))
+
+    return run_detaching

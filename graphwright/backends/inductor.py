@@ -15,22 +15,40 @@ do around it, we do here:
   the user sees;
 - pass fake tensors as example inputs (the placeholders' `meta["val"]`), call
   the result boxed (with a list), say whether it is a backward or an
-  inference graph.
+  inference graph;
+- apply the configuration that `compile(mode=..., options=...)` asked for
+  (`configure`, as `torch.compile` maps them: a mode is a set of Inductor
+  config values from `torch._inductor.list_mode_options`, options are
+  Inductor config names) around all of the above, the lazily compiled
+  backward included.
 Inductor is imported on first use, so `import graphwright` stays light.
 """
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
+import typing
+from typing import Any
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from .._core import artifacts, dump, logs
+from .._core.errors import GraphwrightError
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile, example_values
 from .registry import register_backend
 
 
-def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str):
+def _config_patch(config: dict[str, Any]):
+    if not config:
+        return contextlib.nullcontext()
+    from torch._inductor import config as inductor_config
+
+    return inductor_config.patch(config)
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str, config: dict[str, Any]):
     from torch._inductor.compile_fx import compile_fx_inner
 
     output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
@@ -39,41 +57,119 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str)
     else:
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
-    return compile_fx_inner(
-        gm,
-        example_inputs,
-        is_backward=kind == "backward",
-        is_inference=kind == "inference",
-    )
+    with _config_patch(config):
+        compiled = compile_fx_inner(
+            gm,
+            example_inputs,
+            is_backward=kind == "backward",
+            is_inference=kind == "inference",
+        )
+    if artifacts.wanted("output_code"):
+        _publish_output_code(compiled, kind)
+    return compiled
 
 
-def _joint_graph_passes(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+def _publish_output_code(compiled: Any, kind: str) -> None:
+    """Where Inductor wrote the module it generated for the graph (logged), and a copy (dumped)."""
+    call = getattr(compiled, "current_callable", None)
+    path = getattr(getattr(call, "__code__", None), "co_filename", None)
+    source = getattr(compiled, "source_code", None)
+    if source is None and path is not None:
+        with open(path) as file:
+            source = file.read()
+    copy = dump.write(f"inductor_{kind}.py", source) if source is not None else None
+    if logs.enabled("output_code"):
+        owner = artifacts.scope_name() or "a graph"
+        logs.log("output_code", f"Output code of the {kind} graph of {owner} written to: {path}"
+                 + (f" (copied to {copy})" if copy else ""))
+
+
+def _joint_graph_passes(gm: torch.fx.GraphModule, config: dict[str, Any]) -> torch.fx.GraphModule:
     from torch._inductor.fx_passes.joint_graph import joint_graph_passes
     from torch._inductor.virtualized import V
 
     # Some passes make new fake values and look for the fake mode where compile_fx puts it.
     fake_modes = [v.fake_mode for v in example_values(gm) if isinstance(v, FakeTensor)]
-    with V.set_fake_mode(fake_modes[0]) if fake_modes else contextlib.nullcontext():
+    with V.set_fake_mode(fake_modes[0]) if fake_modes else contextlib.nullcontext(), _config_patch(config):
         return joint_graph_passes(gm)
 
 
-_COMPILERS = GraphCompilers(
-    forward=functools.partial(_compile_graph, kind="forward"),
-    backward=functools.partial(_compile_graph, kind="backward"),
-    inference=functools.partial(_compile_graph, kind="inference"),
-    graph_passes=_joint_graph_passes,
-)
+class InductorBackend:
+    """The `inductor` backend with a set of Inductor config values (none: Inductor's defaults).
+
+    >>> backend = lookup_backend("inductor").configure(mode="max-autotune-no-cudagraphs")
+    >>> backend.config
+    {'max_autotune': True, 'coordinate_descent_tuning': True}
+    """
+
+    __name__ = "inductor"
+    graphwright_dynamic_shapes = True  # a graph with symbolic sizes is compiled once per size (`aot_compile`)
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        self.config = dict(config or {})
+        self._compilers = GraphCompilers(
+            forward=functools.partial(_compile_graph, kind="forward", config=self.config),
+            backward=functools.partial(_compile_graph, kind="backward", config=self.config),
+            inference=functools.partial(_compile_graph, kind="inference", config=self.config),
+            graph_passes=functools.partial(_joint_graph_passes, config=self.config),
+        )
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
+        """Trace `gm` with our AOT autograd, then compile each aten graph with Inductor."""
+        # Inductor's decompositions call into its lowerings, which `compile_fx` imports.
+        import torch._inductor.compile_fx  # noqa: F401
+        from torch._inductor.decomposition import select_decomp_table
+
+        with _config_patch(self.config):
+            decompositions = select_decomp_table()
+        return aot_compile(gm, example_inputs, self._compilers, decompositions=decompositions)
+
+    def configure(self, mode: str | None, options: dict[str, Any] | None, dynamic: bool | None) -> "InductorBackend":
+        """This backend with `mode`'s config values, or with `options`, checked as torch.compile
+        checks them: an unknown name or a value of the wrong type is an error."""
+        if mode is not None and mode != "default":
+            from torch._inductor import list_mode_options
+
+            modes = list_mode_options(None, dynamic)
+            if mode not in modes:
+                raise GraphwrightError(
+                    f"Unknown compile mode {mode!r}",
+                    explanation=f"The modes are: {', '.join(repr(m) for m in modes)}.",
+                    hints=["Pass one of those, or Inductor config values as `options`."])
+            return InductorBackend({**self.config, **modes[mode]})
+        return InductorBackend({**self.config, **_checked_options(options or {})})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InductorBackend) and self.config == other.config
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((key, repr(value)) for key, value in self.config.items())))
+
+    def __repr__(self) -> str:
+        return f"InductorBackend({self.config})"
 
 
-@register_backend
-def inductor(gm: torch.fx.GraphModule, example_inputs: list):
-    """Trace `gm` with our AOT autograd, then compile each aten graph with Inductor."""
-    # Inductor's decompositions call into its lowerings, which `compile_fx` imports.
-    import torch._inductor.compile_fx  # noqa: F401
-    from torch._inductor.decomposition import select_decomp_table
+def _checked_options(options: dict[str, Any]) -> dict[str, Any]:
+    from torch._inductor import config as inductor_config
 
-    return aot_compile(gm, example_inputs, _COMPILERS, decompositions=select_decomp_table())
+    known = inductor_config.get_config_copy()
+    checked = {}
+    for key, value in options.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            raise GraphwrightError(
+                f"Unknown Inductor option {key!r}",
+                explanation=f"`options` are Inductor config names; the valid ones are: {', '.join(known)}.",
+                hints=[f"Did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                       "See `torch._inductor.list_options()` and `torch._inductor.config`."])
+        expected = inductor_config.get_type(name)
+        if typing.get_origin(expected) is None and not isinstance(value, expected):
+            raise GraphwrightError(
+                f"Inductor option {key!r} takes a {type(known[name]).__name__}, got {type(value).__name__}",
+                hints=[f"Its default is {known[name]!r}."])
+        checked[name] = value
+    return checked
 
 
-# A graph with symbolic sizes is compiled once for every size (see `aot_compile`).
-inductor.graphwright_dynamic_shapes = True
+inductor = register_backend(InductorBackend(), name="inductor")

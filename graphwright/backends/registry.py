@@ -6,6 +6,7 @@ the protocol torch.compile backends use. Backends register themselves by name
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,3 +63,52 @@ def lookup_backend(backend: str | CompilerFn) -> CompilerFn:
             hints=["Pass one of those names, or a callable `backend(gm, example_inputs)`."],
         )
     return _BACKENDS[backend]
+
+
+def configured_backend(compiler: CompilerFn, mode: str | None, options: dict | None,
+                       dynamic: bool | None) -> CompilerFn:
+    """`compiler` with `compile`'s `mode` and `options`, as `torch.compile` hands them over: a
+    backend that knows them (`inductor`) makes its configured self with `configure`; any other
+    receives them as keyword arguments of every call, when given (`mode="default"` is not).
+    Both at once is an error, as in PyTorch."""
+    if mode is not None and options is not None:
+        raise GraphwrightError(
+            "Either mode or options can be specified, but both can't be specified at the same time.",
+            hints=["Pass `mode` alone, or the config values you want as `options`."])
+    if hasattr(compiler, "configure"):
+        return compiler.configure(mode, options, dynamic) if mode or options else compiler
+    kwargs = {}
+    if mode and mode != "default":
+        kwargs["mode"] = mode
+    if options:
+        kwargs["options"] = options
+    if not kwargs:
+        return compiler
+    try:
+        inspect.signature(compiler).bind(None, [], **kwargs)
+    except (TypeError, ValueError):
+        name = getattr(compiler, "__name__", type(compiler).__name__)
+        raise GraphwrightError(
+            f"Backend {name!r} takes no {' or '.join(f'`{key}`' for key in kwargs)}",
+            explanation="Modes and options configure the `inductor` backend; another backend receives them "
+                        "as keyword arguments, and this one does not accept them.",
+            hints=["Drop `mode`/`options`, or use `backend=\"inductor\"`."]) from None
+    return BackendWithOptions(compiler, kwargs)
+
+
+class BackendWithOptions:
+    """A backend called with `compile`'s `mode`/`options` as keyword arguments."""
+
+    def __init__(self, backend: CompilerFn, kwargs: dict[str, Any]) -> None:
+        self.backend = backend
+        self.kwargs = kwargs
+        self.__name__ = getattr(backend, "__name__", type(backend).__name__)
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+        return self.backend(gm, example_inputs, **self.kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BackendWithOptions) and (self.backend, self.kwargs) == (other.backend, other.kwargs)
+
+    def __hash__(self) -> int:
+        return hash((self.backend, repr(self.kwargs)))

@@ -6,19 +6,27 @@ misses every entry compiles a new one, recording why in
 `counters["recompiles"]`, until `config.cache_size_limit` entries exist; after
 that, misses run eagerly with one warning. Functions sharing a code object
 (and backend and fullgraph setting) share entries: many instances of one
-module class reuse one graph when their guards pass.
+module class reuse one graph when their guards pass. The wrappers hold their
+cache; the table that shares it holds it weakly, so dropping every wrapper of
+a function (or a backend made for it) frees its entries and graphs, but for
+the `config.dropped_cache_limit` caches made most recently, kept so that
+compiling the same function again (in a loop, a fresh module each time)
+reuses its graphs.
 """
 from __future__ import annotations
 
+import collections
+import inspect
 import types
 import warnings
 import weakref
 from typing import Any, Callable
 
-from .._core import config
-from .._core.counters import counters
+from .._core import config, dump
+from .._core.counters import counters, phase
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
+from . import events
 from .entries import (
     CompileSettings,
     build_entry,
@@ -40,8 +48,10 @@ class CodeCache:
         _LIVE_CACHES.add(self)
 
 
-_CACHES: dict[tuple, CodeCache] = {}
+# (code, backend, fullgraph, dynamic) -> the cache of the wrappers alive with those settings
+_CACHES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _LIVE_CACHES: weakref.WeakSet = weakref.WeakSet()  # those of wrappers made before a reset too
+_RECENT: collections.OrderedDict = collections.OrderedDict()  # the most recent, kept when dropped
 
 
 def reset_caches() -> None:
@@ -51,7 +61,17 @@ def reset_caches() -> None:
         cache.entries.clear()
         cache.exhausted = False
         cache.dynamic_dims.clear()
-    _CACHES.clear()  # the keys hold backends (and their graphs) alive
+    _CACHES.clear()
+    _RECENT.clear()
+
+
+def binds(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
+    """Whether a call of `fn` with these arguments gets as far as running its code."""
+    try:
+        inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 class CompiledFunction:
@@ -59,14 +79,20 @@ class CompiledFunction:
 
     _graphwright_compiled = True  # lets the tracer inline `fn` when this is called inside a trace
 
-    def __init__(self, fn: types.FunctionType, settings: CompileSettings) -> None:
+    def __init__(self, fn: types.FunctionType, settings: CompileSettings, kept: bool = True) -> None:
+        """`kept`: the cache outlives this wrapper for a while (see the module docstring); the
+        wrappers of resume functions and callees live as long as the entry that made them."""
         prepare_fake_tensors()
         self._fn = fn
         self._graphwright_original = fn
         self._settings = settings
         # the backend itself in the key: an id could be reused
         key = (fn.__code__, settings.backend, settings.fullgraph, settings.dynamic)
-        self._cache = _CACHES.setdefault(key, CodeCache())
+        self._cache = _CACHES.get(key)
+        if self._cache is None:
+            self._cache = _CACHES[key] = CodeCache()
+        if kept:
+            _keep(key, self._cache)
         self._entries = self._cache.entries
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -75,18 +101,26 @@ class CompiledFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self._fn
-        for entry in self._entries:
-            result = entry(fn, *args, **kwargs)
-            if result is not MISS:
-                return result
+        try:
+            for entry in self._entries:
+                result = entry(fn, *args, **kwargs)
+                if result is not MISS:
+                    return result
+        except TypeError as error:
+            if error.__traceback__.tb_next is not None:
+                raise  # raised by the entry's body, not by binding the arguments to it
         return self._miss(args, kwargs)
 
     def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
         """Call through this cache as function `fn` (the same code, its own closure cells)."""
-        for entry in self._entries:
-            result = entry(fn, *args, **kwargs)
-            if result is not MISS:
-                return result
+        try:
+            for entry in self._entries:
+                result = entry(fn, *args, **kwargs)
+                if result is not MISS:
+                    return result
+        except TypeError as error:
+            if error.__traceback__.tb_next is not None:
+                raise
         return self._miss(args, kwargs, fn)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -94,8 +128,8 @@ class CompiledFunction:
 
     def _miss(self, args: tuple, kwargs: dict, fn: types.FunctionType | None = None) -> Any:
         fn, cache, settings = fn or self._fn, self._cache, self._settings
-        if cache.exhausted:
-            return fn(*args, **kwargs)
+        if cache.exhausted or not binds(fn, args, kwargs):
+            return fn(*args, **kwargs)  # arguments that do not bind: Python's own TypeError
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:
@@ -111,14 +145,27 @@ class CompiledFunction:
                 warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
                 return fn(*args, **kwargs)
             counters["recompiles"][reason] += 1
+            if events.recompile_wanted():
+                events.recompiling(fn, [reason] + [failure_reason(entry, fn, args, kwargs)
+                                                   for entry in cache.entries[1:]])
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"):
+            entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+            entry.compile_scope = scope
+            events.entry_built(fn, entry, entry.__globals__)
         cache.entries.insert(0, entry)
         result = entry(fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result
 
     def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
         """A resume function or a callee the residual code calls, compiled with these settings."""
-        return CompiledFunction(fn, self._settings.for_residual_calls())
+        return CompiledFunction(fn, self._settings.for_residual_calls(), kept=False)
+
+
+def _keep(key: tuple, cache: CodeCache) -> None:
+    _RECENT[key] = cache
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > max(config.dropped_cache_limit, 0):
+        _RECENT.popitem(last=False)

@@ -19,11 +19,12 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
-from .._core import config
-from .._core.errors import BackendError
+from .._core import config, dump
+from .._core.counters import phase
+from .._core.errors import BackendError, GraphwrightError
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
-from .guards.guards import ordered
+from .guards.guards import STATE_KINDS, ordered
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
@@ -64,6 +65,7 @@ class PerShapeCompiled:
     def __init__(self, backend: Callable, gm: torch.fx.GraphModule, example_inputs: list) -> None:
         self.backend = backend
         self.gm = gm
+        self.scope = dump.current()  # later compiles are the entry's too
         self.by_layout = {self._layout(example_inputs): backend(gm, example_inputs)}
 
     @staticmethod
@@ -74,7 +76,8 @@ class PerShapeCompiled:
         layout = self._layout(inputs)
         compiled = self.by_layout.get(layout)
         if compiled is None:
-            compiled = self.by_layout[layout] = self.backend(self.gm, list(inputs))
+            with dump.within(self.scope), phase("backend"):
+                compiled = self.by_layout[layout] = self.backend(self.gm, list(inputs))
         return compiled(*inputs)
 
 
@@ -88,13 +91,27 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                                 data_dependence=data_dependence(settings))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
+        if settings.fullgraph and isinstance(brk.user_error, ImportError):
+            raise import_error(brk) from None
         if settings.fullgraph:
+            events.compile_failed(fn, brk)
             raise brk.to_unsupported() from None
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
         return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
+
+
+def import_error(brk: GraphBreak) -> ImportError:
+    """An import that failed while tracing: the user's own ImportError (an environment's
+    problem, not a limit of capture), with a note naming the line of the import."""
+    error = brk.user_error
+    if brk.user_stack:
+        frame = brk.user_stack[-1]
+        error.add_note(f"raised by the import at {frame.filename}:{frame.lineno}, in a function compiled "
+                       "by graphwright")
+    return error
 
 
 def data_dependence(settings: CompileSettings) -> DataDependence:
@@ -107,6 +124,12 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
                  router: CallRouter, brk: GraphBreak) -> Callable:
     try:
         return _split(fn, args, kwargs, settings, dynamic_dims, router, brk)
+    except GraphwrightError:
+        raise  # typed already (a backend's failure)
+    except Exception as error:  # a bug while splitting is never the user's crash: eager, with a warning
+        warnings.warn(f"graphwright could not split {fn.__qualname__} at a graph break, running it eagerly:\n"
+                      f"{describe(error)}", stacklevel=5)
+        return _eager_entry(fn, brk)
     finally:
         events.graph_break(fn, brk)
         brk.frames = []  # the tracer's frames: not kept alive by the entry that keeps `brk`
@@ -190,11 +213,13 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
 
 def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphModule, graph: Any) -> Callable:
     backend = settings.backend
+    events.graph_captured(fn, gm)
     try:
-        if graph.symbolic is not None and settings.backend_specialises:
-            compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
-        else:
-            compiled = backend(gm, list(graph.example_inputs))
+        with phase("backend"):
+            if graph.symbolic is not None and settings.backend_specialises:
+                compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
+            else:
+                compiled = backend(gm, list(graph.example_inputs))
     except Exception as error:
         raise BackendError(
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
@@ -246,7 +271,7 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
     bound.apply_defaults()
     for guard in ordered(entry.guards):
         try:
-            actual = None if guard.kind in ("grad_mode", "global_state", "sizes") \
+            actual = None if guard.kind in STATE_KINDS \
                 else guard.source.read(fn, bound.arguments)
             if guard.kind == "sizes":
                 code, sources = guard.expected
@@ -277,27 +302,28 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     bound.apply_defaults()
     changed = {}
     for guard in entry.guards:
-        if guard.kind == "const" and type(guard.expected) is int:
-            try:
-                actual = guard.source.read(fn, bound.arguments)
-            except Exception:
-                continue
-            if type(actual) is int and actual != guard.expected:
-                changed[guard.source] = SCALAR
-        if guard.kind != "tensor":
+        if guard.kind not in ("const", "tensor"):
             continue
-        meta = guard.expected
-        try:
-            actual = guard.source.read(fn, bound.arguments)
+        try:  # the inputs are the user's: reading one may fail (a nested tensor has no sizes)
+            _note_changed_size(guard, guard.source.read(fn, bound.arguments), changed)
         except Exception:
             continue
-        if not isinstance(actual, torch.Tensor) or actual.dim() != len(meta.shape) \
-                or actual.dtype != meta.dtype or actual.device != meta.device:
-            continue
-        dims = frozenset(i for i, size in enumerate(actual.shape) if size != meta.shape[i])
-        if dims:
-            changed[guard.source] = dims
     return changed
+
+
+def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
+    if guard.kind == "const" and type(guard.expected) is int:
+        if type(actual) is int and actual != guard.expected:
+            changed[guard.source] = SCALAR
+    if guard.kind != "tensor":
+        return
+    meta = guard.expected
+    if type(actual) is not meta.cls or actual.layout is not torch.strided or actual.is_nested \
+            or actual.dim() != len(meta.shape) or actual.dtype != meta.dtype or actual.device != meta.device:
+        return
+    dims = frozenset(i for i, size in enumerate(actual.shape) if size != meta.shape[i])
+    if dims:
+        changed[guard.source] = dims
 
 
 def cache_limit_warning(fn: Callable, reason: str) -> str:

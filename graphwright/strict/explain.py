@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from .._core.counters import compile_times
 from .._core.flat_call import nonstrict_call_sites
 from .._core.user_stack import format_user_stack, is_user_file
 from . import events
@@ -46,6 +47,7 @@ class ExplainOutput:
     graphs: list[torch.fx.GraphModule] = field(default_factory=list)
     break_reasons: list[BreakReason] = field(default_factory=list)
     ops_per_graph: list[list[Any]] = field(default_factory=list)
+    compile_times: dict[str, float] = field(default_factory=dict)  # seconds per phase of this call
 
     @property
     def graph_count(self) -> int:
@@ -75,6 +77,8 @@ class ExplainOutput:
         if sites:
             lines.append("Nonstrict Trace Calls:")
             lines.extend(f"  {site.describe()}" for site in sites)
+        if self.compile_times:
+            lines.append(format_compile_times(self.compile_times))
         return "\n".join(lines)
 
     def record_graph(self, fn: Any, gm: torch.fx.GraphModule) -> None:
@@ -94,9 +98,17 @@ def explain_call(fn: Callable, args: tuple, kwargs: dict) -> ExplainOutput:
         return gm.forward
 
     compiled = CompiledFunction(fn, CompileSettings(recording_backend))
+    before = compile_times()
     with events.listening(events.on(output.record_graph, output.record_break)):
         compiled(*args, **kwargs)
+    output.compile_times = {phase: seconds - before.get(phase, 0.0) for phase, seconds in compile_times().items()}
     return output
+
+
+def format_compile_times(times: dict[str, float]) -> str:
+    """`Compile Time: 0.123 s (trace 0.100, guards 0.001, ...)`, phases in the order they run."""
+    phases = ", ".join(f"{phase} {seconds:.3f}" for phase, seconds in times.items())
+    return f"Compile Time: {sum(times.values()):.3f} s ({phases})"
 
 
 def advice(brk: GraphBreak) -> str:
@@ -176,4 +188,5 @@ class ScriptReport(events.Listener):
                     parts.append(f"    Instead: {brk.note}")
                 if brk.advice:
                     parts.append(f"    Advice: {brk.advice}")
+        parts.append(f"=== all functions ===\n{format_compile_times(compile_times())}")
         return "\n".join(parts)

@@ -795,6 +795,40 @@ PROGRAMS.append(module_program("break_in_a_forward_hook", HookedModule, lambda: 
                                fullgraph=False, frames=3, grad=True))
 
 
+class EncodesWithAnLSTM(nn.Module):
+    """A recurrent module between two layers, with `allow_rnn` off (PyTorch's default): it runs
+    eagerly between two graphs."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(4, 6)
+        self.lstm = nn.LSTM(6, 5, num_layers=2, batch_first=True)
+        self.head = nn.Linear(5, 2)
+
+    def forward(self, x):
+        hidden, _ = self.lstm(self.embed(x).tanh())
+        return self.head(hidden[:, -1])
+
+
+def _call_without_allow_rnn(world, compiled, args):
+    import graphwright
+
+    graphwright.config.allow_rnn = False
+    try:
+        return compiled(*args.args, **args.kwargs)
+    finally:
+        graphwright.config.allow_rnn = True
+
+
+PROGRAMS.append(module_program("recurrent_module_between_two_graphs_without_allow_rnn", EncodesWithAnLSTM,
+                               lambda: rand(2, 3, 4), fullgraph=False, frames=2, grad=True,
+                               call=_call_without_allow_rnn,
+                               reference={"frames": 0,
+                                          "why": "TorchDynamo refuses the LSTM where it reads "
+                                          "`self.lstm`, not at its call, so it cannot resume there and "
+                                          "runs the whole forward eagerly: no graph at all"}))
+
+
 # -- training ---------------------------------------------------------------------------
 
 

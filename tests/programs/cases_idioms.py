@@ -361,7 +361,9 @@ def _(h, b):
 
 
 @program("optional_import_with_an_import_error_fallback", lambda: rand(3), fullgraph=False,
-         frames=0)
+         frames=1, reference={"frames": 0, "why": "PyTorch breaks at a failing import ('Import failure') and "
+                                                  "runs the frame eagerly; graphwright raises the ImportError "
+                                                  "as the program's own and follows its except clause"})
 def _(x):
     try:
         import graphwright_corpus_missing_module  # noqa: F401

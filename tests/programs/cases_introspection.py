@@ -18,6 +18,7 @@ import warnings
 import torch
 
 from .harness import Args, corpus_logger, module_program, program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 
@@ -461,6 +462,20 @@ def _(x):
     return y * 2
 
 
+@program("warnings_and_log_records_after_a_graph_break_report_the_users_function", lambda: rand(3),
+         call=_warnings_with_locations, frames=2, fullgraph=False,
+         reference={"xfail": "logging.Logger methods are a graph break under fullgraph",
+                    "why": "PyTorch 2.13 does not replay logging calls outside export"})
+def _(x):
+    y = _deprecated_helper(x.sin())
+    corpus_logger.info("before the break")
+    graph_break()
+    warnings.warn("in the resumed part", _LocatedWarning)  # replayed by the resume function's entry
+    y = _deprecated_helper(y)
+    corpus_logger.warning("after the break: %s", y.shape)
+    return y * 2
+
+
 # -- torch's markers ---------------------------------------------------------------------
 
 def _marks_after_the_call(world, compiled, args):
@@ -656,3 +671,56 @@ def _(x):
     # a function-level counter, as decorators keep call statistics on the function
     _counted.calls = _counted.calls + 1
     return _counted(x) * _counted.calls
+
+
+# -- what libraries ask of builtin types and classes --------------------------------------
+
+class _ArrayBackend:
+    """einops' shape of backend discovery: the backends are the subclasses of a base class."""
+
+    framework = None
+
+    def handles(self, x):
+        return False
+
+
+class _TorchArrayBackend(_ArrayBackend):
+    framework = "torch"
+
+    def handles(self, x):
+        return isinstance(x, torch.Tensor)
+
+
+class _NumpyArrayBackend(_ArrayBackend):
+    framework = "numpy"
+
+
+@program("backends_found_among_the_subclasses_of_a_base_class", lambda: rand(3))
+def _(x):
+    pending, found = list(_ArrayBackend.__subclasses__()), None
+    while pending:
+        backend = pending.pop()
+        pending.extend(backend.__subclasses__())
+        if backend().handles(x):
+            found = backend
+    return x * 2, found.framework
+
+
+@program("methods_of_builtin_types_called_unbound", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot call int.bit_length unbound", why="PyTorch breaks the graph here"))
+def _(x):
+    # einops parses its patterns so: `str.isalnum` as a function, `map(str.strip, ...)`
+    names = [name for name in "b h (n d) -> b n".replace("(", " ").replace(")", " ").split()]
+    words = list(filter(str.isalnum, names))
+    padded = list(map(str.strip, [" a ", "b "]))
+    return x * len(words), words, padded, int.bit_length(37), tuple.count((1, 2, 1), 1)
+
+
+@program("set_algebra_on_sets_of_constants", lambda: rand(3))
+def _(x):
+    left, right = set("bhnd"), {"b", "n", "c"}
+    extra = set.symmetric_difference(left, right)
+    common = left.intersection(right, {"b", "n"})
+    left.difference_update({"h"})
+    return (x * len(extra), sorted(extra), sorted(common), sorted(left.union(right)),
+            left.issubset(right), left.isdisjoint({"z"}), sorted(frozenset(left) - right))

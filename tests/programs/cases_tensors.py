@@ -389,3 +389,14 @@ def _(x):
     scale = 2.0
     scale *= x
     return buckets, scale
+
+
+@program("addcdiv_and_addcmul_scaled_by_a_tensor", lambda: (rand(4, requires_grad=True), rand(4), rand(4) + 2),
+         grad=True)
+def _(param, exp_avg, denom):
+    # Adam with tensor step counts: the step size is a 0-dim tensor, where the operator takes a number
+    step_size = (1 - torch.tensor(0.9) ** torch.tensor(3.0)) * 0.01
+    updated = param.clone()
+    updated.addcdiv_(exp_avg, denom, value=-step_size)
+    mixed = exp_avg.addcmul(param, denom, value=step_size)
+    return updated, mixed, torch.addcdiv(param, exp_avg, denom, value=0.5)

@@ -230,20 +230,20 @@ class CallRecord:
     frames: int | None
 
 
-def _tensor_leaves(value: Any) -> list[torch.Tensor]:
+def tensor_leaves(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensor_leaves(item)]
+        return [t for item in value for t in tensor_leaves(item)]
     if isinstance(value, dict):
-        return [t for item in value.values() for t in _tensor_leaves(item)]
+        return [t for item in value.values() for t in tensor_leaves(item)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [t for f in dataclasses.fields(value) for t in _tensor_leaves(getattr(value, f.name))]
+        return [t for f in dataclasses.fields(value) for t in tensor_leaves(getattr(value, f.name))]
     return []
 
 
-def _backprop(output: Any) -> None:
-    differentiable = [t for t in _tensor_leaves(output) if t.requires_grad]
+def backprop(output: Any) -> None:
+    differentiable = [t for t in tensor_leaves(output) if t.requires_grad]
     if differentiable:
         # sin() keeps the gradient informative where a plain sum would not
         # (the sum of a softmax is constant).
@@ -252,7 +252,7 @@ def _backprop(output: Any) -> None:
 
 def _gradients(args: Args, target: Any) -> dict[str, Any]:
     grads: dict[str, Any] = {}
-    leaves = _tensor_leaves(list(args.args) + list(args.kwargs.values()))
+    leaves = tensor_leaves(list(args.args) + list(args.kwargs.values()))
     for index, tensor in enumerate(leaves):
         if tensor.requires_grad and tensor.is_leaf:
             grads[f"input{index}"] = tensor.grad
@@ -277,11 +277,19 @@ class ObjectState:
 
 @dataclasses.dataclass
 class TensorState:
-    """A tensor as recorded: a detached copy of its values, and what the copy loses."""
+    """A tensor as recorded: a detached contiguous copy of its values, and what the copy
+    loses: its strides where they are significant (as PyTorch's `check_significant_strides`:
+    not those of a dimension of length 1, nor any of an empty tensor) and requires_grad."""
 
     value: torch.Tensor
     stride: tuple
     requires_grad: bool
+
+
+def significant_strides(tensor: torch.Tensor) -> tuple:
+    if tensor.numel() == 0:
+        return (None,) * tensor.dim()
+    return tuple(stride if size > 1 else None for stride, size in zip(tensor.stride(), tensor.shape))
 
 
 def _slot_names(cls: type) -> list[str]:
@@ -315,16 +323,17 @@ def _builtin_base(cls: type) -> type:
     return next(klass for klass in cls.__mro__ if klass in (collections.OrderedDict, dict, list, tuple, object))
 
 
-def _snapshot(value: Any) -> Any:
+def snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
-        return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
+        return TensorState(value.detach().clone(memory_format=torch.contiguous_format),
+                           significant_strides(value), value.requires_grad)
     if _is_user_object(value):
-        return ObjectState(type(value).__name__, _snapshot(_attributes(value)), _snapshot(_contents(value)))
+        return ObjectState(type(value).__name__, snapshot(_attributes(value)), snapshot(_contents(value)))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return type(value)(_snapshot(v) for v in value)
+        return type(value)(snapshot(v) for v in value)
     if isinstance(value, dict) and type(value) is dict:
-        return {k: _snapshot(v) for k, v in value.items()}
+        return {k: snapshot(v) for k, v in value.items()}
     return value
 
 
@@ -360,16 +369,16 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
                 if issubclass(w.category, CorpusWarning)
             ]
             if program.grad:
-                _backprop(output)
+                backprop(output)
             records.append(CallRecord(
-                output=_snapshot(output),
-                arguments=_snapshot((args.args, args.kwargs)),
-                observed=_snapshot(program.observe(world)) if program.observe else None,
-                module_state=_snapshot(dict(target.state_dict()))
+                output=snapshot(output),
+                arguments=snapshot((args.args, args.kwargs)),
+                observed=snapshot(program.observe(world)) if program.observe else None,
+                module_state=snapshot(dict(target.state_dict()))
                 if isinstance(target, torch.nn.Module) else None,
                 logs=logs,
                 printed=printed.getvalue(),
-                grads=_snapshot(_gradients(args, target)) if program.grad else None,
+                grads=snapshot(_gradients(args, target)) if program.grad else None,
                 frames=counter.frame_count if counter is not None else None,
             ))
     finally:

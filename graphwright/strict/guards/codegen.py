@@ -21,14 +21,27 @@ guards is written by `residual.rebuild`.
 """
 from __future__ import annotations
 
+import dis
 import inspect
+import io
+import re
+import reprlib
 import types
 from typing import Any, Callable
 
 import torch
 
-from .guards import Guard, ordered
+from ..._core import dump
+from ..._core.counters import phase
+from .guards import STATE_KINDS, Guard, ordered
 from .sources import LocalSource, Source
+
+
+class _NoDefault:
+    """What an entry's parameter holds when the call left it to its default."""
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
 
 
 class _Miss:
@@ -39,6 +52,7 @@ class _Miss:
 
 
 MISS = _Miss()
+NO_DEFAULT = _NoDefault()
 
 
 class EntryWriter:
@@ -54,7 +68,8 @@ class EntryWriter:
         self.namespace: dict[str, Any] = {"___type": type, "___len": len, "___tuple": tuple,
                                           "___hasattr": hasattr,
                                           "___dispatch_keys": torch._C._dispatch_keys,
-                                          "___Exception": Exception, "___MISS": MISS}
+                                          "___Exception": Exception, "___MISS": MISS,
+                                          "___NODEFAULT": NO_DEFAULT}
         self.reads: list[str] = []
         self._refs: dict[int, str] = {}
         self._vars: dict[Source, str] = {}
@@ -80,12 +95,13 @@ class EntryWriter:
 
     def guard_lines(self, guards: list[Guard]) -> list[str]:
         """The guard section; the reads it needs are emitted in line, then `reads` starts afresh."""
-        lines = self.reads = []
-        for guard in ordered(guards):
-            value = "" if guard.kind in ("grad_mode", "global_state", "sizes") else self.expr(guard.source)
-            lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
-        self.reads = []
-        return lines
+        with phase("guards"):
+            lines = self.reads = []
+            for guard in ordered(guards):
+                value = "" if guard.kind in STATE_KINDS else self.expr(guard.source)
+                lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
+            self.reads = []
+            return lines
 
 
 def parameter_name(name: str) -> str:
@@ -93,13 +109,19 @@ def parameter_name(name: str) -> str:
     return name if name.isidentifier() else "___dot" + name.lstrip(".")
 
 
-def signature_text(code: types.CodeType) -> tuple[str, str]:
-    """(parameter list, call arguments) mirroring `code`'s signature, without defaults."""
+def signature_text(code: types.CodeType, optional: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """(parameter list, call arguments) mirroring `code`'s signature; the `optional` parameters
+    default to `___NODEFAULT` (the entry fills them from the function's defaults, as they are
+    at the call)."""
     names = [parameter_name(name) for name in code.co_varnames]
     positional = list(names[:code.co_argcount])
     keyword_only = list(names[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
     index = code.co_argcount + code.co_kwonlyargcount
-    params = list(positional)
+
+    def declared(name: str) -> str:
+        return f"{name}=___NODEFAULT" if name in optional else name
+
+    params = [declared(name) for name in positional]
     if code.co_posonlyargcount:
         params.insert(code.co_posonlyargcount, "/")
     call = list(positional)
@@ -109,7 +131,7 @@ def signature_text(code: types.CodeType) -> tuple[str, str]:
         index += 1
     elif keyword_only:
         params.append("*")
-    params += keyword_only
+    params += [declared(name) for name in keyword_only]
     call += [f"{name}={name}" for name in keyword_only]
     if code.co_flags & inspect.CO_VARKEYWORDS:
         params.append("**" + names[index])
@@ -117,16 +139,72 @@ def signature_text(code: types.CodeType) -> tuple[str, str]:
     return ", ".join(["___gw_fn", *params]), ", ".join(call)
 
 
+def defaulted_parameters(code: types.CodeType, fn: Any) -> dict[str, str]:
+    """Each parameter that `fn` gives a default, and the expression that reads that default from
+    `___gw_fn` itself at the call, as Python does: `fn.__defaults__ = ...`, or another function
+    of the same code, is then seen by the guards."""
+    argcount = code.co_argcount
+    defaults = getattr(fn, "__defaults__", None) or ()
+    filled = {parameter_name(name): f"___gw_fn.__defaults__[{index - argcount}]"
+              for index, name in enumerate(code.co_varnames[:argcount]) if index >= argcount - len(defaults)}
+    kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
+    for name in code.co_varnames[argcount:argcount + code.co_kwonlyargcount]:
+        if name in kwdefaults:
+            filled[parameter_name(name)] = f"___gw_fn.__kwdefaults__[{name!r}]"
+    return filled
+
+
 def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[str], name: str) -> Callable:
-    """Compile the entry function's source; defaults come from the original function."""
-    params, _ = signature_text(writer.code)
-    guard_block = "\n".join("        " + line for line in guard_lines) or "        pass"
+    """Compile the entry function's source. Its first lines fill the parameters left to their
+    defaults; a default that is gone makes the entry miss."""
+    filled = defaulted_parameters(writer.code, fn)
+    params, _ = signature_text(writer.code, frozenset(filled))
+    defaults = [f"if {name} is ___NODEFAULT: {name} = {default}" for name, default in filled.items()]
+    guard_block = "\n".join("        " + line for line in [*defaults, *guard_lines]) or "        pass"
     body_block = "\n".join("    " + line for line in body)
     source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except ___Exception:\n"
               f"        return ___MISS\n{body_block}\n")
-    exec(compile(source, f"<graphwright entry for {name}>", "exec"), writer.namespace)
+    text, filename = source, f"<graphwright entry for {name}>"
+    if dump.active():  # compiled from the dumped file: tracebacks and debuggers show its lines
+        text = _file_header(writer, name) + source
+        filename = dump.write("entry.py", text)
+    exec(compile(text, filename, "exec"), writer.namespace)
     entry = writer.namespace["___entry"]
-    entry.__defaults__ = getattr(fn, "__defaults__", None)
-    entry.__kwdefaults__ = getattr(fn, "__kwdefaults__", None)
+    if not filename.startswith("<"):  # the dumped file ends with the entry's bytecode, as comments
+        listing = io.StringIO()
+        dis.dis(entry, file=listing)
+        dump.append(filename, "\n# bytecode:\n" + "".join(f"#   {line}\n" for line in listing.getvalue().splitlines()))
     entry.source = source
     return entry
+
+
+def _file_header(writer: EntryWriter, name: str) -> str:
+    """What a dumped entry file says before its code: how to read it, and what its names hold."""
+    scope = dump.current()
+    lines = [f"# graphwright cache entry {scope.entry} of `{name}` ({scope.location}).",
+             "# The guards come first: any that fails returns ___MISS, and the cache tries its next entry",
+             "# (or compiles a new one). Then the body: sources read once (___vN), the graph call, values",
+             "# rebuilt (___rN), side effects replayed, and the rest of the function (a resume function).",
+             "# The objects it refers to:"]
+    for key, value in writer.namespace.items():
+        if re.fullmatch(r"___c\d+", key):
+            text = " ".join(_short_repr(value).split())
+            lines.append(f"#   {key} = {text if len(text) <= 100 else text[:97] + '...'}")
+    return "\n".join(lines) + "\n"
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"<tensor of size {list(value.shape)}, {value.dtype}>"
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__qualname__} module at {id(value):#x}>"
+    if isinstance(value, dict) and "__builtins__" in value and "__name__" in value:
+        return f"<globals of module {value['__name__']}>"
+    name, module = getattr(value, "__qualname__", None), getattr(value, "__module__", None)
+    if isinstance(name, str) and isinstance(module, str):
+        return f"<{'class' if isinstance(value, type) else type(value).__name__} {module}.{name}>"
+    return _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 90

@@ -8,6 +8,7 @@ failed; that runs only on the slow path, never on a hit.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -18,9 +19,13 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "call": 3, "type": 1, "id": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
+         "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
+
+# Kinds that check global state, not a value read from a source.
+STATE_KINDS = frozenset({"grad_mode", "global_state", "global_hooks", "query", "sizes"})
 
 
 def autocast_state() -> tuple | None:
@@ -29,6 +34,16 @@ def autocast_state() -> tuple | None:
         return None
     return tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
                  for device in ("cpu", "cuda"))
+
+
+GLOBAL_HOOK_TABLES = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks")
+
+
+def global_module_hooks() -> bool:
+    """Whether hooks registered for every module are installed."""
+    hooks = torch.nn.modules.module
+    return any(getattr(hooks, table) for table in GLOBAL_HOOK_TABLES)
 
 
 def global_state() -> tuple:
@@ -82,7 +97,9 @@ class Guard:
     def dedup_key(self) -> tuple:
         if self.kind in ("alias", "distinct"):
             return (self.source, self.kind, self.expected)
-        expected = id(self.expected) if self.kind in ("id", "type") else self.expected
+        if self.kind == "query":  # one per function asked: its answer may not hash
+            return (self.source, self.kind, id(self.expected[0]))
+        expected = id(self.expected) if self.kind in ("id", "type", "code") else self.expected
         return (self.source, self.kind, expected)
 
     def condition(self, value: str, writer: ExprWriter) -> str:
@@ -92,6 +109,8 @@ class Guard:
             return f"___type({value}) is {ref(expected)}"
         if kind == "id":
             return f"{value} is {ref(expected)}"
+        if kind == "code":  # an equal code object (the same source exec'd again) behaves the same
+            return f"({value} is {ref(expected)} or {value} == {ref(expected)})"
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
@@ -113,12 +132,22 @@ class Guard:
             autocast_check = (f"not {ref(torch._C._is_any_autocast_enabled)}()" if autocast is None
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
+        if kind == "global_hooks":  # hooks registered for every module (none when traced)
+            hooks = ref(torch.nn.modules.module)
+            return " and ".join(f"not {hooks}.{table}" for table in GLOBAL_HOOK_TABLES)
+        if kind == "query":  # a call of torch that reads global state, asked again
+            function, answer = expected
+            if answer is None or isinstance(answer, bool):
+                return f"{ref(function)}() is {answer!r}"
+            return f"{ref(function)}() == {literal(answer, ref)}"
         if kind == "lacks":
             return f"not ___hasattr({value}, {expected!r})"
         if kind == "mro_lacks":  # no class of the MRO defines the name (as instance lookups see it)
             name, mro = expected
             return f"{value}.__mro__ is {ref(mro)} and " + " and ".join(
                 f"{name!r} not in {ref(klass)}.__dict__" for klass in mro)
+        if kind == "subclasses":
+            return f"___tuple({value}.__subclasses__()) == {literal(expected, ref)}"
         if kind == "call":
             name, args, result = expected
             return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
@@ -134,6 +163,36 @@ class Guard:
             return substitute_inputs(code, [writer.expr(source) for source in sources])
         raise AssertionError(kind)
 
+    def describe(self) -> str:
+        """What the guard checks, in the user's terms (the `guards` log, dumps)."""
+        name, kind, expected = self.source.name(), self.kind, self.expected
+        if kind == "tensor":
+            shape = ", ".join(f"s{i}" if i in expected.dynamic else str(size) for i, size in enumerate(expected.shape))
+            layout = "contiguous" if expected.is_contiguous_layout() else f"stride={list(expected.stride)}"
+            return (f"tensor {name}: {expected.cls.__name__}, {expected.dtype}, {expected.device}, "
+                    f"size=[{shape}], {layout}, requires_grad={expected.requires_grad}"
+                    + (", inference" if expected.inference else ""))
+        if kind == "sizes":
+            code, sources = expected
+            return f"sizes satisfy: {substitute_inputs(code, [source.name() for source in sources])}"
+        if kind in ("alias", "distinct"):
+            return f"{name} {'is' if kind == 'alias' else 'is not'} {expected.name()}"
+        described = {
+            "type": lambda: f"type of {name} is {getattr(expected, '__qualname__', expected)}",
+            "id": lambda: f"{name} is the object {_short(expected)}",
+            "const": lambda: f"{name} == {_short(expected)}",
+            "len": lambda: f"len({name}) == {expected}",
+            "keys": lambda: f"keys of {name} are {list(expected)}",
+            "contains": lambda: f"{name} {'has' if expected[1] else 'lacks'} the key {expected[0]!r}",
+            "no_hooks": lambda: f"module {name} has no hooks",
+            "lacks": lambda: f"{name} has no attribute '{expected}'",
+            "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",
+            "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
+            "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
+            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+        }
+        return described[kind]()
+
     def failure(self, actual: Any) -> str | None:
         """Why `actual` fails this guard, in the user's terms; None when it passes."""
         name, kind, expected = self.source.name(), self.kind, self.expected
@@ -141,6 +200,8 @@ class Guard:
             return f"type of '{name}' changed: expected {expected.__name__}, actual {type(actual).__name__}"
         if kind == "id" and actual is not expected:
             return f"'{name}' is a different object than when it was compiled"
+        if kind == "code" and actual != expected:
+            return f"'{name}' is other code than when it was compiled"
         if kind == "const" and (type(actual) is not type(expected) or actual != expected):
             return f"'{name}' changed: expected {expected!r}, actual {actual!r}"
         if kind == "len" and len(actual) != expected:
@@ -156,12 +217,19 @@ class Guard:
             return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
+        if kind == "subclasses" and tuple(actual.__subclasses__()) != expected:
+            return f"the subclasses of class '{name}' changed"
         if kind == "mro_lacks" and (actual.__mro__ is not expected[1]
                                     or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
             return f"class '{name}' has an attribute '{expected[0]}' now"
         if kind == "global_state" and global_state() != expected:
             return f"global torch state changed (default dtype, autocast): expected {expected}, " \
                    f"actual {global_state()}"
+        if kind == "global_hooks" and global_module_hooks():
+            return "hooks for every module were registered (`register_module_forward_hook`...)"
+        if kind == "query" and expected[0]() != expected[1]:
+            name = getattr(expected[0], "__qualname__", repr(expected[0]))
+            return f"'{name}()' changed: expected {expected[1]!r}, actual {expected[0]()!r}"
         if kind == "grad_mode" and torch.is_grad_enabled() is not expected:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":
@@ -221,3 +289,9 @@ def ordered(guards: list[Guard]) -> list[Guard]:
     for guard in guards:
         unique.setdefault(guard.dedup_key(), guard)
     return sorted(unique.values(), key=lambda guard: guard.cost)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = getattr(value, "__qualname__", None) if not isinstance(value, str) else None
+    text = text or (f"module {value.__name__}" if isinstance(value, types.ModuleType) else repr(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ItemSource, WeakReferenceSource, WeakrefSource
+from ..._core import config
 from .. import operators
+from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
+from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, methods, operations
+from ..objects import builtin_calls, classes, instances, introspection, methods, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -34,8 +36,8 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_cached_function, is_graph_operator
-from ..residual.callees import global_module_hooks
+from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
+from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
 
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
 
 _UNSUPPORTED_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+# Queries of the state a trace models itself (grad mode and autocast, entered and left in the
+# region): their answers follow from the entry's grad-mode and global-state guards.
+_MODELLED_STATE = {getattr(module, name) for module in (torch, torch._C) for name in dir(module)
+                   if "grad_enabled" in name or "autocast" in name}
 _GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
                        torch.set_default_device, torch.use_deterministic_algorithms,
                        torch.set_printoptions, torch.set_num_threads}
@@ -157,11 +163,17 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
-        return tracer.graph.call("call_function", target, args, kwargs)
+        result = tracer.graph.call("call_function", target, args, kwargs)
+        if not args and not kwargs and isinstance(result, ConstantValue) and not _is_one_of(target, _MODELLED_STATE):
+            # a query of global state (`torch.are_deterministic_algorithms_enabled()`): asked again
+            tracer.add_guard(FunctionSource(), "query", (target, result.value))
+        return result
     if type(target) is types.FunctionType:
         return inline(tracer, function_value(target, None), args, kwargs)
     if builtin_calls.is_pure_on_constants(target):
         return builtin_calls.evaluate(tracer, target, args, kwargs)
+    if introspection.is_subclasses_query(target) and not args and not kwargs:
+        return introspection.subclasses(tracer, target)
     call = getattr(type(target), "__call__", None)
     if type(call) is types.FunctionType:  # an object whose class defines __call__ (typing's Box[int])
         return inline(tracer, function_value(call, None).bind(value or ConstantValue(target)), args, kwargs)
@@ -216,6 +228,9 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
+    if is_state_guard(cls):
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"instantiate {cls.__qualname__}",
+                                 type=f"{cls.__module__}.{cls.__qualname__}")
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
             and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
@@ -240,13 +255,26 @@ def _weak_reference(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value
     return ConstantValue(reference, WeakReferenceSource(args[0].source))
 
 
+def is_state_guard(cls: type) -> bool:
+    """A context manager of torch written in C (`torch._C._InferenceMode`, `DisableTorchFunction`,
+    dispatch-key guards): building one may already change thread-local state (an RAII guard,
+    on until collected), so the tracer never builds one for real. `torch.device` and streams
+    only change state when entered."""
+    enter = getattr(cls, "__enter__", None)
+    return enter is not None and type(enter) is not types.FunctionType and cls.__module__.startswith("torch") \
+        and not issubclass(cls, (torch.device, torch.Stream))
+
+
 def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """A torch.nn module built inside the region (a loss, an activation): fine while it has no state."""
-    module = builtin_calls.evaluate(tracer, cls, args, kwargs).value
-    if any(True for _ in module.parameters()) or any(True for _ in module.buffers()):
+    """A torch.nn module built inside the region (a loss, an activation): fine while it has no state.
+    Whether it has is asked of one built on the meta device first: initialising parameters for
+    real would draw from the user's random generator."""
+    with torch.device("meta"):
+        probe = builtin_calls.evaluate(tracer, cls, args, kwargs).value
+    if any(True for _ in probe.parameters()) or any(True for _ in probe.buffers()):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__} with state",
                                  name=f"{cls.__qualname__} (it has parameters or buffers)")
-    return ModuleValue(module)
+    return ModuleValue(builtin_calls.evaluate(tracer, cls, args, kwargs).value)
 
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -267,9 +295,16 @@ def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs
     if markers.is_disabled(real):
         name = type(real).__qualname__
         raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
+    if is_module_wrapper(real):
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.MODULE_WRAPPER, f"call of {name}", name=name)
+    if isinstance(real, torch.nn.RNNBase) and not config.allow_rnn:
+        name = type(real).__qualname__
+        raise tracer.graph_break(gb.RECURRENT_MODULE, f"call to recurrent module {name}", name=name)
     if global_module_hooks() or any(_changed_in_region(tracer, table) for table in _global_hook_tables()):
         name = type(real).__name__
         raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
+    tracer.add_guard(FunctionSource(), "global_hooks")
     hooks = _ModuleHooks(tracer, module)
     if hooks.has("_backward_hooks") or hooks.has("_backward_pre_hooks"):
         name = type(real).__name__
@@ -349,9 +384,7 @@ def _changed_in_region(tracer: "Tracer", real: Any) -> bool:
 
 
 def _global_hook_tables() -> list[Any]:
-    hooks = torch.nn.modules.module
-    return [hooks._global_forward_hooks, hooks._global_forward_pre_hooks,
-            hooks._global_backward_hooks, hooks._global_backward_pre_hooks]
+    return [getattr(torch.nn.modules.module, table) for table in GLOBAL_HOOK_TABLES]
 
 
 def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any, Value]]:
@@ -384,6 +417,9 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
             return modelled
     if function.bound_self is not None:
         args = [function.bound_self, *args]
+    state = state_source(function)
+    if state is not None:  # `fn.__code__ = ...` replaces what the function does
+        tracer.add_guard(AttrSource(state, "__code__"), "code", code)
     local_values = bind_arguments(tracer, function, args, kwargs)
     if code.co_flags & inspect.CO_GENERATOR:
         return generators.make_generator(tracer, function, local_values)
@@ -420,12 +456,13 @@ def bind_arguments(tracer: "Tracer", function: FunctionValue, args: list[Value],
         else:
             bound[key] = value
     defaults = function.defaults
+    state = state_source(function)
     for offset, name in enumerate(positional[len(positional) - len(defaults):]):
         if name not in bound:
-            bound[name] = _as_value(tracer, defaults[offset], function.source, "__defaults__", offset)
+            bound[name] = _as_value(tracer, defaults[offset], state, "__defaults__", offset)
     for name in keyword_only:
         if name not in bound and name in function.kwdefaults:
-            bound[name] = _as_value(tracer, function.kwdefaults[name], function.source, "__kwdefaults__", name)
+            bound[name] = _as_value(tracer, function.kwdefaults[name], state, "__kwdefaults__", name)
     missing = [name for name in positional + keyword_only if name not in bound]
     if missing:
         raise fail(f"missing required argument '{missing[0]}'")

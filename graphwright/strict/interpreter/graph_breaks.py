@@ -34,6 +34,7 @@ class GraphBreak(Exception):
         self.user_stack = user_stack
         self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
         self.split_note = ""  # set when the function could not be split here: what runs instead
+        self.user_error: BaseException | None = None  # the program's own exception (USER_EXCEPTION)
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -59,8 +60,10 @@ class UserException(Exception):
     def to_graph_break(self) -> GraphBreak:
         error = self.value.value
         text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
-        return GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
-                          self.debug_context, self.user_stack)
+        brk = GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
+                         self.debug_context, self.user_stack)
+        brk.user_error = error if isinstance(error, BaseException) else None
+        return brk
 
 
 REGISTRY: dict[str, GraphBreakKind] = {}
@@ -183,6 +186,12 @@ UNSUPPORTED_CLASS = define_kind(
     "GB022", "Unsupported class instantiation",
     "The tracer cannot create an instance of `{name}` inside the compiled region.",
     "Create the object outside the compiled region and pass it in.")
+UNSUPPORTED_TENSOR = define_kind(
+    "GB023", "Unsupported tensor input",
+    "`{name}` is a {tensor} tensor, which the tracer cannot represent while tracing: {error}",
+    "Convert the tensor before the compiled region (e.g. `.to_dense()`, or a nested tensor "
+    "with `layout=torch.jagged`).",
+    "Move the code that uses it out of the compiled region.")
 SUBGRAPH_SIDE_EFFECT = define_kind(
     "GB040", "Side effect in a function traced as a subgraph",
     "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "
@@ -194,6 +203,18 @@ HIGHER_ORDER_CALL = define_kind(
     "`{op}` cannot be captured here: {reason}.",
     "Check the call against the operator's documentation (argument kinds and structure).",
     "Move the call out of the compiled region.")
+MODULE_WRAPPER = define_kind(
+    "GB050", "Call of a `DistributedDataParallel` module",
+    "`{name}` runs its forward as Python, as under torch.compile: it prepares DDP's reducer and "
+    "the hooks that all-reduce gradients in eager autograd. The module it wraps is compiled in "
+    "its own graphs, split at DDP's gradient buckets.",
+    "Compile the DDP module itself (`graphwright.compile(ddp_model)`) or the module before "
+    "wrapping it, and call it outside the compiled function.")
+RECURRENT_MODULE = define_kind(
+    "GB042", "Recurrent module (RNN, GRU, LSTM)",
+    "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "
+    "default), so it runs eagerly between two graphs.",
+    "Set `graphwright.config.allow_rnn = True` (graphwright's default) to trace it into the graph.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

@@ -13,6 +13,7 @@ import functools
 import operator
 import re
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -59,14 +60,27 @@ def prepare_fake_tensors() -> None:
     torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
 
 
-@functools.lru_cache(maxsize=None)
-def _bound_method_target(method: types.MethodType) -> Callable:
-    """A plain function calling `method` (e.g. `MyFunction.apply`), which fx can name in code."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return method(*args, **kwargs)
+# the receiver of a bound method (an autograd.Function class) -> {its function: the call}
+_BOUND_TARGETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    owner = getattr(method.__self__, "__name__", type(method.__self__).__name__)
-    call.__name__ = call.__qualname__ = f"{owner}_{method.__name__}"
+
+def _bound_method_target(method: types.MethodType) -> Callable:
+    """A plain function calling `method` (e.g. `MyFunction.apply`), which fx can name in code;
+    one per method, kept while its receiver lives (a class made per call is freed)."""
+    receiver, function = method.__self__, method.__func__
+    try:
+        calls = _BOUND_TARGETS.setdefault(receiver, {})
+        bound = weakref.ref(receiver)  # the table's values must not hold its keys
+    except TypeError:  # a receiver that cannot be weakly referenced: not kept
+        calls, bound = {}, lambda: receiver
+    call = calls.get(function)
+    if call is None:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return function(bound(), *args, **kwargs)
+
+        owner = getattr(receiver, "__name__", type(receiver).__name__)
+        call.__name__ = call.__qualname__ = f"{owner}_{method.__name__}"
+        calls[function] = call
     return call
 
 
@@ -80,6 +94,12 @@ def _has_unbacked_symbols(result: Any) -> bool:
 
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
     return tensor.fake
+
+
+def tensor_kind(tensor: torch.Tensor) -> str:
+    """A tensor's kind in the user's terms: its class, layout and device."""
+    layout = "nested" if tensor.is_nested else str(tensor.layout).replace("torch.", "")
+    return f"{type(tensor).__name__} ({layout}, {tensor.device})"
 
 
 class GraphBuilder:
@@ -133,8 +153,13 @@ class GraphBuilder:
         return ConstantValue(symbol, source)
 
     def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
+        try:
+            fake = self._fake_input(real, source)
+        except Exception as error:  # a layout fake tensors cannot represent (a strided nested tensor...)
+            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
+                                 name=source.name(), tensor=tensor_kind(real),
+                                 error=f"{type(error).__name__}: {error}")
         node = self._placeholder(source)
-        fake = self._fake_input(real, source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)
         self.input_fakes.append(fake)

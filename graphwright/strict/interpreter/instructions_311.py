@@ -11,6 +11,7 @@ import collections.abc
 import dis
 import operator
 
+from ..guards.sources import ConstantSource
 from ..objects import attributes, builtin_calls, operations
 from ..objects.values import (
     NONE,
@@ -105,13 +106,24 @@ class Instructions311:
 
     def op_IMPORT_NAME(self, inst):
         fromlist, level = self.pop(), self.pop()
-        module = __import__(inst.argval, self.globals, None,
-                            operations.python_value(self.tracer, fromlist),
-                            operations.python_value(self.tracer, level))
-        self.push(ConstantValue(module))
+        try:  # run for real, as the first call would: a module is imported once
+            module = __import__(inst.argval, self.globals, None,
+                                operations.python_value(self.tracer, fromlist),
+                                operations.python_value(self.tracer, level))
+        except Exception as error:  # ImportError, or whatever the module's own code raised
+            raise self.tracer.user_error(error, f"import {inst.argval}") from None
+        # the module itself is the source: its attributes are re-read (and guarded) at each call
+        self.push(ConstantValue(module, ConstantSource(id(module), module)))
 
     def op_IMPORT_FROM(self, inst):
-        self.push(attributes.load_attr(self.tracer, self.stack[-1], inst.argval))
+        found = attributes.lookup(self.tracer, self.stack[-1], inst.argval)
+        if found is None:
+            module = getattr(self.stack[-1], "value", None)
+            name = getattr(module, "__name__", "<unknown module name>")
+            where = getattr(module, "__file__", None) or "unknown location"
+            raise self.tracer.user_error(ImportError(f"cannot import name '{inst.argval}' from '{name}' ({where})",
+                                                     name=name))
+        self.push(found)
 
     # -- attributes and items ------------------------------------------------------------
     def op_LOAD_ATTR(self, inst):

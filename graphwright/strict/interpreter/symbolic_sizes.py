@@ -77,8 +77,9 @@ class SymbolicSizes:
 
     def symbolic_int(self, fake_mode: Any, value: int) -> torch.SymInt:
         """A fresh symbol standing for an int input (>= 2: 0 and 1 stay specialised, as sizes do),
-        made as the size of a placeholder fake tensor so that the ShapeEnv names its origin."""
-        return self.fake_input(fake_mode, torch.empty(value), frozenset({0})).shape[0]
+        made as the size of a placeholder fake tensor so that the ShapeEnv names its origin (a meta
+        tensor: the int may be far too large to allocate)."""
+        return self.fake_input(fake_mode, torch.empty(value, device="meta"), frozenset({0})).shape[0]
 
     def register(self, node: torch.fx.Node, value: Any) -> None:
         """`node` computes `value` (a SymInt/SymFloat/SymBool) at run time."""

@@ -18,10 +18,13 @@ from typing import Any, Callable
 import torch
 
 from ..._core import config
+from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.user_stack import is_user_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
+    AttrSource,
+    ConstantSource,
     FunctionSource,
     GlobalSource,
     ItemSource,
@@ -98,8 +101,9 @@ class Tracer:
         return [summary for summary in frames if is_user_file(summary.filename)] or frames
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
-        if source is not None:
-            self.guards.append(Guard(source, kind, expected))
+        if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:
+            return  # nothing to check: an object held by the guards is itself
+        self.guards.append(Guard(source, kind, expected))
 
     def wrap(self, real: Any, source: Source | None) -> Value:
         return wrapping.wrap(self, real, source)
@@ -161,10 +165,18 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
     `dynamic_all` / `dynamic_dims` choose the input dimensions traced as symbolic sizes;
     `stop_at` is a step of `fn`'s frame to stop before (see `Frame.checkpoint`);
     `data_dependence` whether values computed from data are captured (else they break)."""
+    with phase("trace"):
+        return _trace(fn, args, kwargs, dynamic_all, dynamic_dims, stop_at, data_dependence)
+
+
+def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_dims: dict[Source, frozenset[int]] | None,
+           stop_at: int | None, data_dependence: DataDependence) -> TraceResult:
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)), data_dependence)
     grad_enabled = torch.is_grad_enabled()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
+    # functions sharing this code share the cache; `fn.__code__ = ...` is another function
+    tracer.add_guard(AttrSource(FunctionSource(), "__code__"), "code", fn.__code__)
     try:
         local_values = bind_root_arguments(tracer, fn, args, kwargs)
         closure = wrapping.closure_cells(fn, FunctionSource())

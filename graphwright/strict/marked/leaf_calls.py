@@ -19,9 +19,14 @@ import torch
 
 from ..._core.errors import InvalidMarkingError
 from ..._core.flat_call import apply_flat_call
-from ..._core.leaf_function import LeafFunctionInfo, leaf_function_info, named_input_tensors
+from ..._core.leaf_function import (
+    LeafFunctionInfo,
+    leaf_function_info,
+    named_input_tensors,
+)
 from ..._core.leaf_op import LeafCall
-from ..objects.values import Value
+from ..interpreter.contexts import set_grad_mode
+from ..objects.values import TensorValue, Value
 from . import marking_breaks as mb
 from .nonstrict_calls import function_name, trace_on_fakes
 from .pytree_values import (
@@ -44,7 +49,7 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
     if info.fake is None:
         raise tracer.graph_break(mb.LEAF_MISSING_FAKE, f"leaf_function {name} without fake", name=name)
     try:
-        flat = flatten_call_arguments(tracer, args, kwargs, symbolic_inputs=False)
+        flat = flatten_call_arguments(tracer, args, kwargs, symbolic_inputs=(torch.SymInt,))
     except InvalidLeaf as leaf:
         raise tracer.graph_break(mb.LEAF_INVALID_IO, f"input {leaf.path} of {name}", name=name,
                                  what=f"input `{leaf.path}`", type=leaf.kind) from None
@@ -54,8 +59,9 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
         mutated, names = _mutated_and_named(info, flat, fakes)
     except (InvalidMarkingError, TypeError) as error:
         raise tracer.user_error(error) from None
+    sizes = [index for index, value in enumerate(inputs) if not isinstance(value, TensorValue)]
     site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.input_positions,
-                    flat.module_states, mutated, names)
+                    flat.module_states, mutated, names, sizes)
     output, _ = trace_on_fakes(tracer, lambda *flat_inputs: site.run_fake(flat_inputs)[0], fakes, name,
                                mb.LEAF_FAKE_FAILED, reads_constants=False)
     try:
@@ -68,8 +74,12 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
         tensors = site(*fakes)
     result = tracer.graph.call_with_result(site, inputs, tensors)
     num_tensors, num_outputs = len(site.fake_metadata), site.num_outputs
-    for index, new_value in zip(mutated, result.items[num_outputs:]):
-        tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
+    if mutated:  # copied back out of autograd's sight, as the operator's kernel checks
+        grad_enabled = torch.is_grad_enabled()
+        set_grad_mode(tracer, False)
+        for index, new_value in zip(mutated, result.items[num_outputs:]):
+            tracer.graph.call("call_method", "copy_", [inputs[index], new_value], {})
+        set_grad_mode(tracer, grad_enabled)
     # A scalar the fake computes from data comes back as a 0-dim tensor: its value is `.item()`.
     scalars = [tracer.graph.call("call_method", "item", [value], {})
                for value in result.items[num_tensors:num_outputs]]

@@ -100,7 +100,7 @@ def example_value(value: Value) -> Any:
 
 
 class _Flattener:
-    def __init__(self, tracer: "Tracer", symbolic_inputs: bool) -> None:
+    def __init__(self, tracer: "Tracer", symbolic_inputs: tuple[type, ...]) -> None:
         self.tracer = tracer
         self.symbolic_inputs = symbolic_inputs
         self.inputs: list[Value] = []
@@ -137,7 +137,9 @@ class _Flattener:
         real = value.value
         if operations.is_symbolic(value):
             # A size or an int that varies between calls: an input of the call, or specialised.
-            return self._slot(value) if self.symbolic_inputs else operations.python_value(self.tracer, value)
+            if isinstance(real, self.symbolic_inputs):
+                return self._slot(value)
+            return operations.python_value(self.tracer, value)
         if isinstance(real, PRIMITIVE_LEAF_TYPES) or isinstance(real, enum.Enum):
             return real
         if _is_equality_constant(type(real)):
@@ -220,9 +222,9 @@ def _is_equality_constant(cls: type) -> bool:
 
 
 def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value],
-                           symbolic_inputs: bool = True) -> FlatArguments:
-    """Raises `InvalidLeaf` for an argument that is not an accepted pytree. Symbolic ints are
-    inputs of the call with `symbolic_inputs`, else specialised to their value."""
+                           symbolic_inputs: tuple[type, ...] = SYMBOLIC_LEAF_TYPES) -> FlatArguments:
+    """Raises `InvalidLeaf` for an argument that is not an accepted pytree. Symbolic values of
+    the `symbolic_inputs` types are inputs of the call, the others specialised to their value."""
     flattener = _Flattener(tracer, symbolic_inputs)
     template = (tuple(flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)),
                 {key: flattener.template(arg, f"kwargs[{key!r}]") for key, arg in kwargs.items()})

@@ -93,6 +93,13 @@ def _method_if(value: Value, name: str, cls: type) -> Value | None:
 def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | None:
     from .values import MethodValue
 
+    real = tracer.real_tensors.get(id(value))
+    if name in ("is_leaf", "grad_fn") and real is not None:
+        # autograd history, which the tensor guard does not check: read on the real input
+        if getattr(real, name) is not None and name == "grad_fn":
+            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "Tensor.grad_fn of an input", name="grad_fn",
+                                     type="Tensor (an input with autograd history)")
+        return tracer.wrap(getattr(real, name), AttrSource(value.source, name))
     if name in TENSOR_METADATA:
         if name == "shape":
             tracer.graph.register_sizes(value)
@@ -100,7 +107,6 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     if name in TENSOR_VIEWS:
         return tracer.graph.call("call_function", getattr, [value, ConstantValue(name)], {})
     if name == "grad":
-        real = tracer.real_tensors.get(id(value))
         if real is not None:
             return tracer.wrap(real.grad, AttrSource(value.source, "grad"))
         if value.fake.grad is None:
@@ -244,6 +250,7 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
 
         return MethodValue(value, name)
     if found is not None:
+        classes.guard_not_own(tracer, value, name)
         return classes.bind(tracer, *found, name, value, type(module))
     found = classes.user_getattr(tracer, value, name)  # a __getattr__ of the user's module class
     if found is None:

@@ -67,10 +67,16 @@ def handler_for(target: Any) -> Handler | None:
         return None
 
 
+_IMMUTABLE_BUILTINS = (str, bytes, int, float, complex, bool, tuple, frozenset)
+
+
 def is_pure_on_constants(target: Any) -> bool:
+    """Functions that compute from their arguments alone: those of the pure modules, and the
+    methods of immutable builtin types, bound (`"a,b".split`) or not (`str.isalnum`)."""
     module = getattr(target, "__module__", None) or ""
-    return module in _PURE_MODULES or isinstance(target, (types.BuiltinMethodType,)) and \
-        isinstance(getattr(target, "__self__", None), (str, int, float, tuple))
+    return module in _PURE_MODULES or isinstance(target, types.BuiltinMethodType) and \
+        isinstance(getattr(target, "__self__", None), _IMMUTABLE_BUILTINS) or \
+        isinstance(target, types.MethodDescriptorType) and target.__objclass__ in _IMMUTABLE_BUILTINS
 
 
 def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:

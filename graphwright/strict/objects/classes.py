@@ -313,9 +313,19 @@ def generic_get(tracer: "Tracer", instance: Value, name: str) -> Value | None:
     if own is not None:
         return own
     if found is not None:
+        guard_not_own(tracer, instance, name)
         return bind(tracer, *found, name, instance, cls)
     guard_absent(tracer, instance, name)
     return None
+
+
+def guard_not_own(tracer: "Tracer", instance: Value, name: str) -> None:
+    """Guard that a pre-existing instance still has no attribute `name` of its own, where its
+    class's (a method, a class attribute) was found: one stored on the instance would shadow it."""
+    real = real_object(instance)
+    if instance.source is None or real is None or name in instance.overlay or not has_instance_dict(type(real)):
+        return
+    tracer.add_guard(dict_source(tracer, instance), "contains", (name, False))
 
 
 def guard_absent(tracer: "Tracer", instance: Value, name: str) -> None:
@@ -607,9 +617,11 @@ def _name(tracer: "Tracer", value: Value) -> str:
 
 def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
                          kwargs: dict[str, Value]) -> Value | None:
-    """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`:
-    a method of a modelled builtin base called on a modelled value; None for other calls."""
-    if not isinstance(target, _BUILTIN_METHODS) or target.__objclass__ not in MODELLED_BASES or not args:
+    """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`,
+    `set.union(a, b)`: a method of a modelled builtin base (or of set) called on a modelled
+    value; None for other calls."""
+    if not isinstance(target, _BUILTIN_METHODS) or not args or \
+            target.__objclass__ not in MODELLED_BASES and target.__objclass__ is not set:
         return None
     receiver = args[0]
     if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):

@@ -79,6 +79,22 @@ def run_for_real(tracer: "Tracer", target: Callable, args: list[Value], kwargs: 
     return tracer.wrap(result, None)
 
 
+def is_subclasses_query(target: Any) -> bool:
+    """`cls.__subclasses__` of a class (a builtin method bound to it)."""
+    return isinstance(target, types.BuiltinMethodType) and target.__name__ == "__subclasses__" \
+        and isinstance(target.__self__, type)
+
+
+def subclasses(tracer: "Tracer", target: Any) -> Value:
+    """`cls.__subclasses__()` (libraries find their backends so): the classes now, guarded on
+    the class's subclasses staying the same."""
+    from ..guards.sources import ConstantSource
+
+    found = tuple(target())
+    tracer.add_guard(ConstantSource(id(target.__self__), target.__self__), "subclasses", found)
+    return SequenceValue([tracer.wrap(klass, ConstantSource(id(klass), klass)) for klass in found], list)
+
+
 HANDLERS: dict[Any, Callable] = {
     target: lambda tracer, args, kwargs, target=target: run_for_real(tracer, target, args, kwargs)
     for target in INTROSPECTION_FUNCTIONS

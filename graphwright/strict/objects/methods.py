@@ -13,6 +13,7 @@ import logging
 import operator
 from typing import TYPE_CHECKING
 
+from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from . import classes, operations, output_calls
 from .values import (
@@ -36,6 +37,7 @@ _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__",
                                "__index__", "data_ptr", "untyped_storage", "storage"})
 _CAPTURABLE_SCALARS = frozenset({"item", "tolist"})
 _TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
+_STORAGE_QUERIES = frozenset({"storage_offset", "is_shared", "is_pinned"})
 _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "__init__", "__eq__", "__ne__"})
 
 
@@ -81,7 +83,40 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+    if name in _STORAGE_QUERIES and not args and not kwargs:
+        return _storage_query(tracer, tensor, name)
+    if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
+        return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
+
+
+def _storage_query(tracer: "Tracer", tensor: TensorValue, name: str) -> Value:
+    """What a tensor's storage is like, which the tensor guard does not check: asked of the real
+    input, and guarded; of a tensor computed in the region, from its fake (a view's offset
+    would depend on its base's, unguarded: a graph break)."""
+    real = tracer.real_tensors.get(id(tensor))
+    if real is None and name == "storage_offset":
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "storage_offset() of a computed tensor",
+                                 name="storage_offset()", type="Tensor computed in the compiled region")
+    if real is None:
+        return tracer.graph.call("call_method", name, [tensor], {})
+    answer = getattr(real, name)()
+    tracer.add_guard(tensor.source, "call", (name, (), answer))
+    return ConstantValue(answer)
+
+
+_SCALED_POINTWISE = {"addcdiv": operator.truediv, "addcdiv_": operator.truediv,
+                     "addcmul": operator.mul, "addcmul_": operator.mul}
+
+
+def _scaled_pointwise_by_a_tensor(tracer: "Tracer", tensor: TensorValue, name: str, args: list[Value],
+                                  kwargs: dict[str, Value]) -> Value:
+    """`x.addcdiv_(a, b, value=v)` with a tensor `v` (Adam's step size when its step counts are
+    tensors): the operator takes a number, which a traced tensor is not, so it is written out
+    as what it computes, `x.add_(a / b * v)`."""
+    combined = tracer.graph.call("call_function", _SCALED_POINTWISE[name], args, {})
+    scaled = tracer.graph.call("call_function", operator.mul, [combined, kwargs["value"]], {})
+    return tracer.graph.call("call_method", "add_" if name.endswith("_") else "add", [tensor, scaled], {})
 
 
 def _captured_scalars(tracer: "Tracer", tensor: TensorValue) -> Value:
@@ -166,8 +201,36 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
     raise tracer.user_error(ValueError("value is not in list"))
 
 
+_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset",
+                          "issuperset", "isdisjoint"})
+_SET_UPDATES = frozenset({"intersection_update", "difference_update", "symmetric_difference_update"})
+
+
+def _set_algebra(tracer: "Tracer", members: DictValue, name: str, args: list[Value]) -> Value | None:
+    """Set algebra on sets of constants, computed on the real sets; None when a set or an
+    argument holds values the region made."""
+    if not (operations.is_constant_tree(members) and all(operations.is_constant_tree(arg) for arg in args)):
+        return None
+    real = operations.python_value(tracer, members)
+    others = [operations.python_value(tracer, arg) for arg in args]
+    try:
+        if name in _SET_QUERIES:
+            return operations.constant_result(getattr(real, name)(*others))
+        getattr(real, name)(*others)
+    except Exception as error:
+        raise tracer.user_error(error, f"set.{name}()")
+    tracer.side_effects.mutate(members)
+    members.items.clear()
+    members.items.update({item: ConstantValue(item) for item in real})
+    return NONE
+
+
 def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
                  kwargs: dict[str, Value]) -> Value:
+    if mapping.kind is set and name in _SET_QUERIES | _SET_UPDATES and not kwargs:
+        computed = _set_algebra(tracer, mapping, name, args)
+        if computed is not None:
+            return computed
     key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
     if name == "get":
         found = mapping.lookup(key)
@@ -258,6 +321,26 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
     return operations.constant_result(result)
 
 
+def _guard_tables(tracer: "Tracer", module: ModuleValue, tables: tuple[str, ...], recurse: bool) -> None:
+    """Guard what a walk over the module's parameters, buffers or submodules saw: the names in
+    each table (an entry registered or removed later changes the walk) and the entries that were
+    None (skipped by the walk, until one is set)."""
+    from .attributes import module_table_entry
+
+    if module.source is None:
+        return
+    real = module.module
+    for table in ("_modules", *tables):
+        tracer.add_guard(AttrSource(module.source, table), "keys", tuple(getattr(real, table)))
+        for key, entry in getattr(real, table).items():
+            if entry is None:
+                tracer.wrap(None, ModuleDictSource(module.source, table, key))
+    if recurse:
+        for key, child in real._modules.items():
+            if child is not None:
+                _guard_tables(tracer, module_table_entry(tracer, module, key), tables, recurse)
+
+
 def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[Value],
                    kwargs: dict[str, Value]) -> Value:
     from . import attributes
@@ -284,10 +367,14 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     named = name.startswith("named_")
     if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
         method = getattr(real, name if named else "named_" + name)
-        pairs = list(method(**{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}))
+        python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+        pairs = list(method(**python_kwargs))
+        table = "_parameters" if "parameters" in name else "_buffers"
+        _guard_tables(tracer, module, (table,), python_kwargs.get("recurse", True))
     else:
         method = getattr(real, "named_modules" if name in ("modules", "named_modules") else "named_children")
         pairs = list(method())
+        _guard_tables(tracer, module, (), name in ("modules", "named_modules"))
     entries = []
     for path, _ in pairs:
         value: Value = module

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
+from ..residual.resume import original_code
 from . import operations
 from .values import NONE, ConstantValue, ObjectValue, SequenceValue, Value
 
@@ -73,7 +74,8 @@ def _location(tracer: "Tracer", stacklevel: Value | None) -> tuple | None:
     if not 1 <= level <= len(tracer.frames):
         return None
     frame = tracer.frames[-level]
-    return frame.code.co_filename, frame.lineno, frame.code.co_name, frame.globals
+    code = original_code(frame.code)  # a resume function reports the function it continues
+    return code.co_filename, frame.lineno, code.co_name, frame.globals
 
 
 def _check_enabled(tracer: "Tracer", name: str) -> None:

@@ -22,6 +22,7 @@ from ..guards.sources import (
     AttrSource,
     CellContentsSource,
     ClosureCellSource,
+    ConstantSource,
     ContentsSource,
     ItemSource,
     ModuleDictSource,
@@ -30,6 +31,7 @@ from ..guards.sources import (
     own_item,
 )
 from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_builder import tensor_kind
 from .values import (
     CellValue,
     ConstantValue,
@@ -187,7 +189,7 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if real.__closure__:
             # a closure is made anew by each call of its maker: the code is what stays (the
             # cells it reads are guarded when read), as TorchDynamo guards closures
-            tracer.add_guard(_attr(source, "__code__"), "id", real.__code__)
+            tracer.add_guard(_attr(source, "__code__"), "code", real.__code__)
         else:
             tracer.add_guard(source, "id", real)
         return function_value(real, source)
@@ -201,6 +203,11 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
             return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
+        return ConstantValue(real, source)
+    if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
+        # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(_attr(source, "__self__"), "id", real.__self__)
         return ConstantValue(real, source)
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
@@ -279,6 +286,9 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
+    if real.is_nested or real.layout not in (torch.strided, torch.sparse_coo):
+        raise tracer.graph_break(gb.UNSUPPORTED_TENSOR, f"{source.name()}: {real.layout}", name=source.name(),
+                                 tensor=tensor_kind(real), error="the tracer models strided and sparse COO tensors")
     value = tracer.graph.add_input(real, source)
     module_state = isinstance(source, ModuleDictSource)
     tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),
@@ -312,10 +322,21 @@ def _attr(source: Source | None, name: str) -> Source | None:
 
 
 def function_value(fn: types.FunctionType, source: Source | None) -> FunctionValue:
-    """The inlinable value of a real Python function; its closure cells read through by source."""
+    """The inlinable value of a real Python function; its closure cells (and, when called, its
+    code and defaults) read through by source. A function found without a path (a method found
+    on a class, a callee of a constant) is its own source: what it holds can still change."""
+    source = source or ConstantSource(id(fn), fn)
     return FunctionValue(fn.__code__, fn.__globals__, fn.__name__, tuple(fn.__defaults__ or ()),
                          dict(fn.__kwdefaults__ or {}), closure_cells(fn, source), fn=fn,
                          source=source)
+
+
+def state_source(function: FunctionValue) -> Source | None:
+    """Where the code, defaults and closure of a real Python function are re-read (a bound
+    method's are its function's); None for a function made in the region."""
+    if type(function.fn) is not types.FunctionType:
+        return None
+    return function.source or ConstantSource(id(function.fn), function.fn)
 
 
 def cached_function_value(cached: Any) -> FunctionValue:

@@ -28,8 +28,10 @@ import dis
 import functools
 import inspect
 import os
+import site
 import sysconfig
 import types
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -38,24 +40,56 @@ from bytecode import Bytecode, Instr
 
 from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
+from .instruction_index import real_instructions
+from .module_wrappers import is_module_wrapper, wrapper_method
 
 _NULL, _VALUE = "null", "value"
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                     | inspect.CO_ITERABLE_COROUTINE)
+
+
+def _directories(*paths: str) -> tuple[str, ...]:
+    return tuple(sorted({os.path.realpath(path) + os.sep for path in paths}))
+
+
 _TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__)) + os.sep
-_SKIPPED_DIRS = tuple(os.path.realpath(path) + os.sep for path in {
-    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], _TORCH_DIR,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+_GRAPHWRIGHT_DIR = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))) + os.sep
+# The standard library is not compiled, the installed packages are (a virtual environment's
+# site-packages lies under its `platstdlib`, a system Python's under its `stdlib`).
+_STDLIB_DIRS = _directories(sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"])
+_PACKAGE_DIRS = _directories(*site.getsitepackages(), site.getusersitepackages(),
+                             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
+# routed code -> the code it was made from
+_ROUTED_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Of torch's own code only the optimizers are compiled when called, as TorchDynamo's frame hook
 # does (its skip list names every other part of torch that holds Python code).
 _COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
 
 
-class CallRouter:
-    """Calls made from plain-Python code: user functions and modules through compiled wrappers."""
+def _skipped_file(filename: str) -> bool:
+    """Code a frame hook would not compile: torch (but its optimizers), graphwright, the
+    standard library."""
+    if filename.startswith(_COMPILED_TORCH_DIRS):
+        return False
+    if filename.startswith((_TORCH_DIR, _GRAPHWRIGHT_DIR)):
+        return True
+    return filename.startswith(_STDLIB_DIRS) and not filename.startswith(_PACKAGE_DIRS)
 
-    def __init__(self, compile_function: Callable[[types.FunctionType], Callable]) -> None:
+
+class CallRouter:
+    """Calls made from plain-Python code: user functions and modules through compiled wrappers.
+
+    A module wrapper (`DistributedDataParallel`) runs its forward as Python through a router
+    `inside_wrapper`: the wrapper's own methods run routed, and every module it calls is
+    compiled, torch's own modules included.
+    """
+
+    def __init__(self, compile_function: Callable[[types.FunctionType], Callable],
+                 inside_wrapper: bool = False) -> None:
         self.compile_function = compile_function
+        self.inside_wrapper = inside_wrapper
+        self._wrapper_router: CallRouter | None = None
+        self._wrapper_calls: dict[type, Callable] = {}
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._routed: dict[types.CodeType, types.CodeType] = {}
         self._module_calls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -65,7 +99,14 @@ class CallRouter:
         """`code` with every call site going through this router."""
         routed = self._routed.get(code)
         if routed is None:
-            routed = self._routed[code] = _rewrite_calls(code, self)
+            try:
+                routed = _rewrite_calls(code, self)
+            except Exception as error:  # a flaw of ours must not fail the user's program: run it as it is
+                warnings.warn(f"graphwright could not route the calls made by {code.co_qualname} "
+                              f"({type(error).__name__}: {error}); the functions it calls run uncompiled",
+                              stacklevel=2)
+                routed = code
+            self._routed[code] = routed
         return routed
 
     def __call__(self, target: Any, args: tuple, names: tuple) -> Any:
@@ -80,6 +121,12 @@ class CallRouter:
 
     def route(self, target: Any) -> Any:
         """What to call instead of `target`: its compiled wrapper where it has Python code."""
+        if is_module_wrapper(target):
+            return types.MethodType(self.wrapper_call(type(target)), target)
+        if self.inside_wrapper:
+            function = wrapper_method(target)
+            if function is not None:
+                return types.MethodType(self._uncompiled_body(function), target.__self__)
         method = type(target) is types.MethodType
         mark = disable_mark(target.__func__ if method else target)
         if mark is not None:
@@ -88,11 +135,12 @@ class CallRouter:
             body = self._uncompiled_body(mark.original)
             return types.MethodType(body, target.__self__) if method else body
         if type(target) is types.FunctionType:
-            return self._compiled_function(target) or target
+            return self._compiled_function(target) or self._wrapper_body(target) or target
         if type(target) is types.MethodType and type(target.__func__) is types.FunctionType:
-            compiled = self._compiled_function(target.__func__)
+            compiled = self._compiled_function(target.__func__) or self._wrapper_body(target.__func__)
             return target if compiled is None else types.MethodType(compiled, target.__self__)
-        if isinstance(target, torch.nn.Module) and _forward_is_compiled(target):
+        if isinstance(target, torch.nn.Module) and "forward" not in target.__dict__ and \
+                (self.inside_wrapper or _forward_is_compiled(target)):
             forward = getattr(type(target), "forward", None)
             call = self._module_calls.get(forward) if type(forward) is types.FunctionType else None
             if call is None and type(forward) is types.FunctionType:
@@ -108,6 +156,18 @@ class CallRouter:
             compiled = self._compiled_function(call)
             return target if compiled is None else types.MethodType(compiled, target)
         return target
+
+    def wrapper_call(self, wrapper_class: type) -> Callable:
+        """`module.__call__` for a module wrapper: its hooks, and its forward run as Python with
+        the module it wraps compiled."""
+        call = self._wrapper_calls.get(wrapper_class)
+        if call is None:
+            if self._wrapper_router is None:
+                self._wrapper_router = CallRouter(self.compile_function, inside_wrapper=True)
+            router = self._wrapper_router
+            call = module_call(router._uncompiled_body(wrapper_class.forward), router.route)
+            self._wrapper_calls[wrapper_class] = call
+        return call
 
     def _uncompiled_body(self, original: Any) -> Any:
         """`original` (disabled with `recursive=False`) run as plain Python whose own calls go
@@ -126,6 +186,14 @@ class CallRouter:
         if isinstance(original, torch.nn.Module) and type(forward) is types.FunctionType:
             return types.MethodType(module_call(self._uncompiled_body(forward), self.route), original)
         return original
+
+    def _wrapper_body(self, fn: types.FunctionType) -> Callable | None:
+        """A decorator's wrapper from code that is not compiled (torch's `no_grad()` as a
+        decorator, a standard-library one): it runs as it is, but the function it wraps is
+        compiled when it calls it, as a frame hook would see that function's frame."""
+        if getattr(fn, "__wrapped__", None) is None or fn.__code__.co_flags & _GENERATOR_FLAGS:
+            return None
+        return self._uncompiled_body(fn)
 
     def _compiled_function(self, fn: types.FunctionType, module_forward: bool = False) -> Callable | None:
         compiled = self._compiled.get(fn)
@@ -146,7 +214,9 @@ def _forward_is_compiled(module: torch.nn.Module) -> bool:
 
 def routes_itself(target: Any) -> bool:
     """Whether calling `target` from plain Python must go through a router: it is disabled with
-    `recursive=False`, so the functions it calls are compiled."""
+    `recursive=False`, or is a module wrapper, so the functions it calls are compiled."""
+    if is_module_wrapper(target):
+        return True
     mark = disable_mark(target.__func__ if type(target) is types.MethodType else target)
     return mark is not None and not mark.recursive
 
@@ -162,8 +232,7 @@ def compiles_when_called(fn: types.FunctionType, module_forward: bool = False) -
         return False
     if module_forward:
         return True  # `_forward_is_compiled` decided
-    filename = _real_path(code.co_filename)
-    return filename.startswith(_COMPILED_TORCH_DIRS) or not filename.startswith(_SKIPPED_DIRS)
+    return not _skipped_file(_real_path(code.co_filename))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -174,7 +243,7 @@ def _real_path(filename: str) -> str:
 def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
     null_heads = _calls_with_null_heads(code)
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-    real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    real, _ = real_instructions(code)
     body: list[Any] = []
     position = 0
     names: tuple = ()
@@ -202,7 +271,14 @@ def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
             body.append(item)
     program.clear()
     program.extend(body)
-    return program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    routed = program.to_code(compute_exception_stack_depths=False)  # the original depths hold
+    _ROUTED_FROM[routed] = code
+    return routed
+
+
+def routed_from(code: types.CodeType) -> types.CodeType | None:
+    """The code that `code` is a call-routed copy of; None for any other code."""
+    return _ROUTED_FROM.get(code)
 
 
 def _call_three(function: Any, location: Any) -> list[Instr]:
@@ -218,8 +294,7 @@ def _calls_with_null_heads(code: types.CodeType) -> dict[str, set[int]]:
     Tracks, per reachable instruction, which stack slots hold NULL: only PUSH_NULL,
     LOAD_GLOBAL (with the NULL bit) and LOAD_METHOD (rewritten to always push one) make
     them, and only CALL and CALL_FUNCTION_EX consume them."""
-    instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
-    index_of = {inst.offset: index for index, inst in enumerate(instructions)}
+    instructions, index_of = real_instructions(code)
     table = dis._parse_exception_table(code)
     result: dict[str, set[int]] = {"precall": set(), "call": set()}
     seen: set[int] = set()

@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import torch
 
+from ..guards.guards import global_module_hooks
+
 
 def module_call(compiled_forward: Callable, route: Callable[[Any], Callable]) -> Callable:
     def call(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -45,9 +47,3 @@ def module_call(compiled_forward: Callable, route: Callable[[Any], Callable]) ->
     call.__name__ = call.__qualname__ = f"compiled call of {getattr(compiled_forward, '__qualname__', 'forward')}"
     return call
 
-
-def global_module_hooks() -> bool:
-    """Whether hooks registered for every module are installed."""
-    hooks = torch.nn.modules.module
-    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks
-                or hooks._global_backward_hooks or hooks._global_backward_pre_hooks)

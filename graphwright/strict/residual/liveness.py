@@ -12,6 +12,8 @@ import dis
 import functools
 import types
 
+from .instruction_index import real_instructions
+
 _ENDS_BLOCK = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
                          "JUMP_BACKWARD_NO_INTERRUPT"})
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK"})
@@ -20,8 +22,7 @@ _WRITES = frozenset({"STORE_FAST", "DELETE_FAST"})
 
 @functools.lru_cache(maxsize=1024)
 def _live_before(code: types.CodeType) -> dict[int, frozenset[str]]:
-    instructions = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
-    index_of = {inst.offset: index for index, inst in enumerate(instructions)}
+    instructions, index_of = real_instructions(code)
     handlers = dis._parse_exception_table(code)
     successors: list[list[int]] = []
     for index, inst in enumerate(instructions):

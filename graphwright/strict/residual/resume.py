@@ -30,6 +30,8 @@ from typing import Any
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
+from .instruction_index import real_instructions
+
 _PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RESUME"})
 # resume code -> (the original code, resume offset -> original offset)
 _ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -96,7 +98,7 @@ def resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> type
 
 def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayout) -> types.CodeType:
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-    real = [inst for inst in dis.get_instructions(code) if inst.opname != "EXTENDED_ARG"]
+    real, _ = real_instructions(code)
     skipped = _prologue_length(real)
     target = Label()
     body: list[Any] = []
@@ -139,7 +141,7 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
     program.freevars = cells
     program.name = program.qualname = resume_name(code, offset)
     resumed = program.to_code(compute_exception_stack_depths=False)  # the original depths hold
-    new = [inst for inst in dis.get_instructions(resumed) if inst.opname != "EXTENDED_ARG"]
+    new, _ = real_instructions(resumed)
     prologue_count = sum(1 for item in prologue if isinstance(item, Instr))
     _ORIGINS[resumed] = (code, {inst.offset: real[skipped + index].offset
                                 for index, inst in enumerate(new[prologue_count:])})

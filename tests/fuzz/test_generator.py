@@ -1,0 +1,100 @@
+"""The generator's own tests: it makes what it claims, its programs are valid Python that
+eager PyTorch runs, and the comparison can fail (a deliberately wrong backend is caught,
+and its failure shrinks to a smaller program)."""
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+
+from fuzz.campaign import program_rng, shrink_failure
+from fuzz.program import random_program
+from fuzz.runner import MISMATCH, OK, Config, check, load
+
+# What the issue asks the generator to mix, by the features it records.
+REQUIRED_FEATURES = {
+    "tensor expressions": ["unary", "binary", "broadcast", "scalar", "reduction", "matmul", "where", "cast",
+                           "integer", "indexing", "input_float64"],
+    "control flow": ["if_size", "if_int", "if_metadata", "if_global", "if_update", "for_constant", "for_int",
+                     "for_size", "while", "grad_mode", "try"],
+    "containers": ["list", "tuple", "dict", "sizes", "input_list"],
+    "functions and classes": ["helper_function", "closure", "lambda_call", "nonlocal", "partial",
+                              "object_affine", "object_subclass", "object_dataclass", "global_object"],
+    "modules": ["module_call", "module_block", "module_sequential", "module_stack", "buffer_mutation",
+                "module_training_branch"],
+    "in-place and views": ["inplace", "setitem", "view_mutation", "view", "input_mutation"],
+    "graph breaks": ["break_graph_break", "break_print", "break_item", "break_data_branch",
+                     "break_unsupported_call", "break_disabled_call", "break_dynamic_shape"],
+    "marked functions": ["nonstrict_trace", "allow_in_graph", "leaf_function"],
+    "side effects": ["side_effect_list", "side_effect_dict", "side_effect_global", "side_effect_global_tensor",
+                     "side_effect_object", "side_effect_module", "side_effect_argument"],
+    "calls": ["mutate_between_calls", "dynamic_True", "dynamic_False"],
+}
+SAMPLE = 400
+MIN_SHARE = 0.01  # of programs
+
+
+def _sample(count: int, seed: int) -> list:
+    return [random_program(program_rng(seed, index))[0] for index in range(count)]
+
+
+def test_every_feature_appears_at_a_measurable_rate():
+    drawn = _sample(SAMPLE, seed=1)
+    having = collections.Counter(feature for program in drawn for feature in set(program.features))
+    rare = {f"{group}: {feature}": having[feature] for group, features in REQUIRED_FEATURES.items()
+            for feature in features if having[feature] < MIN_SHARE * len(drawn)}
+    assert not rare, f"features in fewer than {MIN_SHARE:.0%} of {len(drawn)} programs: {rare}"
+
+
+def test_programs_without_planted_breaks_are_at_least_a_third():
+    drawn = _sample(200, seed=2)
+    assert sum(not program.breaks for program in drawn) > len(drawn) / 3
+
+
+def test_generated_programs_run_eagerly_every_call():
+    for program in _sample(60, seed=3):
+        module = load(program.source)
+        for call in module.CALLS:
+            if call.get("mutate"):
+                module.mutate()
+            output = module.f(*module.make_inputs(call["A"], call["n"]))
+            assert output is not None
+
+
+def perturbing_backend(gm, example_inputs):
+    """A wrong backend: the graph's first floating-point output is off by a little."""
+    def run(*args):
+        outputs = list(gm(*args))
+        for index, value in enumerate(outputs):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                outputs[index] = value + 1e-2
+                break
+        return tuple(outputs)
+    return run
+
+
+def test_a_wrong_backend_is_caught():
+    statuses = collections.Counter()
+    for program in _sample(12, seed=4):
+        report = check(program.source, [Config(perturbing_backend, False)])
+        statuses.update(o.status for o in report.outcomes)
+    assert statuses[MISMATCH] >= 6, statuses
+    assert set(statuses) <= {OK, MISMATCH}, statuses  # OK: programs whose graphs return nothing used
+
+
+def _body_lines(source: str) -> int:
+    return source.split("\ndef f(", 1)[1].split("\ndef make_inputs", 1)[0].count("\n")
+
+
+@pytest.mark.slow
+def test_a_wrong_backend_failure_shrinks_to_a_smaller_program():
+    config = Config(perturbing_backend, False)
+    for index in range(50):
+        program, choices = random_program(program_rng(6, index), max_statements=6)
+        (outcome,) = check(program.source, [config]).outcomes
+        if outcome.status == MISMATCH and _body_lines(program.source) >= 8:
+            break
+    shrunk, source = shrink_failure(choices, outcome, program.source, 6, seconds=240)
+    assert shrunk.status == MISMATCH and shrunk.signature == outcome.signature
+    assert _body_lines(source) <= _body_lines(program.source) // 2, source
