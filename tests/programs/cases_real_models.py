@@ -335,3 +335,72 @@ PROGRAMS.append(module_program(
     lambda: rand(2, 4), frames=[1, 2], observe=lambda module: len(module.layers[0]._forward_hooks),
     reference=dict(xfail="2.13 cannot store RemovableHandle.next_id (register_forward_hook)",
                    why="PyTorch cannot compile this program with fullgraph")))
+
+
+def _double_output(module, args, output):
+    return output * 2
+
+
+def _add_one(module, args, output):
+    return output + 1
+
+
+class _HooksRegisteredAndRemoved(torch.nn.Module):
+    """Two hooks registered on a layer in the region (the second registration sees the first's
+    change to the hook table), the first removed again through its handle, whose weak
+    reference to the table must reach the module's own table."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        first = self.layer.register_forward_hook(_double_output)
+        second = self.layer.register_forward_hook(_add_one)
+        hooked = self.layer(x)
+        first.remove()
+        once = self.layer(x)
+        second.remove()
+        return hooked, once, self.layer(x), len(self.layer._forward_hooks)
+
+
+PROGRAMS.append(module_program(
+    "hooks_registered_and_removed_through_their_handles_in_the_region", _HooksRegisteredAndRemoved,
+    # each registration takes RemovableHandle.next_id, a class attribute used as a dict key: a
+    # constant of the trace, which the next call finds changed
+    lambda: rand(2, 4), frames=[1, 2], observe=lambda module: len(module.layer._forward_hooks),
+    reference=dict(xfail="2.13 cannot store RemovableHandle.next_id (register_forward_hook)",
+                   why="PyTorch cannot compile this program with fullgraph")))
+
+
+class _Tables:
+    def __init__(self):
+        self.table = {"a": 1}
+
+
+_TABLES = _Tables()
+
+
+@program("weak_reference_to_an_object_read_by_source_escapes_and_reaches_it", lambda: rand(3),
+         observe=lambda world: dict(_TABLES.table),
+         reference=dict(xfail="2.13 cannot compare two weak references with `is`",
+                        why="PyTorch cannot compile this program with fullgraph"))
+def _(x):
+    import weakref
+
+    ref = weakref.ref(_TABLES)
+    ref().table["b"] = 2
+    return x * len(ref().table), ref, ref() is _TABLES, ref is weakref.ref(_TABLES)
+
+
+@program("weak_reference_to_a_dict_raises_type_error_as_in_python", lambda: rand(3),
+         reference=dict(xfail="2.13 makes the reference without the TypeError (a wrong result)",
+                        why="PyTorch returns a wrong result here"))
+def _(x):
+    import weakref
+
+    try:
+        weakref.ref(_TABLES.table)
+    except TypeError:
+        return x - 1
+    return x + 1

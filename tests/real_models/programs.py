@@ -5,6 +5,11 @@
 - `run_train`: two training steps on different inputs: forward with labels,
   `loss.backward()`, an SGD step; observed: outputs, every parameter's
   gradient, and the state_dict after the step.
+- `run_outputs`: as `run_eval`, asking for every layer's hidden states and
+  attention weights (`output_hidden_states=True, output_attentions=True`, with
+  the `eager` attention implementation, which returns the weights): transformers
+  collects them through forward hooks it registers on the layers in the first
+  such call.
 
 Each program takes `call`, the function that runs the model (the module
 itself, or the module compiled by graphwright or torch.compile), and returns
@@ -64,6 +69,17 @@ def run_eval(spec: RealModel, model: torch.nn.Module, call: Callable[..., Any]) 
     return observed
 
 
+def run_outputs(spec: RealModel, model: torch.nn.Module, call: Callable[..., Any]) -> list[Observation]:
+    model.set_attn_implementation("eager")
+    model.eval()
+    observed = []
+    with torch.no_grad():
+        for seed in SEEDS:
+            outputs = call(**spec.eval_inputs(seed), output_hidden_states=True, output_attentions=True)
+            observed.append(Observation(list(leaves(outputs))))
+    return observed
+
+
 def run_train(spec: RealModel, model: torch.nn.Module, call: Callable[..., Any]) -> list[Observation]:
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -79,7 +95,7 @@ def run_train(spec: RealModel, model: torch.nn.Module, call: Callable[..., Any])
     return observed
 
 
-PROGRAMS = {"eval": run_eval, "train": run_train}
+PROGRAMS = {"eval": run_eval, "train": run_train, "outputs": run_outputs}
 
 
 def run_counted(spec: RealModel, mode: str, model: torch.nn.Module, compile_fn: Callable,

@@ -1,9 +1,10 @@
 """Hugging Face models compiled whole with `fullgraph=True`: the same answers as eager, and no
 more graphs than torch.compile needs on the same program.
 
-Every model of `catalogue.MODELS` runs both programs of `programs.py` (eval:
+Every model of `catalogue.MODELS` runs the programs of `programs.py` (eval:
 two `no_grad` calls, `use_cache=True` where the model has a key/value cache;
-train: two steps of forward with labels, backward and SGD) eagerly, compiled
+train: two steps of forward with labels, backward and SGD; outputs: eval asking
+for every layer's hidden states and attention weights) eagerly, compiled
 by graphwright with the `eager` and `aot_eager` backends (and `inductor` for
 two models, marked slow; so are all cases of the families added for breadth,
 `catalogue.BREADTH`). Compared: every output, gradient and state_dict entry
@@ -26,7 +27,9 @@ import torch._dynamo.testing
 import graphwright
 
 from .catalogue import MODELS
-from .programs import assert_same, run_counted, run_eager
+from .programs import PROGRAMS, assert_same, run_counted, run_eager
+
+MODES = tuple(PROGRAMS)
 
 # (model, mode) -> the first construct graphwright cannot compile, and where.
 FIRST_FAILURES: dict[tuple[str, str], str] = {
@@ -41,9 +44,12 @@ FIRST_FAILURES: dict[tuple[str, str], str] = {
 # `test_torch_compile_needs_the_recorded_graph_counts`. The classifiers' training programs
 # need two: the first call writes `self.config.problem_type`, which the second call's guards
 # see changed. Wav2Vec2's first call installs transformers' output-capturing hooks (and sets
-# `_output_capturing_hooks_installed`), which the second call runs.
+# `_output_capturing_hooks_installed`), which the second call runs; so does the first call of
+# the `outputs` program in every model whose forward collects its outputs by hooks.
+_NO_CAPTURING_HOOKS = ("resnet", "deberta", "falcon", "bloom", "gpt_neo", "mpt", "xlnet", "funnel")
 TORCH_COUNTS: dict[tuple[str, str], list[int]] = {
-    **{(name, mode): [1, 1] for name in MODELS for mode in ("eval", "train")},
+    **{(name, mode): [1, 1] for name in MODELS for mode in MODES},
+    **{(name, "outputs"): [1, 2] for name in MODELS if name not in _NO_CAPTURING_HOOKS},
     **{(name, "train"): [1, 2] for name in ("bert", "vit", "resnet", "distilbert", "roberta", "albert",
                                              "mobilebert", "electra", "xlm_roberta", "xlnet", "funnel",
                                              "swin", "convnext", "deit", "beit", "segformer")},
@@ -61,9 +67,17 @@ TORCH_CANNOT: dict[tuple[str, str], str] = {
                           "(modeling_deberta_v2.py:1062)",
     ("wav2vec2", "eval"): _HOOK_LOCK,
     ("wav2vec2", "train"): _HOOK_LOCK,
+    **{(name, "outputs"): _HOOK_LOCK for name in MODELS if name not in _NO_CAPTURING_HOOKS},
 }
 
 INDUCTOR_MODELS = ("llama", "resnet")
+# The `outputs` program runs quick for these, under the eager backend; its other cases are slow.
+QUICK_OUTPUTS = ("gpt2", "bert", "t5", "vit", "wav2vec2")
+
+
+def _slow(name: str, mode: str, backend: str) -> bool:
+    return backend == "inductor" or MODELS[name].slow or \
+        mode == "outputs" and (name not in QUICK_OUTPUTS or backend != "eager")
 
 _eager_runs: dict[tuple[str, str], list] = {}
 _built: dict[str, torch.nn.Module] = {}
@@ -86,11 +100,11 @@ def eager_run(name: str, mode: str) -> list:
 def _cases() -> list:
     cases = []
     for name in MODELS:
-        for mode in ("eval", "train"):
+        for mode in MODES:
             for backend in ("eager", "aot_eager", "inductor"):
-                if backend == "inductor" and name not in INDUCTOR_MODELS:
+                if backend == "inductor" and (name not in INDUCTOR_MODELS or mode == "outputs"):
                     continue
-                marks = [pytest.mark.slow] if backend == "inductor" or MODELS[name].slow else []
+                marks = [pytest.mark.slow] if _slow(name, mode, backend) else []
                 reason = FIRST_FAILURES.get((name, mode))
                 if reason is not None:
                     marks.append(pytest.mark.xfail(strict=True, reason=reason))
@@ -113,7 +127,7 @@ def test_compiled_model_matches_eager(name: str, mode: str, backend: str) -> Non
 def _reference_cases() -> list:
     cases = []
     for name in MODELS:
-        for mode in ("eval", "train"):
+        for mode in MODES:
             marks = [pytest.mark.slow]
             if (name, mode) in TORCH_CANNOT:
                 marks.append(pytest.mark.xfail(strict=True, raises=(torch._dynamo.exc.Unsupported,

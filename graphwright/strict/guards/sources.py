@@ -7,6 +7,7 @@ hashable, so one value read twice is guarded once.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -199,6 +200,23 @@ class WeakrefSource(Source):
 
     def name(self) -> str:
         return f"{self.ref.name()}()"
+
+
+@dataclass(frozen=True)
+class WeakReferenceSource(Source):
+    """`weakref.ref(obj)` made in the region for an object read by source: CPython keeps one
+    callback-less reference per object, so making it again at call time gives the same one."""
+
+    target: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(weakref.ref)}({writer.expr(self.target)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return weakref.ref(self.target.read(fn, local_values))
+
+    def name(self) -> str:
+        return f"weakref.ref({self.target.name()})"
 
 
 @dataclass(frozen=True)

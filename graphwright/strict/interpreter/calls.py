@@ -22,8 +22,8 @@ import torch
 
 from ..._core import config
 from .. import operators
-from ..guards.guards import global_module_hooks
-from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakrefSource
+from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
+from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
 from ..objects import builtin_calls, classes, instances, introspection, methods, operations
 from ..objects.values import (
@@ -67,7 +67,9 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
     if isinstance(function, operators.TransformedFunction):
         return function.call(tracer, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
-        source = None if function.source is None else WeakrefSource(function.source)
+        source = function.source
+        if source is not None:
+            source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
     if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
         return _call_partial(tracer, function, args, kwargs)
@@ -216,6 +218,8 @@ def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], k
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if cls is weakref.ref:
+        return _weak_reference(tracer, args, kwargs)
     if cls in contexts.MODELLED_CLASSES:
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
@@ -227,10 +231,28 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if is_state_guard(cls):
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"instantiate {cls.__qualname__}",
                                  type=f"{cls.__module__}.{cls.__qualname__}")
-    if cls.__module__.startswith("torch") and all(operations.is_constant_tree(v)
-                                                  for v in [*args, *kwargs.values()]):
+    if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
+            and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
-    return instances.call_class(tracer, cls, args, kwargs)  # user classes, nn.Module's subclasses too
+    # user classes, nn.Module's subclasses, torch's classes written in Python (their
+    # constructors may keep their arguments or change class state: run here, they would
+    # keep copies and change the world while tracing)
+    return instances.call_class(tracer, cls, args, kwargs)
+
+
+def _weak_reference(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`weakref.ref(obj)` of an object that existed before the region: the reference itself,
+    made again from the object's source at call time; calling it gives the object as the
+    region sees it."""
+    real = tracer.real_by_value.get(id(args[0])) if len(args) == 1 and not kwargs else None
+    if real is None or args[0].source is None:
+        what = "with a callback" if len(args) > 1 or kwargs else "to an object made in the region"
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "instantiate weakref.ref", name=f"weakref.ref {what}")
+    try:
+        reference = weakref.ref(real)
+    except TypeError as error:  # a dict, an int: not weakly referenceable
+        raise tracer.user_error(error) from None
+    return ConstantValue(reference, WeakReferenceSource(args[0].source))
 
 
 def is_state_guard(cls: type) -> bool:
@@ -362,9 +384,7 @@ def _changed_in_region(tracer: "Tracer", real: Any) -> bool:
 
 
 def _global_hook_tables() -> list[Any]:
-    hooks = torch.nn.modules.module
-    return [hooks._global_forward_hooks, hooks._global_forward_pre_hooks,
-            hooks._global_backward_hooks, hooks._global_backward_pre_hooks]
+    return [getattr(torch.nn.modules.module, table) for table in GLOBAL_HOOK_TABLES]
 
 
 def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any, Value]]:

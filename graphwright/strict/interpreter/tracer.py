@@ -65,6 +65,7 @@ class Tracer:
         self.frames: list = []
         self.memo_by_source: dict[Source, Value] = {}
         self.memo_by_id: dict[int, tuple[Any, Value]] = {}
+        self.real_by_value: dict[int, Any] = {}  # id(value) -> the pre-existing object it stands for
         self.real_tensors: dict[int, torch.Tensor] = {}
         self.open_contexts: list = []
         self.cells_by_id: dict[int, CellValue] = {}

@@ -112,4 +112,5 @@ def outside_instance_dict(tracer: "Tracer", instance: Value, real: dict, source:
     view = InstanceDictValue(InstanceAttributes(tracer, instance, real, source), source)
     tracer.memo_by_source[source] = view
     tracer.memo_by_id[id(real)] = (real, view)
+    tracer.real_by_value[id(view)] = real
     return view

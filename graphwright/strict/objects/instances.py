@@ -42,6 +42,14 @@ def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str
     return calls.call_value(tracer, function, args, kwargs)
 
 
+def has_python_constructor(cls: type) -> bool:
+    """Whether `cls`'s `__new__` or `__init__` (or its metaclass's `__call__`) is Python code."""
+    def python(owner: type, name: str) -> bool:
+        raw = next((klass.__dict__[name] for klass in owner.__mro__ if name in klass.__dict__), None)
+        return type(raw.__func__ if isinstance(raw, staticmethod) else raw) is types.FunctionType
+    return python(cls, "__new__") or python(cls, "__init__") or python(type(cls), "__call__")
+
+
 def call_class(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`cls(*args, **kwargs)` for a class the tracer does not model natively."""
     meta_call = find(tracer, type(cls), "__call__")

@@ -132,6 +132,7 @@ def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         else:
             value = _wrap_object(tracer, real, source)
             tracer.memo_by_id[id(real)] = (real, value)
+            tracer.real_by_value[id(value)] = real
     if source is not None:
         tracer.memo_by_source[source] = value
     return value

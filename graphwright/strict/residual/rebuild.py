@@ -16,6 +16,7 @@ in the trace).
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -112,6 +113,8 @@ class ResidualWriter(EntryWriter):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
             return self._rebuild_symbolic(value)
+        if isinstance(value, ConstantValue) and type(value.value) is weakref.ref and value.source is not None:
+            return self.expr(value.source)  # a reference made in the region to an object read by source
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
