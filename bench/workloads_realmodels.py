@@ -44,7 +44,7 @@ def _llama():
         bos_token_id=0, eos_token_id=0, pad_token_id=0))
 
 
-_MODELS = {"gpt2": _gpt2, "bert": _bert, "llama": _llama}
+HF_MODELS = {"gpt2": _gpt2, "bert": _bert, "llama": _llama}
 
 
 def _first_failure(error: BaseException) -> str:
@@ -88,5 +88,5 @@ def _register(name: str, build) -> None:
     workload(f"strict/hf-{name}/capture", cold=True)(capture)
 
 
-for _name, _build in _MODELS.items():
+for _name, _build in HF_MODELS.items():
     _register(_name, _build)

@@ -342,6 +342,8 @@ NOT_PROVOKED = {
     "GB110": "covered by tests/test_nonstrict_trace_dynamo_compat.py (an opaque reference type made "
              "in the region)",
     "GB111": "covered by tests/test_decorators_nonstrict_trace.py (an object in a pytree context)",
+    "GB050": "needs a process group: covered by tests/test_distributed_ddp.py (a DDP module called "
+             "inside a compiled function, in two worker processes)",
 }
 
 

@@ -351,21 +351,6 @@ def test_explain_agrees_with_pytorch(name, monkeypatch):
             assert reason.user_stack[-1].lineno in our_lines, reason.reason
 
 
-def test_a_loop_too_long_for_one_byte_jumps_runs_in_python_with_its_calls_compiled():
-    # The loop's back edge lands on the EXTENDED_ARG prefix of its FOR_ITER (a body over 255
-    # instructions): the rewrite that routes the calls of a frame running in Python must follow it.
-    body = "\n".join(f"        x = scale(x) + {i}.0" for i in range(90))
-    namespace = {"graphwright": graphwright, "scale": lambda t: t * 0.5}
-    exec(f"def long_loop(x):\n    for i in range(2):\n        graphwright.graph_break()\n{body}\n    return x",
-         namespace)
-    long_loop = namespace["long_loop"]
-    assert any(inst.opname == "EXTENDED_ARG" for inst in dis.get_instructions(long_loop))
-    x = torch.randn(3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no fallback to eager
-        torch.testing.assert_close(graphwright.compile(long_loop, backend="eager")(x), long_loop(x))
-
-
 def test_a_break_after_a_loop_too_long_for_one_byte_jumps_resumes_after_it():
     # Which locals the resume function needs is a dataflow over the whole code, through the
     # loop's back edge to the EXTENDED_ARG prefix of its FOR_ITER.
@@ -380,3 +365,25 @@ def test_a_break_after_a_loop_too_long_for_one_byte_jumps_resumes_after_it():
         warnings.simplefilter("error")  # no fallback to eager
         torch.testing.assert_close(graphwright.compile(loop_then_break, backend=counter)(x), loop_then_break(x))
     assert counter.frame_count == 2
+
+
+def _breaks_then_doubles(t, s):
+    graphwright.graph_break()
+    return t * 2 + s
+
+
+def _star_call_with_a_cell(x):
+    v0 = x.sin()
+    first_row = lambda t: v0[0]  # noqa: E731 -- `v0` becomes a cell of this function
+    row = first_row(x)
+    return _breaks_then_doubles(*(x, row))
+
+
+def test_a_break_inside_a_star_call_from_a_function_with_cells_runs_the_rest_in_python():
+    # The rest of the function (from the CALL_FUNCTION_EX on) runs as plain Python made
+    # around the function's cells.
+    x = torch.randn(3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        result = graphwright.compile(_star_call_with_a_cell, backend="eager")(x)
+    torch.testing.assert_close(result, _star_call_with_a_cell(x))

@@ -85,7 +85,19 @@ def call_all(world: World, callee: Callable, counter: Any) -> list[tuple[Any, in
     return records
 
 
+def graph_break() -> None:
+    """Rebound per run to the graph break of the compiler under test (PyTorch does not know
+    graphwright's)."""
+
+
 def run(item: Case, compiler: str) -> list[tuple[Any, int | None]]:
+    global graph_break
+    if compiler == "torch":
+        import torch._dynamo
+
+        graph_break = torch._dynamo.graph_break
+    else:
+        graph_break = graphwright.graph_break
     world = item.build()
     try:
         if compiler == "eager":
@@ -820,6 +832,74 @@ def _state_dict_loaded() -> World:
 
 
 _add("state_dict_loaded_in_place", _state_dict_loaded, [1, 1, 1])
+
+
+# -- what a resume function reads, after a graph break ---------------------------------------
+
+AFTER_BREAK = 2
+
+
+def _reads_a_global_after_a_break(x):
+    x = x + 1
+    graph_break()
+    return x * AFTER_BREAK
+
+
+@case([2, 2, 3, 4], fullgraph=False)
+def a_global_read_after_a_graph_break_changes_value_then_type():
+    return World(_reads_a_global_after_a_break, ones(3),
+                 [_set_global("AFTER_BREAK", 3), _set_global("AFTER_BREAK", torch.full((3,), 4.0))],
+                 _restore_globals(AFTER_BREAK=2))
+
+
+@case([2, 2, 3], fullgraph=False)
+def a_closure_cell_read_after_a_graph_break_changes():
+    k = 2
+
+    def f(x):
+        x = x + 1
+        graph_break()
+        return x * k
+
+    def change():
+        nonlocal k
+        k = 5
+    return World(f, ones(3), [change])
+
+
+@case([2, 2, 3], fullgraph=False)
+def a_default_read_after_a_graph_break_changes():
+    def f(x, k=2):
+        x = x + 1
+        graph_break()
+        return x * k
+    return World(f, ones(3), [lambda: setattr(f, "__defaults__", (5,))])
+
+
+def _module_split_by_a_break() -> World:
+    class Split(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.scale = 2
+
+        def helper(self, x):
+            return x + 1
+
+        def forward(self, x):
+            x = self.lin(x)
+            graph_break()
+            return self.helper(x) * self.scale
+
+    torch.manual_seed(0)
+    module = Split()
+    return World(module, ones(3), [
+        lambda: setattr(module, "scale", 3), lambda: setattr(module, "helper", lambda x: x - 100),
+        lambda: setattr(Split, "helper", lambda self, x: x + 50), lambda: setattr(module.lin, "forward", lambda x: x * 0)])
+
+
+_add("module_attributes_and_methods_read_after_a_graph_break_change", _module_split_by_a_break,
+     [2, 2, 3, 4, 4, 6], fullgraph=False)
 
 
 # -- the suite ------------------------------------------------------------------------------

@@ -169,5 +169,5 @@ def shrink_failure(choices: list[int], failure: Outcome, source: str, max_statem
 
 def failing(summary: Summary) -> list[str]:
     """Each mismatch and internal error of a campaign, with its program, for an assertion message."""
-    return [f"{sig} [{f.outcome.config}]: {f.outcome.detail[:500]}\n{f.source}" for sig, f in summary.failures.items()
-            if f.outcome.status in FAILURES]
+    return [f"program {f.index}: {sig} [{f.outcome.config}]: {f.outcome.detail[:500]}\n{f.source}"
+            for sig, f in summary.failures.items() if f.outcome.status in FAILURES]

@@ -141,8 +141,7 @@ def _loop_body(b: Builder, accumulator, index: str, step: str | None = None) -> 
 
 def grad_mode_block(b: Builder) -> None:
     """`with torch.no_grad():` (or another grad mode) around statements and one value."""
-    manager = b.choice(["torch.no_grad()", "torch.set_grad_enabled(False)", "torch.enable_grad()",
-                        "torch.inference_mode(False)"])
+    manager = b.choice(["torch.no_grad()", "torch.set_grad_enabled(False)", "torch.enable_grad()"])
     shape = some_shape(b)
     name = b.fresh("v")
     b.emit(f"with {manager}:")
@@ -150,7 +149,7 @@ def grad_mode_block(b: Builder) -> None:
         nested_statements(b)
         expr = expression(b, shape, b.integer(0, 2))
         b.emit(f"{name} = {expr.code}")
-    grad = expr.grad and manager in ("torch.enable_grad()", "torch.inference_mode(False)")
+    grad = expr.grad and manager == "torch.enable_grad()"
     b.add_tensor(name, shape, expr.dtype, grad)
     b.feature("grad_mode")
 

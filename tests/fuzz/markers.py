@@ -5,6 +5,8 @@ require) with a body drawn over its tensor parameter: a `nonstrict_trace` body m
 a `graph_break()` (the strict tracer never looks inside) and reads a config dict whose
 int changes between calls; a `leaf_function` body branches on data and may print or
 update a buffer it declares in `mutates_args` (it runs at run time, once per call).
+Its outputs depend on its input differentiably: an output that does not require grad
+where the input does is a known difference (tests/programs/found/mismatch_2f6ef56de3.py).
 """
 from __future__ import annotations
 
@@ -70,8 +72,8 @@ def leaf_call(b: Builder) -> None:
         second = expression(b, shape, b.integer(0, 2))
     name = b.fresh("leaf")
     body = ["    if t.sum() > 0:  # needs data: runs at run time only",
-            f"        return ({operand(first.code)}.to(t.dtype),)",
-            f"    return ({operand(second.code)}.to(t.dtype),)"]
+            f"        return ({operand(first.code)}.to(t.dtype) + 0.5 * t,)",
+            f"    return ({operand(second.code)}.to(t.dtype) - t,)"]
     if b.chance(30):
         body.insert(0, '    print("leaf", t.shape, t.dtype)')
         b.feature("leaf_print")

@@ -1,6 +1,6 @@
 """A whole generated program: its source text and what the generator knows about it.
 
-The source is a self-contained Python module (see `SOURCE_LAYOUT`): module-level
+The source is a self-contained Python module: module-level
 definitions, the function `f` the runner compiles, `make_inputs` building `f`'s
 arguments for the sizes of one call, `CALLS` (the sizes and int of each call; the third
 call runs `mutate()` first, the fourth changes sizes and the int, the fifth goes back),
@@ -30,9 +30,6 @@ import torch.nn.functional as F
 from torch import nn
 
 import graphwright as gw'''
-
-SOURCE_LAYOUT = "header, definitions, f, make_inputs, mutate, CALLS, OBSERVED, BREAKS, COMPILE_OPTIONS, CONFIG"
-
 
 @dataclasses.dataclass(frozen=True)
 class GeneratedProgram:

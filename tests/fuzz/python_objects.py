@@ -194,3 +194,48 @@ def global_object(b: Builder) -> None:
     use = b.choice(["{o}({a})", "{o}.apply({a})", "{a} * {o}.scale + {o}.shift"])
     b.assign(use.format(o=name, a=argument.code), shape, argument.dtype, True)
     b.feature("global_object")
+
+
+SCALING_CONTEXT = '''class Scaling:
+    """A user context manager: counts its entries, scales values inside."""
+
+    entered = 0
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def __enter__(self):
+        Scaling.entered += 1
+        return self.factor
+
+    def __exit__(self, kind, value, traceback):
+        return False'''
+
+GENERATOR = '''def scaled_copies(t, count):
+    for index in range(count):
+        yield t * (index + 1)'''
+
+
+def user_context_manager(b: Builder) -> None:
+    """`with Scaling(k) as factor:` around a value (a class attribute counts entries)."""
+    b.define("Scaling", SCALING_CONTEXT)
+    b.observe("Scaling.entered")
+    shape = some_shape(b)
+    name, factor = b.fresh("v"), b.fresh("factor")
+    b.emit(f"with Scaling({b.number()}) as {factor}:")
+    with b.indented(), b.block():
+        expr = expression(b, shape, b.integer(0, 2))
+        b.emit(f"{name} = {operand(expr.code)} * {factor}")
+    b.add_tensor(name, shape, expr.dtype, expr.grad)
+    b.feature("user_context_manager")
+
+
+def generator_call(b: Builder) -> None:
+    """A generator function defined at module level, consumed in `f`."""
+    b.define("scaled_copies", GENERATOR)
+    shape, argument = _argument(b)
+    count = b.choice(["2", "3", "n" if "n" in b.ints else "1"])
+    use = b.choice(["sum({g})", "torch.stack(list({g})).sum(0)", "next(iter({g}))",
+                    "[t for t in {g}][-1]"])
+    b.assign(use.format(g=f"scaled_copies({argument.code}, {count})"), shape, argument.dtype, True)
+    b.feature("generator")

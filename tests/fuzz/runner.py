@@ -152,6 +152,14 @@ def load(source: str, path: Path | None = None) -> types.ModuleType:
     return module
 
 
+def _resolve(module: types.ModuleType, path: str) -> Any:
+    """`OBSERVED` names a module-level value, or an attribute path from one (`Scaling.entered`)."""
+    value = module
+    for name in path.split("."):
+        value = getattr(value, name)
+    return value
+
+
 def _modules_of(module: types.ModuleType) -> dict[str, torch.nn.Module]:
     return {name: value for name, value in vars(module).items() if isinstance(value, torch.nn.Module)}
 
@@ -210,7 +218,7 @@ def run_world(source: str, config: Config | None, path: Path | None = None) -> t
                     raise WorldError(index, error) from error
                 records.append(CallRecord(
                     output=snapshot(output), arguments=snapshot(args),
-                    observed=snapshot({name: getattr(module, name) for name in module.OBSERVED}),
+                    observed=snapshot({name: _resolve(module, name) for name in module.OBSERVED}),
                     modules=snapshot({name: _module_state(m) for name, m in _modules_of(module).items()}),
                     printed=printed.getvalue(), grads=snapshot(_gradients(args, module))))
         fallbacks = [str(w.message) for w in caught if str(w.message).startswith("graphwright could not")]

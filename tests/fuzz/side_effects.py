@@ -21,7 +21,8 @@ def _stored_value(b: Builder) -> str:
     var = b.choice(b.tensors)
     b.read(var)
     options = [var.name, f"{var.name}.detach()", f"{var.name}.shape", f"{var.name}.shape[-1] if {var.name}.dim() else 0",
-               f"({var.name}.dim(), {var.name}.dtype)", '"tag"']
+               f"({var.name}.dim(), {var.name}.dtype)", '"tag"', f'f"{{{var.name}.dim()}}-{{{var.name}.dtype}}"',
+               f'"size %d" % {var.name}.numel()']
     if "n" in b.ints:
         options.append("n * 2")
     return b.choice(options)

@@ -34,6 +34,8 @@ PLAIN: list[Kind] = [
     ("factory", python_objects.scaler_from_factory, 1),
     ("user_object", python_objects.user_object, 2),
     ("global_object", python_objects.global_object, 1),
+    ("context_manager", python_objects.user_context_manager, 1),
+    ("generator", python_objects.generator_call, 1),
     ("module_call", modules.module_call, 3),
     ("inplace", mutation.fresh_inplace, 2),
     ("view_mutation", mutation.view_mutation, 2),

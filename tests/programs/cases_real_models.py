@@ -300,3 +300,38 @@ def _counts_with(**counts):
          observe=lambda world: sorted(_COUNTS.items()))
 def _(x):
     return x * _COUNTS.get("a", 5)
+
+
+_COLLECTED = {"outputs": None}
+
+
+def _record_output(module, args, output):
+    if _COLLECTED["outputs"] is not None:
+        _COLLECTED["outputs"].append(output)
+
+
+class _HooksInstalledOnFirstCall(torch.nn.Module):
+    """transformers' output capturing: the first call that asks for hidden states registers a
+    forward hook on every layer, then runs the layers, whose hooks must run in that same call."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(2)])
+
+    def forward(self, x):
+        if not getattr(self, "_hooks_installed", False):
+            for layer in self.layers:
+                layer.register_forward_hook(_record_output)
+            self._hooks_installed = True
+        _COLLECTED["outputs"] = []
+        for layer in self.layers:
+            x = layer(x)
+        collected, _COLLECTED["outputs"] = _COLLECTED["outputs"], None
+        return x, tuple(collected)
+
+
+PROGRAMS.append(module_program(
+    "forward_hooks_registered_in_the_region_run_in_the_same_call", _HooksInstalledOnFirstCall,
+    lambda: rand(2, 4), frames=[1, 2], observe=lambda module: len(module.layers[0]._forward_hooks),
+    reference=dict(xfail="2.13 cannot store RemovableHandle.next_id (register_forward_hook)",
+                   why="PyTorch cannot compile this program with fullgraph")))

@@ -277,11 +277,19 @@ class ObjectState:
 
 @dataclasses.dataclass
 class TensorState:
-    """A tensor as recorded: a detached copy of its values, and what the copy loses."""
+    """A tensor as recorded: a detached contiguous copy of its values, and what the copy
+    loses: its strides where they are significant (as PyTorch's `check_significant_strides`:
+    not those of a dimension of length 1, nor any of an empty tensor) and requires_grad."""
 
     value: torch.Tensor
     stride: tuple
     requires_grad: bool
+
+
+def significant_strides(tensor: torch.Tensor) -> tuple:
+    if tensor.numel() == 0:
+        return (None,) * tensor.dim()
+    return tuple(stride if size > 1 else None for stride, size in zip(tensor.stride(), tensor.shape))
 
 
 def _slot_names(cls: type) -> list[str]:
@@ -318,7 +326,8 @@ def _builtin_base(cls: type) -> type:
 def snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, torch.Tensor):
-        return TensorState(value.detach().clone(), value.stride(), value.requires_grad)
+        return TensorState(value.detach().clone(memory_format=torch.contiguous_format),
+                           significant_strides(value), value.requires_grad)
     if _is_user_object(value):
         return ObjectState(type(value).__name__, snapshot(_attributes(value)), snapshot(_contents(value)))
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):

@@ -27,13 +27,15 @@ SEQ = 8
 class RealModel:
     """`build()` makes the model (call under a fixed seed); `eval_inputs(seed)` and
     `train_inputs(seed)` make the keyword arguments of one call; `kv_cache`: the model returns
-    a key/value cache and is called with `use_cache=True` in eval."""
+    a key/value cache and is called with `use_cache=True` in eval; `slow`: its cases run only
+    with the slow tests (the families added for breadth, `BREADTH`)."""
 
     name: str
     build: Callable[[], torch.nn.Module]
     eval_inputs: Callable[[int], dict[str, Any]]
     train_inputs: Callable[[int], dict[str, Any]]
     kv_cache: bool = False
+    slow: bool = False
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -233,6 +235,115 @@ def _seq2seq_train(seed: int) -> dict[str, Any]:
     return {"input_ids": _tokens(seed), "labels": _tokens(seed + 500, 5)}
 
 
+def _built(model_class: str, config_class: str, **settings: Any) -> Callable[[], torch.nn.Module]:
+    """`transformers.<model_class>(transformers.<config_class>(**settings))`."""
+    return lambda: getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
+
+
+_DECODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                max_position_embeddings=32, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+_GPT_STYLE = dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32, resid_pdrop=0.0,
+                  embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+_ENCODER = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                max_position_embeddings=40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3)
+_SEQ2SEQ = dict(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32,
+                dropout=0.0)
+_VISION = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=16,
+               patch_size=8, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3)
+
+
+def _mel_features(seed: int) -> torch.Tensor:
+    return torch.randn(BATCH, 16, 60, generator=_generator(seed))
+
+
+def _seq2seq(name: str, build: Callable[[], torch.nn.Module]) -> RealModel:
+    return RealModel(name, build, _seq2seq_eval, _seq2seq_train, kv_cache=True)
+
+
+# Families added for breadth, as a new user would try them; their cases are slow.
+BREADTH: list[RealModel] = [
+    _causal_lm("falcon", _built("FalconForCausalLM", "FalconConfig", vocab_size=VOCAB, hidden_size=32,
+                                num_hidden_layers=2, num_attention_heads=4, bos_token_id=0, eos_token_id=0,
+                                hidden_dropout=0.0, attention_dropout=0.0)),
+    _causal_lm("bloom", _built("BloomForCausalLM", "BloomConfig", vocab_size=VOCAB, hidden_size=32, n_layer=2,
+                               n_head=4, bos_token_id=0, eos_token_id=0, pad_token_id=0, hidden_dropout=0.0,
+                               attention_dropout=0.0)),
+    _causal_lm("gptj", _built("GPTJForCausalLM", "GPTJConfig", **_GPT_STYLE, rotary_dim=4)),
+    _causal_lm("gpt_neo", _built("GPTNeoForCausalLM", "GPTNeoConfig", vocab_size=VOCAB, hidden_size=32, num_layers=2,
+                                 num_heads=4, attention_types=[[["global", "local"], 1]], window_size=4,
+                                 max_position_embeddings=32, resid_dropout=0.0, embed_dropout=0.0,
+                                 attention_dropout=0.0, bos_token_id=0, eos_token_id=0)),
+    _causal_lm("gpt_bigcode", _built("GPTBigCodeForCausalLM", "GPTBigCodeConfig", **_GPT_STYLE)),
+    _causal_lm("codegen", _built("CodeGenForCausalLM", "CodeGenConfig", **_GPT_STYLE, rotary_dim=4, n_ctx=32)),
+    _causal_lm("mpt", _built("MptForCausalLM", "MptConfig", vocab_size=VOCAB, d_model=32, n_layers=2, n_heads=4,
+                             max_seq_len=32, resid_pdrop=0.0, emb_pdrop=0.0, bos_token_id=0, eos_token_id=0)),
+    # SmolLM: Llama's architecture with one key/value head and tied embeddings
+    _causal_lm("smollm", _built("LlamaForCausalLM", "LlamaConfig", **_DECODER, num_key_value_heads=1,
+                                tie_word_embeddings=True)),
+    _causal_lm("qwen3", _built("Qwen3ForCausalLM", "Qwen3Config", **_DECODER, num_key_value_heads=2, head_dim=8)),
+    _causal_lm("qwen2_moe", _built("Qwen2MoeForCausalLM", "Qwen2MoeConfig", **_DECODER, num_key_value_heads=2,
+                                   num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                   shared_expert_intermediate_size=16)),
+    _causal_lm("phi3", _built("Phi3ForCausalLM", "Phi3Config", **_DECODER, num_key_value_heads=2)),
+    _causal_lm("stablelm", _built("StableLmForCausalLM", "StableLmConfig", **_DECODER, num_key_value_heads=2)),
+    _causal_lm("starcoder2", _built("Starcoder2ForCausalLM", "Starcoder2Config", **_DECODER, num_key_value_heads=2,
+                                    residual_dropout=0.0, embedding_dropout=0.0)),
+    _causal_lm("granite", _built("GraniteForCausalLM", "GraniteConfig", **_DECODER, num_key_value_heads=2)),
+    _causal_lm("olmo", _built("OlmoForCausalLM", "OlmoConfig", **_DECODER, num_key_value_heads=2)),
+    _causal_lm("olmoe", _built("OlmoeForCausalLM", "OlmoeConfig", **_DECODER, num_key_value_heads=2, num_experts=4,
+                               num_experts_per_tok=2)),
+    _causal_lm("cohere", _built("CohereForCausalLM", "CohereConfig", **_DECODER, num_key_value_heads=2)),
+    _causal_lm("gemma2", _built("Gemma2ForCausalLM", "Gemma2Config", **_DECODER, num_key_value_heads=2, head_dim=8,
+                                sliding_window=4)),
+    _causal_lm("gemma3", _built("Gemma3ForCausalLM", "Gemma3TextConfig", **_DECODER, num_key_value_heads=2,
+                                head_dim=8, sliding_window=4)),
+    _sequence_classifier("mobilebert", _built("MobileBertForSequenceClassification", "MobileBertConfig",
+                                              **{**_ENCODER, "max_position_embeddings": 32}, embedding_size=16,
+                                              intra_bottleneck_size=16, true_hidden_size=16,
+                                              num_feedforward_networks=2)),
+    _sequence_classifier("electra", _built("ElectraForSequenceClassification", "ElectraConfig", **_ENCODER,
+                                           embedding_size=16)),
+    _sequence_classifier("xlm_roberta", _built("XLMRobertaForSequenceClassification", "XLMRobertaConfig",
+                                               **_ENCODER)),
+    _sequence_classifier("xlnet", _built("XLNetForSequenceClassification", "XLNetConfig", vocab_size=VOCAB,
+                                         d_model=32, n_layer=2, n_head=2, d_inner=64, dropout=0.0,
+                                         summary_last_dropout=0.0, num_labels=3)),
+    _sequence_classifier("funnel", _built("FunnelForSequenceClassification", "FunnelConfig", vocab_size=VOCAB,
+                                          block_sizes=[1, 1], d_model=32, n_head=2, d_head=16, d_inner=64,
+                                          hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                                          num_labels=3)),
+    _seq2seq("pegasus", _built("PegasusForConditionalGeneration", "PegasusConfig", **_SEQ2SEQ, pad_token_id=0,
+                               eos_token_id=1, decoder_start_token_id=0)),
+    _seq2seq("marian", _built("MarianMTModel", "MarianConfig", **_SEQ2SEQ, pad_token_id=VOCAB - 1, eos_token_id=0,
+                              decoder_start_token_id=VOCAB - 1)),
+    _seq2seq("mbart", _built("MBartForConditionalGeneration", "MBartConfig", **_SEQ2SEQ, pad_token_id=1,
+                             bos_token_id=0, eos_token_id=2)),
+    # Whisper's encoder under an audio classifier, on 16 mel bins of 60 frames
+    RealModel("whisper", _built("WhisperForAudioClassification", "WhisperConfig", vocab_size=VOCAB, d_model=32,
+                                encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                                decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, dropout=0.0,
+                                num_mel_bins=16, max_source_positions=30, max_target_positions=32, num_labels=3,
+                                classifier_proj_size=16),
+              lambda seed: {"input_features": _mel_features(seed)},
+              lambda seed: {"input_features": _mel_features(seed), "labels": _class_labels(seed)}),
+    _image_classifier("swin", _built("SwinForImageClassification", "SwinConfig", image_size=16, patch_size=2,
+                                     embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4,
+                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0,
+                                     num_labels=3), 16),
+    _image_classifier("convnext", _built("ConvNextForImageClassification", "ConvNextConfig", num_stages=2,
+                                         hidden_sizes=[8, 16], depths=[1, 1], drop_path_rate=0.0, num_labels=3), 32),
+    _image_classifier("deit", _built("DeiTForImageClassification", "DeiTConfig", **_VISION), 16),
+    _image_classifier("beit", _built("BeitForImageClassification", "BeitConfig", **_VISION, drop_path_rate=0.0,
+                                     use_relative_position_bias=True), 16),
+    _image_classifier("segformer", _built("SegformerForImageClassification", "SegformerConfig",
+                                          num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16],
+                                          patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+                                          mlp_ratios=[2, 2], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                          classifier_dropout_prob=0.0, drop_path_rate=0.0, num_labels=3), 32),
+]
+
+
 MODELS: dict[str, RealModel] = {model.name: model for model in [
     _causal_lm("gpt2", _gpt2),
     _sequence_classifier("bert", _bert),
@@ -258,4 +369,5 @@ MODELS: dict[str, RealModel] = {model.name: model for model in [
     _sequence_classifier("albert", _albert),
     RealModel("wav2vec2", _wav2vec2, lambda seed: {"input_values": _audio(seed)},
               lambda seed: {"input_values": _audio(seed), "labels": _class_labels(seed)}),
+    *(dataclasses.replace(model, slow=True) for model in BREADTH),
 ]}

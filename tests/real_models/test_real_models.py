@@ -5,7 +5,8 @@ Every model of `catalogue.MODELS` runs both programs of `programs.py` (eval:
 two `no_grad` calls, `use_cache=True` where the model has a key/value cache;
 train: two steps of forward with labels, backward and SGD) eagerly, compiled
 by graphwright with the `eager` and `aot_eager` backends (and `inductor` for
-two models, marked slow). Compared: every output, gradient and state_dict entry
+two models, marked slow; so are all cases of the families added for breadth,
+`catalogue.BREADTH`). Compared: every output, gradient and state_dict entry
 (within 1e-5), and the graph count after each call, which may not exceed
 torch.compile's (`TORCH_COUNTS`, recorded from `torch.compile(backend=<its
 CompileCounter>)` on the same programs and re-checked by a slow test: compiling
@@ -43,7 +44,9 @@ FIRST_FAILURES: dict[tuple[str, str], str] = {
 # `_output_capturing_hooks_installed`), which the second call runs.
 TORCH_COUNTS: dict[tuple[str, str], list[int]] = {
     **{(name, mode): [1, 1] for name in MODELS for mode in ("eval", "train")},
-    **{(name, "train"): [1, 2] for name in ("bert", "vit", "resnet", "distilbert", "roberta", "albert")},
+    **{(name, "train"): [1, 2] for name in ("bert", "vit", "resnet", "distilbert", "roberta", "albert",
+                                             "mobilebert", "electra", "xlm_roberta", "xlnet", "funnel",
+                                             "swin", "convnext", "deit", "beit", "segformer")},
     **{("wav2vec2", mode): [1, 2] for mode in ("eval", "train")},
 }
 
@@ -87,7 +90,7 @@ def _cases() -> list:
             for backend in ("eager", "aot_eager", "inductor"):
                 if backend == "inductor" and name not in INDUCTOR_MODELS:
                     continue
-                marks = [pytest.mark.slow] if backend == "inductor" else []
+                marks = [pytest.mark.slow] if backend == "inductor" or MODELS[name].slow else []
                 reason = FIRST_FAILURES.get((name, mode))
                 if reason is not None:
                     marks.append(pytest.mark.xfail(strict=True, reason=reason))

@@ -121,7 +121,7 @@ class DictValue(Value):
 
     A dict read from outside is read as the program reads it: `lookup` reads (and
     guards) one key through `reader`; the first use of `items` reads the whole dict,
-    guarded on its keys."""
+    guarded on its keys. `mutated`: the region changed it in place."""
 
     __slots__ = ("_items", "kind", "mutated", "cls", "overlay", "obj", "reader")
 

@@ -50,6 +50,7 @@ class SideEffects:
     def mutate(self, container: Value) -> None:
         """`container` (a list or dict value) is about to change in place."""
         self._check(container, f"a mutation of a {container.python_type().__name__} made outside it")
+        container.mutated = True
         if container.source is not None and not isinstance(container, InstanceDictValue):
             self.mutated[id(container)] = container
 

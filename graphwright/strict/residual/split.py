@@ -159,8 +159,8 @@ class Continuation:
         """Run the rest of the function, from the stopped instruction on, in plain Python."""
         layout, arguments, closure = self._layout(self.inst.offset, [])
         code = self.router.routed_code(resume_code(self.code, self._original(self.inst.offset), layout))
-        function = make_resume_function(code, self.frame.globals, None)
         if closure is None:
+            function = make_resume_function(code, self.frame.globals, None)
             return [f"return {self.writer.ref(function)}({arguments})"]
         made = f"___make_function({self.writer.ref(code)}, {self.writer.ref(self.frame.globals)}, (), None, {closure})"
         return [f"return {made}({arguments})"]
