@@ -173,6 +173,23 @@ def _torch_compile_state():
 QUICK_AOT = [("Adam", True)]
 
 
+@contextlib.contextmanager
+def _fresh_optimizers():
+    """The optimizers as a fresh process has them. The first torch.compile of a process wraps
+    every optimizer's `_init_group` in `torch._dynamo.disable`, which graphwright honours (the
+    state is then made eagerly, no second graph): undo that while graphwright runs."""
+    patched = {cls: cls.__dict__["_init_group"] for cls in vars(torch.optim).values()
+               if isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)
+               and hasattr(cls.__dict__.get("_init_group"), "_torchdynamo_orig_callable")}
+    for cls, wrapper in patched.items():
+        cls._init_group = wrapper._torchdynamo_orig_callable
+    try:
+        yield
+    finally:
+        for cls, wrapper in patched.items():
+            cls._init_group = wrapper
+
+
 def _optimizer_params():
     params = []
     for backend in BACKENDS:
@@ -188,9 +205,24 @@ def test_training_step_with_optimizer_matches_eager(optimizer, foreach, backend)
     graphwright.reset()
     expected = _run_training(optimizer, foreach)
     counter, compile_fn = _graphwright_counted(backend, fullgraph=False)
-    got = _run_training(optimizer, foreach, compile_fn)
+    with _fresh_optimizers():
+        got = _run_training(optimizer, foreach, compile_fn)
     _assert_same_training(got, expected)
     assert counter.frame_count == OPTIMIZER_GRAPHS[(optimizer, foreach)][0]
+    graphwright.reset()
+
+
+def test_after_torch_compile_patched_the_optimizers_the_state_is_made_eagerly_as_there():
+    """Once torch.compile has run, `_init_group` is `torch._dynamo.disable`d; graphwright
+    honours the mark: Adam's step then needs one graph, as in torch.compile."""
+    with _torch_compile_state():
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # applies PyTorch's patches
+    graphwright.reset()
+    expected = _run_training("Adam", False)
+    counter, compile_fn = _graphwright_counted("eager", fullgraph=False)
+    got = _run_training("Adam", False, compile_fn)
+    _assert_same_training(got, expected)
+    assert counter.frame_count == OPTIMIZER_GRAPHS[("Adam", False)][1] == 3
     graphwright.reset()
 
 
@@ -202,7 +234,8 @@ def test_training_step_with_a_scheduler_matches_eager(scheduler, inside):
     graphwright.reset()
     expected = _run_training("Adam", False, scheduler=scheduler, inside=inside)
     counter, compile_fn = _graphwright_counted("eager", fullgraph=False)
-    got = _run_training("Adam", False, compile_fn, scheduler=scheduler, inside=inside)
+    with _fresh_optimizers():
+        got = _run_training("Adam", False, compile_fn, scheduler=scheduler, inside=inside)
     _assert_same_training(got, expected)
     assert counter.frame_count == SCHEDULER_GRAPHS[(scheduler, inside)][0]
     graphwright.reset()
