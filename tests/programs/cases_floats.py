@@ -2,7 +2,7 @@
 attribute, an item of a dict in a list on an object (an optimizer's `param_groups`), a global.
 The first call specialises the float; when it changes, the recompiled entry takes it as a graph
 input (a SymFloat), so further values reuse that entry: in tensor arithmetic, in Python
-arithmetic, in `math` functions, `int()`, `max`, truth tests and `isinstance`. A branch on the
+arithmetic, in `math` functions, `int()`, `max`, `torch.tensor`, truth tests and `isinstance`. A branch on the
 float guards its outcome, not the value."""
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ def _(x, rate):
 def _(x, rate):
     return x * math.sqrt(rate) + math.cos(rate) + int(rate * 10) + math.floor(rate) + max(rate, 0.5) \
         + min(rate, 2.0) + round(rate, 1) + abs(-rate)
+
+
+@program("changing_float_made_into_a_tensor_stays_symbolic", lambda: Args(rand(3), 0.1),
+         **_each(0.2, 0.3), frames_changed=2,
+         reference={"frames_changed": 3, "why": "TorchDynamo specialises the float given to "
+                                               "`torch.as_tensor` with a dtype"})
+def _(x, rate):
+    return x + torch.tensor(rate), torch.as_tensor(rate, dtype=torch.float64), torch.tensor(int(rate * 10))
 
 
 @program("branch_on_a_changing_float_guards_its_outcome", lambda: Args(rand(3), 0.1),

@@ -357,6 +357,7 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
 _HANDLERS.update(copying.HANDLERS)
+_HANDLERS[torch.tensor] = _HANDLERS[torch.as_tensor] = symbolic_numbers.tensor_of_a_symbol
 
 
 @handles(set)

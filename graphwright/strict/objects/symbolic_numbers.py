@@ -4,8 +4,9 @@ symbolic sizes, and of scalar inputs that changed between calls).
 A function with a symbolic counterpart in torch (`math.sqrt` -> `torch._sym_sqrt`, `int` ->
 `torch.sym_int`, two-argument `max` -> `torch.sym_max`...) or a symbolic special method
 (`math.floor`, `round`) becomes a graph node over the symbols, so the compiled code serves
-every value. Any other function is left to its caller, which specialises the symbols it
-reads (a guard on their values): slower to compile again, never a wrong answer.
+every value; so does `torch.tensor(symbol)` (as `torch.scalar_tensor`). Any other function is
+left to its caller, which specialises the symbols it reads (a guard on their values): slower to
+compile again, never a wrong answer.
 """
 from __future__ import annotations
 
@@ -51,3 +52,19 @@ def symbolic_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     if counterpart is None:
         return None
     return tracer.graph.call("call_function", counterpart, args, {})
+
+
+_TENSOR_DTYPES = {int: torch.int64, bool: torch.bool}
+
+
+def tensor_of_a_symbol(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`torch.tensor(number)` or `torch.as_tensor(number)` of a symbol: `torch.scalar_tensor` with
+    the dtype `torch.tensor` would choose; None for any other call."""
+    if len(args) != 1 or not _is_number(args[0]) or not isinstance(args[0].value, SYMBOLIC_TYPES) \
+            or set(kwargs) - {"dtype", "device", "requires_grad"}:
+        return None
+    dtype = kwargs.get("dtype")
+    if dtype is None or isinstance(dtype, ConstantValue) and dtype.value is None:
+        kind = args[0].python_type()
+        dtype = ConstantValue(_TENSOR_DTYPES.get(kind) or torch.get_default_dtype())
+    return tracer.graph.call("call_function", torch.scalar_tensor, args, {**kwargs, "dtype": dtype})
