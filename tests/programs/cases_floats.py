@@ -72,6 +72,12 @@ def _(x, rate):
     return x
 
 
+@program("symbolic_float_is_guarded_by_type_an_int_compiles_its_own_entry", lambda: Args(rand(3), 0.1),
+         **_each(0.2, 3, 0.4), frames_changed=3)
+def _(x, rate):
+    return x * rate, rate / 2
+
+
 @program("float_that_changes_to_nan_stays_a_constant", lambda: Args(rand(3), 0.1),
          **_each(0.2, math.nan, 0.3), frames_changed=3)
 def _(x, rate):

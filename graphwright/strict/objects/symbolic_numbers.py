@@ -38,7 +38,8 @@ def symbolic_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     """`target(*args)` as a graph node when an argument is symbolic and `target` has a
     symbolic counterpart; None otherwise."""
     if kwargs or not args or not all(_is_number(arg) for arg in args) or \
-            not any(isinstance(arg.value, SYMBOLIC_TYPES) for arg in args):
+            not any(isinstance(arg.value, (torch.SymInt, torch.SymFloat)) for arg in args) or \
+            any(isinstance(arg.value, torch.SymBool) for arg in args):
         return None
     try:
         if len(args) == 2 and target in _TWO_ARGUMENTS:
