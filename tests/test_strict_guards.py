@@ -298,8 +298,9 @@ def test_an_int_argument_that_changes_becomes_symbolic_under_dynamic_none():
     compiled = graphwright.compile(fn, backend=counter)
     for step in (2, 3, 5, 6, 2, 1):
         torch.testing.assert_close(compiled(torch.ones(2), step), fn(torch.ones(2), step))
-    # 2 (specialised), 3 (symbolic, step <= 3), 5 (symbolic, step > 3), 1 (0 and 1 stay specialised)
-    assert counter.frame_count == 4
+    # 2 (specialised), 3 (symbolic, step <= 3), 5 (symbolic, step > 3); 1 is served by the
+    # entry for step <= 3 (a changed int may be 0 or 1, unlike a size): torch.compile's 3 too
+    assert counter.frame_count == 3
 
 
 def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
@@ -318,7 +319,8 @@ def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
     for expected in range(1, 7):
         assert compiled(torch.ones(1)).item() == expected
     assert module.steps == 6 and type(module.steps) is int
-    assert counter.frame_count == 3  # 0 and 1 are specialised, then one symbolic graph
+    # 1 specialised, then one symbolic graph (torch.compile: 6, it specialises the ints of modules)
+    assert counter.frame_count == 2
 
 
 def test_a_conjugate_view_recompiles_and_says_its_dispatch_keys_changed():

@@ -402,7 +402,7 @@ def _symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) ->
             if not isinstance(value, FakeTensor):
                 return None
             symbolic = symbolic or any(isinstance(d, torch.SymInt) for d in value.shape)
-        elif isinstance(value, torch.SymInt):
+        elif isinstance(value, (torch.SymInt, torch.SymFloat)):
             symbolic = True
     return values if symbolic else None
 

@@ -299,8 +299,9 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
 
 
 def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> dict[Any, frozenset[int]]:
-    """Input dimensions whose size alone differs from what `entry` was traced for: the
-    candidates for symbolic sizes under `dynamic=None`."""
+    """Input dimensions whose size alone differs from what `entry` was traced for, and ints and
+    floats read by source whose value alone differs: the candidates for symbols under
+    `dynamic=None`."""
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError:
@@ -318,8 +319,8 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
 
 
 def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
-    if guard.kind == "const" and type(guard.expected) is int:
-        if type(actual) is int and actual != guard.expected:
+    if guard.kind == "const" and type(guard.expected) in (int, float):
+        if type(actual) is type(guard.expected) and actual != guard.expected:
             changed[guard.source] = SCALAR
     if guard.kind != "tensor":
         return

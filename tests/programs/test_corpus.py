@@ -11,6 +11,7 @@ from . import (
     cases_bytecode,
     cases_classes,
     cases_data_dependent,
+    cases_floats,
     cases_graph_breaks,
     cases_higher_order,
     cases_guards,
@@ -33,7 +34,7 @@ ALL_PROGRAMS = [
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
-    *cases_torch_library.PROGRAMS,
+    *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
 ]
 
 

@@ -92,14 +92,18 @@ SCHEDULERS = {
 }
 # (graphwright, torch.compile) graphs after three steps of Adam with the scheduler stepped
 # inside the compiled function (True) or after it (False). The learning rate is a float in
-# `param_groups`, which graphwright guards as a constant: every new rate compiles the step
-# again (up to `cache_size_limit`, then it runs eagerly); torch.compile makes a float that
-# changed a graph input.
+# `param_groups`: in both compilers the first step specialises it and the recompile after it
+# changed takes it as a graph input (the scheduler's int counters too), so no step compiles
+# again for a new rate. Inside, graphwright's one extra graph is Adam's state (as in
+# OPTIMIZER_GRAPHS); OneCycleLR inside has one more: its phase test (`step_num <= end_step`)
+# holds a guard on the symbolic step in the graph that also returns `loss.detach()`, which
+# recompiles when the phase changes (torch.compile's count stays at 4; where it places that
+# branch is not yet compared).
 SCHEDULER_GRAPHS = {
-    ("StepLR", True): (7, 4), ("StepLR", False): (5, 4),
-    ("CosineAnnealingLR", True): (7, 4), ("CosineAnnealingLR", False): (5, 4),
-    ("OneCycleLR", True): (7, 4), ("OneCycleLR", False): (5, 4),
-    ("LambdaLR", True): (7, 4), ("LambdaLR", False): (5, 4),
+    ("StepLR", True): (5, 4), ("StepLR", False): (4, 4),
+    ("CosineAnnealingLR", True): (5, 4), ("CosineAnnealingLR", False): (4, 4),
+    ("OneCycleLR", True): (6, 4), ("OneCycleLR", False): (4, 4),
+    ("LambdaLR", True): (5, 4), ("LambdaLR", False): (4, 4),
 }
 QUICK_SCHEDULERS = [("StepLR", True), ("OneCycleLR", False)]
 

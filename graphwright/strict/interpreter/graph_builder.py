@@ -35,6 +35,7 @@ from .symbolic_sizes import (
     DataDependence,
     SymbolicSizes,
     holds_symbol,
+    may_be_symbolic,
 )
 
 BreakFn = Callable[..., Exception]
@@ -138,13 +139,16 @@ class GraphBuilder:
         with self.graph.inserting_before(self._first_op):
             return self.graph.placeholder(name)
 
-    def wants_symbolic_int(self, source: Source, real: int) -> bool:
-        """An int input that changed between calls (dynamic=None) is traced as a SymInt."""
-        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and real >= 2
+    def wants_symbolic_scalar(self, source: Source, real: int | float) -> bool:
+        """An int or float input that changed between calls (dynamic=None) is traced as a
+        SymInt or SymFloat."""
+        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and may_be_symbolic(real)
 
-    def add_int_input(self, real: int, source: Source) -> ConstantValue:
+    def add_scalar_input(self, real: int | float, source: Source) -> ConstantValue:
+        """A graph input standing for number `real`: a placeholder typed by a fresh symbol."""
         node = self._placeholder(source)
-        symbol = self.symbolic.symbolic_int(self.fake_mode, real)
+        make = self.symbolic.symbolic_float if type(real) is float else self.symbolic.symbolic_int
+        symbol = make(real, node.name)
         node.meta["example_value"] = symbol
         self.symbolic.register(node, symbol)
         self.input_sources.append(source)

@@ -1,21 +1,26 @@
-"""Symbolic sizes: dimensions traced as `torch.SymInt`, and the fx nodes that compute them.
+"""Symbolic sizes and scalars: dimensions traced as `torch.SymInt`, Python numbers traced as
+`torch.SymInt` / `torch.SymFloat`, and the fx nodes that compute them.
 
 When a compilation is dynamic (`dynamic=True`, or `dynamic=None` after a size
 changed), chosen input dimensions become symbols of one `ShapeEnv`, shared by
 the fake tensors. Python code that reads such a size gets a SymInt; every
 SymInt the graph needs is computed inside the graph (`x.size(i)` and the
-arithmetic on it), so the graph takes only tensors as inputs. Branching on a
-symbolic size adds a guard to the ShapeEnv; `guard_expression` turns those
-guards into Python over the inputs' sources.
+arithmetic on it). An int or float read by source that changed between calls
+(under `dynamic=None`) becomes a symbol too, and a graph input of its own.
+Branching on a symbol adds a guard to the ShapeEnv; `guard_expression` turns
+those guards into Python over the inputs' sources.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
+from torch._guards import GuardSource
+from torch._guards import Source as ShapeEnvSource
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     ShapeEnv,
@@ -24,7 +29,29 @@ from torch.fx.experimental.symbolic_shapes import (
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 SCALAR = frozenset()
-"""The entry of an int input in `dynamic_dims`: the int itself is symbolic."""
+"""The entry of an int or float input in `dynamic_dims`: the number itself is symbolic."""
+
+
+def may_be_symbolic(value: Any) -> bool:
+    """Whether a number read by source can be traced as a symbol once it changed between calls:
+    any int, any float but NaN and the infinities (the ShapeEnv cannot reason about them), as
+    in PyTorch."""
+    return type(value) is int or type(value) is float and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class _InputName(ShapeEnvSource):
+    """How the ShapeEnv names a number input in what it reports (guards name inputs by position)."""
+
+    label: str
+
+    @property
+    def _name_template(self) -> str:
+        return self.label
+
+    @property
+    def guard_source(self) -> GuardSource:
+        return GuardSource.LOCAL
 
 
 def has_marked_tensor(values: Any) -> bool:
@@ -75,11 +102,16 @@ class SymbolicSizes:
         """Whether the program forced symbolic `size` to one value."""
         return self.shape_env.replace(size.node.expr).is_number
 
-    def symbolic_int(self, fake_mode: Any, value: int) -> torch.SymInt:
-        """A fresh symbol standing for an int input (>= 2: 0 and 1 stay specialised, as sizes do),
-        made as the size of a placeholder fake tensor so that the ShapeEnv names its origin (a meta
-        tensor: the int may be far too large to allocate)."""
-        return self.fake_input(fake_mode, torch.empty(value, device="meta"), frozenset({0})).shape[0]
+    def symbolic_int(self, value: int, name: str) -> torch.SymInt:
+        """A fresh symbol standing for an int input, whose current value is `value` (0 and 1
+        included: unlike a size, the number may be anything)."""
+        return self.shape_env.create_unspecified_symint_and_symbol(value, _InputName(name), DimDynamic.DYNAMIC)
+
+    def symbolic_float(self, value: float, name: str) -> torch.SymFloat:
+        """A fresh symbol standing for a float input, whose current value is `value`."""
+        source = _InputName(name)
+        symbol = self.shape_env.create_unspecified_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
+        return self.shape_env.create_symfloatnode(symbol, hint=value, source=source)
 
     def register(self, node: torch.fx.Node, value: Any) -> None:
         """`node` computes `value` (a SymInt/SymFloat/SymBool) at run time."""

@@ -28,6 +28,7 @@ from . import (
     iteration,
     operations,
     output_calls,
+    symbolic_numbers,
 )
 from .values import (
     NONE,
@@ -84,6 +85,9 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     if getattr(target, "__module__", "") in ("operator", "_operator") and \
             any(isinstance(arg, TensorValue) for arg in args):
         return tracer.graph.call("call_function", target, args, kwargs)
+    symbolic = symbolic_numbers.symbolic_call(tracer, target, args, kwargs)
+    if symbolic is not None:
+        return symbolic
     name = getattr(target, "__name__", repr(target))
     python_args = [operations.python_value(tracer, arg, f"`{name}`") for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg, f"`{name}`") for key, arg in kwargs.items()}
@@ -282,6 +286,9 @@ def sort_order(tracer: "Tracer", keys: list[Value], reverse: bool) -> list[int]:
 
 def _min_max(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
+        symbolic = symbolic_numbers.symbolic_call(tracer, function, args, kwargs)
+        if symbolic is not None:
+            return symbolic
         items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
         keys = _sort_keys(tracer, items, kwargs.get("key"))
         if any(isinstance(key, TensorValue) for key in keys):
@@ -350,6 +357,7 @@ _HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
 _HANDLERS.update(copying.HANDLERS)
+_HANDLERS[torch.tensor] = _HANDLERS[torch.as_tensor] = symbolic_numbers.tensor_of_a_symbol
 
 
 @handles(set)

@@ -294,6 +294,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
 
 def truth(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ConstantValue):
+        if isinstance(value.value, (torch.SymInt, torch.SymFloat)):
+            return bool(value.value != 0)  # a guard on the number being zero, not on its value
         return bool(value.value)
     if isinstance(value, TensorValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")

@@ -70,6 +70,8 @@ class ConstantValue(Value):
         self.value = value
 
     def python_type(self) -> type:
+        if isinstance(self.value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return self.value.node.pytype  # a symbol stands for a Python int, float or bool
         return type(self.value)
 
     def __repr__(self) -> str:

@@ -141,9 +141,9 @@ def wrap(tracer: "Tracer", real: Any, source: Source | None) -> Value:
 
 
 def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
-    if type(real) is int and source is not None and tracer.graph.wants_symbolic_int(source, real):
-        tracer.add_guard(source, "type", int)
-        return tracer.graph.add_int_input(real, source)
+    if type(real) in (int, float) and source is not None and tracer.graph.wants_symbolic_scalar(source, real):
+        tracer.add_guard(source, "type", type(real))
+        return tracer.graph.add_scalar_input(real, source)
     if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
     else:

@@ -71,11 +71,11 @@ class SubgraphBuilder(GraphBuilder):
     def add_input(self, real: torch.Tensor, source: Any) -> TensorValue:
         return self.parent.add_input(real, source)
 
-    def add_int_input(self, real: int, source: Any) -> ConstantValue:
-        return self.parent.add_int_input(real, source)
+    def add_scalar_input(self, real: int | float, source: Any) -> ConstantValue:
+        return self.parent.add_scalar_input(real, source)
 
-    def wants_symbolic_int(self, source: Any, real: int) -> bool:
-        return self.parent.wants_symbolic_int(source, real)
+    def wants_symbolic_scalar(self, source: Any, real: int | float) -> bool:
+        return self.parent.wants_symbolic_scalar(source, real)
 
     def own_input(self, name: str, example: Any) -> torch.fx.Node:
         """A placeholder for one of the function's own inputs (made before any operation)."""

@@ -1,0 +1,71 @@
+"""Python's number functions applied to symbolic ints and floats (the SymInt and SymFloat of
+symbolic sizes, and of scalar inputs that changed between calls).
+
+A function with a symbolic counterpart in torch (`math.sqrt` -> `torch._sym_sqrt`, `int` ->
+`torch.sym_int`, two-argument `max` -> `torch.sym_max`...) or a symbolic special method
+(`math.floor`, `round`) becomes a graph node over the symbols, so the compiled code serves
+every value; so does `torch.tensor(symbol)` (as `torch.scalar_tensor`). Any other function is
+left to its caller, which specialises the symbols it reads (a guard on their values): slower to
+compile again, never a wrong answer.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from .values import ConstantValue, Value
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+# every math function torch defines on symbols, under its own `_sym_<name>`
+_ONE_ARGUMENT = {getattr(math, name): getattr(torch, f"_sym_{name}") for name in dir(math)
+                 if callable(getattr(math, name)) and hasattr(torch, f"_sym_{name}")}
+_ONE_ARGUMENT.update({int: torch.sym_int, float: torch.sym_float,
+                      # the symbols' own __floor__, __ceil__, __trunc__, __round__
+                      math.floor: math.floor, math.ceil: math.ceil, math.trunc: math.trunc, round: round})
+_TWO_ARGUMENTS = {max: torch.sym_max, min: torch.sym_min}
+
+
+def _is_number(value: Value) -> bool:
+    return isinstance(value, ConstantValue) and type(value.value) in (int, float, bool, *SYMBOLIC_TYPES)
+
+
+def symbolic_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`target(*args)` as a graph node when an argument is symbolic and `target` has a
+    symbolic counterpart; None otherwise."""
+    if kwargs or not args or not all(_is_number(arg) for arg in args) or \
+            not any(isinstance(arg.value, (torch.SymInt, torch.SymFloat)) for arg in args) or \
+            any(isinstance(arg.value, torch.SymBool) for arg in args):
+        return None
+    try:
+        if len(args) == 2 and target in _TWO_ARGUMENTS:
+            counterpart = _TWO_ARGUMENTS[target]
+        elif len(args) == 1 or target is round and len(args) == 2 and type(args[1].value) is int:
+            counterpart = _ONE_ARGUMENT.get(target)  # round(x, ndigits) with a constant ndigits
+        else:
+            return None
+    except TypeError:  # an unhashable callable
+        return None
+    if counterpart is None:
+        return None
+    return tracer.graph.call("call_function", counterpart, args, {})
+
+
+_TENSOR_DTYPES = {int: torch.int64, bool: torch.bool}
+
+
+def tensor_of_a_symbol(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`torch.tensor(number)` or `torch.as_tensor(number)` of a symbol: `torch.scalar_tensor` with
+    the dtype `torch.tensor` would choose; None for any other call."""
+    if len(args) != 1 or not _is_number(args[0]) or not isinstance(args[0].value, SYMBOLIC_TYPES) \
+            or set(kwargs) - {"dtype", "device", "requires_grad"}:
+        return None
+    dtype = kwargs.get("dtype")
+    if dtype is None or isinstance(dtype, ConstantValue) and dtype.value is None:
+        kind = args[0].python_type()
+        dtype = ConstantValue(_TENSOR_DTYPES.get(kind) or torch.get_default_dtype())
+    return tracer.graph.call("call_function", torch.scalar_tensor, args, {**kwargs, "dtype": dtype})
