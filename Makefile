@@ -20,11 +20,16 @@ demo: $(STAMP)
 		$(PY) $$script || exit 1; \
 	done
 
+# One worker process per core, each taking whole files (a file's module-scoped fixtures,
+# such as the DDP runs, are made once); `PYTEST_WORKERS=0` runs in this process.
+PYTEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PYTEST) tests
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -q -m "not slow and not browser" tests
+	$(PYTEST) -m "not slow and not browser" tests
 
 # The HTML report in headless Chromium: Debian's chromium package (installed with apt-get when
 # missing; needs root or sudo) driven by Playwright from PyPI through its executable_path
