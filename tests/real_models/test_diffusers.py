@@ -37,13 +37,17 @@ def _randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
+KL_WEIGHT = 1e-4
+
+
 def autoencode(vae: torch.nn.Module, sample: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """What a latent-diffusion training script does with its VAE: encode, take the posterior's
-    mode scaled into latent space, decode it back; the KL term regularises the posterior."""
+    mode scaled into latent space, decode it back; the KL term, weighted down as VAE training
+    weighs it (1e-6 for Stable Diffusion's), regularises the posterior."""
     posterior = vae.encode(sample).latent_dist
     latents = posterior.mode() * vae.config.scaling_factor
     reconstruction = vae.decode(latents / vae.config.scaling_factor).sample
-    return reconstruction, posterior.kl()
+    return reconstruction, posterior.kl() * KL_WEIGHT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +120,7 @@ def run_eval(case: DiffusionCase, model: torch.nn.Module, call: Callable[..., An
 
 def run_train(case: DiffusionCase, model: torch.nn.Module, call: Callable[..., Any]) -> list[Observation]:
     model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     observed = []
     for seed in SEEDS:
         optimizer.zero_grad()

@@ -140,11 +140,11 @@ class GraphBuilder:
 
     def wants_symbolic_int(self, source: Source, real: int) -> bool:
         """An int input that changed between calls (dynamic=None) is traced as a SymInt."""
-        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and real >= 2
+        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR
 
     def add_int_input(self, real: int, source: Source) -> ConstantValue:
         node = self._placeholder(source)
-        symbol = self.symbolic.symbolic_int(self.fake_mode, real)
+        symbol = self.symbolic.symbolic_int(real, source.name())
         node.meta["example_value"] = symbol
         self.symbolic.register(node, symbol)
         self.input_sources.append(source)

@@ -22,6 +22,8 @@ from torch.fx.experimental.symbolic_shapes import (
     StatelessSymbolicContext,
 )
 
+from ...nonstrict.inputs import InputLeafSource
+
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 SCALAR = frozenset()
 """The entry of an int input in `dynamic_dims`: the int itself is symbolic."""
@@ -75,11 +77,12 @@ class SymbolicSizes:
         """Whether the program forced symbolic `size` to one value."""
         return self.shape_env.replace(size.node.expr).is_number
 
-    def symbolic_int(self, fake_mode: Any, value: int) -> torch.SymInt:
-        """A fresh symbol standing for an int input (>= 2: 0 and 1 stay specialised, as sizes do),
-        made as the size of a placeholder fake tensor so that the ShapeEnv names its origin (a meta
-        tensor: the int may be far too large to allocate)."""
-        return self.fake_input(fake_mode, torch.empty(value, device="meta"), frozenset({0})).shape[0]
+    def symbolic_int(self, value: int, name: str) -> torch.SymInt:
+        """A fresh symbol standing for the int input `name`, which changed between calls. Unlike a
+        size it may be negative, and 0 and 1 are not specialised (a step counter that counts 0,
+        1, 2 needs one symbolic graph from its second value on, as with PyTorch's unspecialised
+        ints)."""
+        return self.shape_env.create_unspecified_symint_and_symbol(value, InputLeafSource(name), DimDynamic.DYNAMIC)
 
     def register(self, node: torch.fx.Node, value: Any) -> None:
         """`node` computes `value` (a SymInt/SymFloat/SymBool) at run time."""
@@ -108,8 +111,16 @@ class SymbolicSizes:
         return value
 
     def guard_expression(self, fakes: list[torch.Tensor]) -> str | None:
-        """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit."""
-        return self.shape_env.produce_guards_expression(fakes, ignore_static=False)
+        """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit.
+        A tensor whose sizes, strides and storage offset are all numbers is left out: its tensor
+        guard checks sizes and strides, and storage offsets are checked by no entry (iterating
+        a tensor passes views at a new offset each step)."""
+        placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
+        return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+
+
+def _all_numbers(fake: Any) -> bool:
+    return isinstance(fake, torch.Tensor) and not holds_symbol((*fake.shape, *fake.stride(), fake.storage_offset()))
 
 
 def substitute_inputs(code: str, names: list[str]) -> str:

@@ -20,6 +20,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
+from .tensor_indexing import index_by_symbolic_ints
 from .values import (
     ConstantValue,
     DictValue,
@@ -443,6 +444,9 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
     from . import attributes
 
     if isinstance(container, TensorValue):
+        selected = index_by_symbolic_ints(tracer, container, key)
+        if selected is not None:
+            return selected
         return tracer.graph.call("call_function", operator.getitem, [container, key], {})
     if isinstance(container, SequenceValue):
         index = python_value(tracer, key, "an index")
