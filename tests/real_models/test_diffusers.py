@@ -187,3 +187,81 @@ def test_compiled_diffusers_model_matches_eager(name: str, mode: str, fullgraph:
     theirs = torch._dynamo.testing.CompileCounter()
     _, reference = run(name, mode, lambda f: torch.compile(f, fullgraph=fullgraph, backend=theirs), theirs)
     assert counts == reference, f"graphs after each call: graphwright {counts}, torch.compile {reference}"
+
+
+# -- sampling: a scheduler's step compiled together with the model call ------------------------
+
+SCHEDULERS = ("DDPMScheduler", "EulerDiscreteScheduler", "DDIMScheduler")
+
+
+def denoise(unet: torch.nn.Module, scheduler: Any, latents: torch.Tensor) -> torch.Tensor:
+    """A sampling loop as diffusers' pipelines write it, compiled whole."""
+    for t in scheduler.timesteps:
+        model_input = scheduler.scale_model_input(latents, t)
+        noise_prediction = unet(model_input, t).sample
+        latents = scheduler.step(noise_prediction, t, latents).prev_sample
+    return latents
+
+
+def denoise_step(unet: torch.nn.Module, scheduler: Any, latents: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """One step of that loop, compiled and called by a Python loop."""
+    model_input = scheduler.scale_model_input(latents, t)
+    noise_prediction = unet(model_input, t).sample
+    return scheduler.step(noise_prediction, t, latents).prev_sample
+
+
+def sample(kind: str, loop: str, compile_fn: Callable[[Any], Any] | None = None,
+           counter: Any = None) -> tuple[list[tuple[str, Any]], list[int]]:
+    """Three sampling steps from fixed noise (DDPM adds fresh noise each step: seeded); what
+    was observed (the latents after each step, the scheduler's state at the end) and the
+    graph count after each compiled call."""
+    unet = copy.deepcopy(built("unet2d")).eval()
+    scheduler = getattr(diffusers, kind)(num_train_timesteps=50)
+    scheduler.set_timesteps(3)
+    latents = _randn(0, 1, 3, 8, 8)
+    compile_fn = compile_fn or (lambda f: f)
+    torch.manual_seed(5)
+    observed, counts = [], []
+    with torch.no_grad():
+        if loop == "compiled":
+            latents = compile_fn(denoise)(unet, scheduler, latents)
+            observed.append(("latents", latents))
+            counts.append(counter.frame_count if counter else 0)
+        else:
+            step = compile_fn(denoise_step)
+            for index, t in enumerate(scheduler.timesteps):
+                latents = step(unet, scheduler, latents, t)
+                observed.append((f"latents after step {index}", latents))
+                counts.append(counter.frame_count if counter else 0)
+    observed += [(f"scheduler.{name}", value) for name, value in leaves(vars(scheduler), "state")]
+    return observed, counts
+
+
+# Graphs after the last call (graphwright, torch.compile), fullgraph=False. Both break at the
+# schedulers' data-dependent branches, `.item()` and `nonzero`. torch.compile traces indexing by
+# a 0-d timestep tensor (`alphas_cumprod[t]` in DDPM and DDIM) and compiles those graphs again
+# for every timestep; graphwright breaks there (GB003: `getitem` needs the index's value) and
+# its graphs serve every step. Euler's step index is a symbolic int from its second value on.
+SAMPLER_GRAPHS = {"DDPMScheduler": (13, 18), "EulerDiscreteScheduler": (12, 12), "DDIMScheduler": (9, 14)}
+
+
+def _sampler_cases() -> list:
+    return [pytest.param(kind, loop, marks=[] if (kind, loop) == ("EulerDiscreteScheduler", "python") else
+                         [pytest.mark.slow], id=f"{kind}-{loop}-loop")
+            for kind in SCHEDULERS for loop in ("compiled", "python")]
+
+
+@pytest.mark.parametrize(("kind", "loop"), _sampler_cases())
+def test_denoising_loop_matches_eager_with_no_more_graphs_than_torch_compile(kind: str, loop: str) -> None:
+    expected, _ = sample(kind, loop)
+    counter = graphwright.testing.CompileCounter()
+    observed, counts = sample(kind, loop, lambda f: graphwright.compile(f, backend=counter), counter)
+    assert [path for path, _ in observed] == [path for path, _ in expected]
+    for (path, value), (_, wanted) in zip(observed, expected):
+        if isinstance(wanted, torch.Tensor):
+            torch.testing.assert_close(value, wanted, atol=1e-5, rtol=1e-5, msg=lambda text: f"{path}: {text}")
+        else:
+            assert value == wanted, path
+    theirs = torch._dynamo.testing.CompileCounter()
+    _, reference = sample(kind, loop, lambda f: torch.compile(f, backend=theirs), theirs)
+    assert (counts[-1], reference[-1]) == SAMPLER_GRAPHS[kind]
