@@ -164,6 +164,7 @@ def _len(tracer, args, kwargs):
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("len() of a 0-d tensor"))
+        tracer.graph.register_sizes(value)  # a symbolic length is computed in the graph, as `.shape` is
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
