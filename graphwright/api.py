@@ -21,7 +21,7 @@ from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.residual.call_routing import CallRouter
 from .strict.residual.module_wrappers import is_module_wrapper
-from .strict.explain import ExplainOutput, explain_call
+from .strict.explain import ExplainOutput, explain_call, explain_wrapper_call
 from .strict.marked.markers import (
     disable,
     disable_mark,
@@ -201,6 +201,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
     """
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         target = getattr(fn, "_orig_mod", fn)
+        if is_module_wrapper(target):
+            return explain_wrapper_call(target, args, kwargs)
         if isinstance(target, torch.nn.Module):
             return explain_call(type(target).forward, (target, *args), kwargs)
         if isinstance(target, types.MethodType):

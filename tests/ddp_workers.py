@@ -157,6 +157,16 @@ def _torch_compile_graphs(rank: int) -> int:
     return len(graphs)
 
 
+def _explain() -> dict:
+    """`graphwright.explain` of a DDP model: the module it wraps, captured as `compile` runs it."""
+    graphwright.reset()
+    output = graphwright.explain(DDP(_layers(), bucket_cap_mb=1))(torch.randn(6, 8))
+    direct = graphwright.explain(_layers())(torch.randn(6, 8))
+    return {"graph_count": output.graph_count, "graph_break_count": output.graph_break_count,
+            "ops": [str(op) for ops in output.ops_per_graph for op in ops],
+            "ops_of_the_module": [str(op) for ops in direct.ops_per_graph for op in ops]}
+
+
 def _worker(rank: int, world: int, port: int, names: list[str], out_dir: str) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
@@ -167,6 +177,8 @@ def _worker(rank: int, world: int, port: int, names: list[str], out_dir: str) ->
         for name in names:
             if name == "torch_compile":
                 results[name] = _torch_compile_graphs(rank)
+            elif name == "explain":
+                results[name] = _explain()
             else:
                 results[name] = _scenario(name, rank)
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as file:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not torch.distributed.is_available()
                                 or not torch.distributed.is_gloo_available(), reason="needs gloo")
 
 _SCENARIOS = ["eager:compile_then_wrap", "eager:wrap_then_compile", "aot_eager:compile_then_wrap",
-              "aot_eager:wrap_then_compile", "aot_eager:in_region", "aot_eager:no_buckets"]
+              "aot_eager:wrap_then_compile", "aot_eager:in_region", "aot_eager:no_buckets", "explain"]
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +105,9 @@ def test_ddp_called_inside_a_compiled_function(ranks):
         assert result["grads_equal"]
         assert result["graph_breaks"] == {"Call of a `DistributedDataParallel` module": 1}
         assert result["graphs"] == 1 + 5 + 1
+
+
+def test_explain_of_a_ddp_model_shows_the_graph_of_the_module_it_wraps(ranks):
+    for explained in _both(ranks, "explain"):
+        assert explained["graph_count"] == 1 and explained["graph_break_count"] == 0
+        assert explained["ops"] == explained["ops_of_the_module"] and explained["ops"]

@@ -26,6 +26,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.frame import UnreadArgument
 from .interpreter.graph_breaks import GraphBreak
 from .objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
+from .residual.call_routing import CallRouter
 
 _SIDE_EFFECT_KINDS = (gb.PRINT_CALL, gb.TENSOR_TO_PYTHON)
 
@@ -92,15 +93,28 @@ class ExplainOutput:
 
 def explain_call(fn: Callable, args: tuple, kwargs: dict) -> ExplainOutput:
     """Compile `fn` (a Python function; for a method, its function with self in `args`) and run it."""
+    return _explaining(lambda compile_function: compile_function(fn)(*args, **kwargs))
+
+
+def explain_wrapper_call(wrapper: torch.nn.Module, args: tuple, kwargs: dict) -> ExplainOutput:
+    """Call a module wrapper (`DistributedDataParallel`) as `graphwright.compile` runs it: its
+    forward as Python, the module it wraps compiled."""
+    def run(compile_function: Callable) -> Any:
+        return CallRouter(compile_function).wrapper_call(type(wrapper))(wrapper, *args, **kwargs)
+    return _explaining(run)
+
+
+def _explaining(run: Callable[[Callable[[Callable], CompiledFunction]], Any]) -> ExplainOutput:
+    """Run `run(compile_function)` through a fresh cache whose graphs and breaks are recorded."""
     output = ExplainOutput()
 
     def recording_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         return gm.forward
 
-    compiled = CompiledFunction(fn, CompileSettings(recording_backend))
+    settings = CompileSettings(recording_backend)
     before = compile_times()
     with events.listening(events.on(output.record_graph, output.record_break)):
-        compiled(*args, **kwargs)
+        run(lambda fn: CompiledFunction(fn, settings))
     output.compile_times = {phase: seconds - before.get(phase, 0.0) for phase, seconds in compile_times().items()}
     return output
 
