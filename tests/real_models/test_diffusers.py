@@ -17,17 +17,17 @@ is compiled together with the model call in `test_denoising_*`.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 import torch._dynamo.testing
-import torch.utils._pytree as pytree
 
 import graphwright
 
+from . import module_programs
+from .module_programs import ModuleCase
 from .programs import Observation, assert_same, leaves
 
 diffusers = pytest.importorskip("diffusers")
@@ -50,23 +50,14 @@ def autoencode(vae: torch.nn.Module, sample: torch.Tensor) -> tuple[torch.Tensor
     return reconstruction, posterior.kl() * KL_WEIGHT
 
 
-@dataclasses.dataclass(frozen=True)
-class DiffusionCase:
-    build: Callable[[], torch.nn.Module]
-    inputs: Callable[[int], dict[str, Any]]
-    # compiled instead of the module and called as `function(model, **inputs)`
-    function: Callable[..., Any] | None = None
-    slow: bool = False
-
-
 CASES = {
-    "unet2d": DiffusionCase(
+    "unet2d": ModuleCase(
         lambda: diffusers.UNet2DModel(
             sample_size=8, in_channels=3, out_channels=3, layers_per_block=1, block_out_channels=(8, 16),
             down_block_types=("DownBlock2D", "AttnDownBlock2D"), up_block_types=("AttnUpBlock2D", "UpBlock2D"),
             norm_num_groups=4, attention_head_dim=4),
         lambda seed: {"sample": _randn(seed, 2, 3, 8, 8), "timestep": torch.tensor([3, 7])}),
-    "unet2d_condition": DiffusionCase(
+    "unet2d_condition": ModuleCase(
         lambda: diffusers.UNet2DConditionModel(
             sample_size=8, in_channels=4, out_channels=4, layers_per_block=1, block_out_channels=(8, 16),
             down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
@@ -75,20 +66,20 @@ CASES = {
         lambda seed: {"sample": _randn(seed, 2, 4, 8, 8), "timestep": torch.tensor([3, 7]),
                       "encoder_hidden_states": _randn(seed + 10, 2, 5, 8)},
         slow=True),
-    "autoencoder_kl": DiffusionCase(
+    "autoencoder_kl": ModuleCase(
         lambda: diffusers.AutoencoderKL(
             in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
             up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(8, 16), latent_channels=4,
             norm_num_groups=4, layers_per_block=1, sample_size=8),
         lambda seed: {"sample": _randn(seed, 2, 3, 8, 8)},
         function=autoencode, slow=True),
-    "dit": DiffusionCase(
+    "dit": ModuleCase(
         lambda: diffusers.DiTTransformer2DModel(
             num_attention_heads=2, attention_head_dim=4, in_channels=4, out_channels=4, num_layers=1,
             sample_size=8, patch_size=2, num_embeds_ada_norm=10, norm_num_groups=4),
         lambda seed: {"hidden_states": _randn(seed, 2, 4, 8, 8), "timestep": torch.tensor([3, 7]),
                       "class_labels": torch.tensor([1, seed])}),
-    "sd3": DiffusionCase(
+    "sd3": ModuleCase(
         lambda: diffusers.SD3Transformer2DModel(
             sample_size=8, patch_size=2, in_channels=4, num_layers=1, attention_head_dim=4, num_attention_heads=2,
             joint_attention_dim=8, caption_projection_dim=8, pooled_projection_dim=8, out_channels=4,
@@ -98,42 +89,6 @@ CASES = {
                       "pooled_projections": _randn(seed + 20, 2, 8)},
         slow=True),
 }
-
-SEEDS = (1, 2)
-
-
-def _loss(output: Any) -> torch.Tensor:
-    """A loss that reaches every tensor the model returned: the mean square of each."""
-    tensors = [value for value in pytree.tree_leaves(output) if isinstance(value, torch.Tensor)]
-    return sum(tensor.pow(2).mean() for tensor in tensors)
-
-
-def _outputs(output: Any) -> list[tuple[str, Any]]:
-    return [(path, value) for path, value in leaves(output) if path != "output" or isinstance(value, torch.Tensor)]
-
-
-def run_eval(case: DiffusionCase, model: torch.nn.Module, call: Callable[..., Any]) -> list[Observation]:
-    model.eval()
-    with torch.no_grad():
-        return [Observation(_outputs(call(**case.inputs(seed)))) for seed in SEEDS]
-
-
-def run_train(case: DiffusionCase, model: torch.nn.Module, call: Callable[..., Any]) -> list[Observation]:
-    model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    observed = []
-    for seed in SEEDS:
-        optimizer.zero_grad()
-        output = call(**case.inputs(seed))
-        _loss(output).backward()
-        gradients = {name: None if p.grad is None else p.grad.clone() for name, p in model.named_parameters()}
-        optimizer.step()
-        state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
-        observed.append(Observation(_outputs(output), gradients, state))
-    return observed
-
-
-PROGRAMS = {"eval": run_eval, "train": run_train}
 
 _built: dict[str, torch.nn.Module] = {}
 
@@ -147,27 +102,13 @@ def built(name: str) -> torch.nn.Module:
 
 def run(name: str, mode: str, compile_fn: Callable[[Any], Any] | None = None,
         counter: Any = None) -> tuple[list[Observation], list[int]]:
-    """The program on a copy of the model, compiled by `compile_fn` (eager if None); the
-    observations and the counter's graph count after each call."""
-    case = CASES[name]
-    model = copy.deepcopy(built(name))
-    target = case.function or model
-    compiled = target if compile_fn is None else compile_fn(target)
-    counts: list[int] = []
-
-    def call(**inputs: Any) -> Any:
-        torch.manual_seed(len(counts))  # DiT's class embedding drops labels at random in training
-        output = compiled(model, **inputs) if case.function else compiled(**inputs)
-        counts.append(counter.frame_count if counter else 0)
-        return output
-
-    return PROGRAMS[mode](case, model, call), counts
+    return module_programs.run(CASES[name], built(name), mode, compile_fn, counter)
 
 
 def _cases() -> list:
     cases = []
     for name, case in CASES.items():
-        for mode in PROGRAMS:
+        for mode in module_programs.PROGRAMS:
             for fullgraph in (True, False):
                 for backend in ("eager", "aot_eager"):
                     quick = not case.slow and fullgraph and backend == "eager"
