@@ -184,6 +184,15 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     raise _unsupported(tracer, op, lhs, rhs)
 
 
+def is_operator_of_syntax(op: Any) -> bool:
+    """Whether `op` (from the `operator` module) is what a binary operator or comparison of
+    Python syntax computes (`operator.ge` for `>=`): called as a function it means the same."""
+    try:
+        return op in _OPERATOR_METHODS or op in _PLAIN_OPS
+    except TypeError:  # an unhashable callable
+        return False
+
+
 def _has_python_methods(value: Value) -> bool:
     return is_instance_value(value) or isinstance(value, ModuleValue)
 
