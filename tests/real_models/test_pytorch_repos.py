@@ -129,7 +129,7 @@ def _decode(name: str, compile_fn: Any = None, counter: Any = None) -> tuple[lis
         return [(path, value.clone()) for path, value in program(model, call)], counts
 
 
-@pytest.mark.parametrize("fullgraph", [True, False], ids=["fullgraph", "breaks"])
+@pytest.mark.parametrize("fullgraph", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["fullgraph", "breaks"])
 @pytest.mark.parametrize("name", list(DECODERS))
 def test_decoding_matches_eager_with_torch_compiles_graph_count(name: str, fullgraph: bool) -> None:
     expected, _ = _decode(name)
