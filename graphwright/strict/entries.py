@@ -137,6 +137,9 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
 
 def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
            router: CallRouter, brk: GraphBreak) -> Callable:
+    if brk.rejected_arguments:
+        brk.split_note = "an operator rejected its arguments: the function runs as eager Python, uncompiled"
+        return _eager_entry(fn, brk)
     plan = plan_split(brk)
     while plan.kind != "skip":
         try:
@@ -278,6 +281,9 @@ def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
                 inputs = {f"t{i}": source.read(fn, bound.arguments) for i, source in enumerate(sources)}
                 reason = None if eval(code, dict(SYMPY_INTERP), {"L": inputs}) else \
                     f"sizes no longer satisfy: {code}"
+            elif guard.kind == "lacks_item":
+                reason = None if guard.expected.read(fn, bound.arguments) not in actual else \
+                    f"'{guard.source.name()}' has an item under '{guard.expected.name()}' now"
             elif guard.kind in ("alias", "distinct"):
                 same = actual is guard.expected.read(fn, bound.arguments)
                 reason = None if same == (guard.kind == "alias") else \

@@ -24,6 +24,7 @@ from . import (
     cases_real_models,
     cases_side_effects,
     cases_tensors,
+    cases_torch_library,
 )
 from .harness import REFERENCE, check_program
 
@@ -33,7 +34,7 @@ ALL_PROGRAMS = [
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
-    *cases_counters.PROGRAMS,
+    *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS,
 ]
 
 

@@ -20,7 +20,7 @@ from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
-         "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+         "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2, "lacks_item": 5,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
@@ -122,6 +122,8 @@ class Guard:
         if kind == "contains":  # one key of a dict, present or absent
             key, present = expected
             return f"{literal(key, ref)} {'in' if present else 'not in'} {value}"
+        if kind == "lacks_item":  # the dict has no item under the object the source reads
+            return f"{writer.expr(expected)} not in {value}"
         if kind == "no_hooks":
             return (f"not ({value}._forward_hooks or {value}._forward_pre_hooks"
                     f" or {value}._backward_hooks or {value}._backward_pre_hooks)")
@@ -184,6 +186,7 @@ class Guard:
             "len": lambda: f"len({name}) == {expected}",
             "keys": lambda: f"keys of {name} are {list(expected)}",
             "contains": lambda: f"{name} {'has' if expected[1] else 'lacks'} the key {expected[0]!r}",
+            "lacks_item": lambda: f"{name} has no item under {expected.name()}",
             "no_hooks": lambda: f"module {name} has no hooks",
             "lacks": lambda: f"{name} has no attribute '{expected}'",
             "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",

@@ -129,6 +129,20 @@ class ModuleDictSource(Source):
         return f"{self.base.name()}.{self.key}"
 
 
+def key_text(key: Any, writer: ExprWriter) -> str:
+    """A dict key as Python text: a key that is itself a source (a tensor key, re-read by
+    its own source: `state[param]`) is that source's expression, any other a literal."""
+    return writer.expr(key) if isinstance(key, Source) else literal(key, writer.ref)
+
+
+def read_key(key: Any, fn: Any, local_values: dict[str, Any]) -> Any:
+    return key.read(fn, local_values) if isinstance(key, Source) else key
+
+
+def key_name(key: Any) -> str:
+    return key.name() if isinstance(key, Source) else repr(key)
+
+
 def literal(value: Any, ref: Callable[[Any], str]) -> str:
     """`value` as Python text: a literal where its repr is one, else a reference to the object."""
     if type(value) in (int, str, bytes) or (type(value) is float and value == value
@@ -145,13 +159,13 @@ class ItemSource(Source):
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.expr(self.base)}[{literal(self.key, writer.ref)}]"
+        return f"{writer.expr(self.base)}[{key_text(self.key, writer)}]"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
-        return self.base.read(fn, local_values)[self.key]
+        return self.base.read(fn, local_values)[read_key(self.key, fn, local_values)]
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+        return f"{self.base.name()}[{key_name(self.key)}]"
 
 
 @dataclass(frozen=True)
@@ -278,10 +292,10 @@ class OwnItemSource(Source):
     key: Any
 
     def gen(self, writer: ExprWriter) -> str:
-        return f"{writer.ref(own_item)}({writer.expr(self.base)}, {literal(self.key, writer.ref)})"
+        return f"{writer.ref(own_item)}({writer.expr(self.base)}, {key_text(self.key, writer)})"
 
     def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
-        return own_item(self.base.read(fn, local_values), self.key)
+        return own_item(self.base.read(fn, local_values), read_key(self.key, fn, local_values))
 
     def name(self) -> str:
-        return f"{self.base.name()}[{self.key!r}]"
+        return f"{self.base.name()}[{key_name(self.key)}]"

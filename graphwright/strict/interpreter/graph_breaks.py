@@ -35,6 +35,11 @@ class GraphBreak(Exception):
         self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
         self.split_note = ""  # set when the function could not be split here: what runs instead
         self.user_error: BaseException | None = None  # the program's own exception (USER_EXCEPTION)
+        # An operator rejected the types of its traced arguments (a TypeError on fake tensors).
+        # What it was given may come from code that asks `torch.compiler.is_compiling()` (the
+        # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
+        # the function then runs as eager Python, its callees uncompiled too.
+        self.rejected_arguments = False
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "

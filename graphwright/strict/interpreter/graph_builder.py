@@ -227,8 +227,10 @@ class GraphBuilder:
         except GuardOnDataDependentSymNode as error:
             raise self._on_break(gb.DATA_DEPENDENT_BRANCH, f"op {name}: {error}".splitlines()[0])
         except Exception as error:  # the operator rejected its inputs: eager would too
-            raise self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
+            brk = self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
+            brk.rejected_arguments = isinstance(error, TypeError)
+            raise brk
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):

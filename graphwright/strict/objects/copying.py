@@ -25,6 +25,7 @@ from .values import (
     FunctionValue,
     SequenceValue,
     Value,
+    key_value,
 )
 from .wrap import function_value, is_constant
 
@@ -123,7 +124,7 @@ def _copy_instance(tracer: "Tracer", value: Value, memo: dict[int, Value] | None
             _call(tracer, append, [_copied(tracer, item, memo)])
     elif isinstance(value, DictValue):
         for key, item in value.items.items():
-            operations.setitem(tracer, made, ConstantValue(key), _copied(tracer, item, memo))
+            operations.setitem(tracer, made, key_value(key), _copied(tracer, item, memo))
     return made
 
 

@@ -27,7 +27,7 @@ from .classes import (
     generic_set,
     is_python_function,
 )
-from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value
+from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value, key_value
 from .wrap import function_value
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     pairs += list(kwargs.items())
     if base is collections.OrderedDict:
         for key, value in pairs:
-            operations.setitem(tracer, instance, ConstantValue(key), value)
+            operations.setitem(tracer, instance, key_value(key), value)
         return
     instance.items.update(pairs)
 

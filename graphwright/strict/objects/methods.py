@@ -28,6 +28,7 @@ from .values import (
     SequenceValue,
     TensorValue,
     Value,
+    key_value,
 )
 
 if TYPE_CHECKING:
@@ -241,13 +242,13 @@ def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Val
         return ConstantValue(mapping.lookup(key) is not None)
     items = mapping.items
     if name == "keys":  # a set-like view: iteration keeps the dict's order
-        return DictValue({key: ConstantValue(key) for key in items}, set)
+        return DictValue({key: key_value(key) for key in items}, set)
     if name == "__iter__":
-        return IteratorValue([ConstantValue(k) for k in items])
+        return IteratorValue([key_value(k) for k in items])
     if name == "values":
         return SequenceValue(list(items.values()), list)
     if name == "items":
-        return SequenceValue([SequenceValue([ConstantValue(k), v], tuple) for k, v in items.items()], list)
+        return SequenceValue([SequenceValue([key_value(k), v], tuple) for k, v in items.items()], list)
     if name == "__len__":
         return ConstantValue(len(items))
     if name == "copy":

@@ -30,8 +30,10 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    TensorKey,
     TensorValue,
     Value,
+    key_value,
 )
 from .wrap import is_identity_key
 
@@ -105,6 +107,10 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
             return value.cls(*items) if hasattr(value.cls, "_fields") else value.cls(items)
         return value.kind(items)
     if isinstance(value, DictValue):
+        if any(isinstance(key, TensorKey) for key in value.items):
+            what = f"using a dict keyed by tensors in {purpose}" if purpose else \
+                "converting a dict keyed by tensors to a Python value"
+            raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
         if value.kind is not dict:
             return value.kind(value.items)
         items = {key: python_value(tracer, item, purpose) for key, item in value.items.items()}
@@ -124,8 +130,12 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
 
 
 def hashable_key(tracer: "Tracer", value: Value) -> Any:
+    """`value` as a key of a modelled dict: a constant, an object compared by identity, or a
+    tensor (`TensorKey`)."""
     if isinstance(value, (ConstantValue, SequenceValue)) and is_constant_tree(value):
         return python_value(tracer, value)
+    if isinstance(value, TensorValue):
+        return TensorKey(value)
     if isinstance(value, ModuleValue):
         return value.module
     real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
@@ -389,7 +399,7 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(value, SequenceValue):
         return list(value.items)
     if isinstance(value, DictValue):
-        return [ConstantValue(key) for key in value.items]
+        return [key_value(key) for key in value.items]
     if isinstance(value, IteratorValue):
         items = value.items[value.position:]
         value.position = len(value.items)

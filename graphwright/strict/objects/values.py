@@ -113,7 +113,7 @@ class SequenceValue(Value):
 
 
 class DictValue(Value):
-    """A dict (keys are Python constants) or, with `kind` set, a set (values unused).
+    """A dict (keys are Python constants, identity keys and `TensorKey`s) or, with `kind` set, a set (values unused).
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
@@ -170,6 +170,32 @@ class InstanceDictValue(DictValue):
     def __init__(self, attributes: Any, source: Source) -> None:
         super().__init__({}, dict, source)
         self.items = attributes
+
+
+class TensorKey:
+    """A tensor used as a dict key. A tensor hashes by identity (`Tensor.__hash__` is `id`), so
+    a dict keyed by tensors finds a key exactly when the same tensor is looked up (the
+    optimizers' `self.state[param]`): the key is the tensor's identity in the trace, its fake
+    tensor, and iterating the dict gives the tensor's value back."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: TensorValue) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value.fake)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorKey) and other.value.fake is self.value.fake
+
+    def __repr__(self) -> str:
+        return f"TensorKey({self.value.source.name() if self.value.source else 'a tensor made in the region'})"
+
+
+def key_value(key: Any) -> Value:
+    """The value of a key of a modelled dict: the tensor of a `TensorKey`, else the constant."""
+    return key.value if isinstance(key, TensorKey) else ConstantValue(key)
 
 
 class DictReader(Protocol):

@@ -41,6 +41,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    TensorKey,
     TensorValue,
     Value,
 )
@@ -98,9 +99,10 @@ def is_cached_function(real: Any) -> bool:
 
 
 def is_dict_key(key: Any) -> bool:
-    """A key a modelled dict can hold: a constant, or an object compared and hashed by identity
-    (a class, `typing.Union`...), which a guard on the keys can compare exactly."""
-    return is_constant(key) or is_identity_key(key)
+    """A key a modelled dict can hold: a constant, an object compared and hashed by identity
+    (a class, `typing.Union`...), which a guard on the keys can compare exactly, or a tensor
+    (hashed by identity: looked up by the tensor's own source, see `TensorKey`)."""
+    return is_constant(key) or is_identity_key(key) or isinstance(key, torch.Tensor)
 
 
 def is_constant(real: Any) -> bool:
@@ -246,15 +248,37 @@ class OutsideDict:
         real = self.real[key] if self.builtin is None else own_item(self.real, key)
         return wrap(self.tracer, real, self._item_source(key))
 
+    def _has(self, key: Any) -> bool:
+        return key in self.real if self.builtin is None else dict.__contains__(self.real, key)
+
     def read_key(self, key: Any) -> Value | None:
+        if isinstance(key, TensorKey):
+            return self._read_tensor_key(key.value)
         # re-reading the value fails the guards once the key is gone
-        if key in self.real if self.builtin is None else dict.__contains__(self.real, key):
+        if self._has(key):
             return self._item(key)
         self.tracer.add_guard(self._keys_source(), "contains", (key, False))
         return None
 
+    def _read_tensor_key(self, tensor: Value) -> Value | None:
+        """The item under a tensor (`state[param]`), re-read at call time under the tensor as
+        its own source reads it; a tensor made in the region is no key of a dict from before."""
+        real_key = self.tracer.real_tensors.get(id(tensor))
+        if real_key is None or tensor.source is None:
+            return None
+        if self._has(real_key):
+            real = self.real[real_key] if self.builtin is None else own_item(self.real, real_key)
+            return wrap(self.tracer, real, self._item_source(tensor.source))
+        self.tracer.add_guard(self._keys_source(), "lacks_item", tensor.source)
+        return None
+
     def read_all(self) -> dict[Any, Value]:
         keys = tuple(self.real if self.builtin is None else self.builtin.__iter__(self.real))
+        if any(isinstance(key, torch.Tensor) for key in keys):
+            raise self.tracer.graph_break(
+                gb.UNSUPPORTED_OPERATION, f"all the items of {self.source.name() if self.source else 'a dict'}",
+                op="reading every item of a dict keyed by tensors (iteration, `len`, a store)",
+                types="dict with tensor keys")
         self.tracer.add_guard(self._keys_source(), "keys", keys)
         return {key: self._item(key) for key in keys}
 

@@ -20,7 +20,11 @@ The rewrite, on CPython 3.11 bytecode (assembled with the `bytecode` package):
 so that a call `f(a, b=c)` becomes `router(f, (a, c), ("b",))`. Only call sites
 whose callable has a NULL below it are rewritten (every call but a `with`
 block's exit and an `assert`'s error), which a small abstract interpretation of
-the stack finds.
+the stack finds. A comprehension's code (called without a NULL, on the iterator) is
+routed too, as its own frame would be seen by a hook: otherwise a helper called from
+`[f(x) for x in xs]` would run uncompiled while the function called right after it is
+compiled, and code that asks `torch.compiler.is_compiling()` (the optimizers'
+`_get_value` and `_stack_if_compiling`) would see two answers in one computation.
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ from .instruction_index import real_instructions
 from .module_wrappers import is_module_wrapper, wrapper_method
 
 _NULL, _VALUE = "null", "value"
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                     | inspect.CO_ITERABLE_COROUTINE)
 
@@ -264,6 +269,8 @@ def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
             names = ()
         elif item.name == "CALL" and offset in null_heads.get("call", ()):
             continue  # the PRECALL before it made the call
+        elif item.name == "LOAD_CONST" and type(item.arg) is types.CodeType and item.arg.co_name in _COMPREHENSIONS:
+            body.append(Instr("LOAD_CONST", router.routed_code(item.arg), location=here))
         elif item.name == "CALL_FUNCTION_EX":
             keywords = [] if item.arg & 1 else [Instr("LOAD_CONST", None, location=here)]
             body += [*keywords, *_call_three(router.call_ex, here)]

@@ -38,6 +38,7 @@ from ..objects.values import (
     ModuleValue,
     ObjectValue,
     SequenceValue,
+    TensorKey,
     TensorValue,
     Value,
 )
@@ -147,8 +148,8 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if value.kind is list else f"({items})"
         if isinstance(value, DictValue):
             if value.kind is not dict:
-                return f"{self.ref(value.kind)}(({''.join(self.literal(k) + ', ' for k in value.items)}))"
-            pairs = ", ".join(f"{self.literal(key)}: {self.rebuild(item)}" for key, item in value.items.items())
+                return f"{self.ref(value.kind)}(({''.join(self.key(k) + ', ' for k in value.items)}))"
+            pairs = ", ".join(f"{self.key(key)}: {self.rebuild(item)}" for key, item in value.items.items())
             return "{" + pairs + "}"
         if isinstance(value, FunctionValue):
             return self._build_function(value)
@@ -174,7 +175,7 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
         if isinstance(value, DictValue):
-            contents = "{" + ", ".join(f"{self.literal(key)}: {self.rebuild(item)}"
+            contents = "{" + ", ".join(f"{self.key(key)}: {self.rebuild(item)}"
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
             contents = "[" + "".join(self.rebuild(item) + ", " for item in value.items) + "]"
@@ -221,6 +222,10 @@ class ResidualWriter(EntryWriter):
         if cell.contents is None:
             return f"{self.ref(types.CellType)}()"
         return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
+
+    def key(self, key: Any) -> str:
+        """A key of a modelled dict: a tensor key is its tensor, rebuilt; any other a literal."""
+        return self.rebuild(key.value) if isinstance(key, TensorKey) else self.literal(key)
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
