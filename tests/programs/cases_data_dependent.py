@@ -99,6 +99,12 @@ def _(x):
     return torch.zeros(idx.shape[0], 2) + idx.unsqueeze(1).float()
 
 
+@program("len_of_a_nonzero_result_is_its_data_dependent_size", _positives)
+def _(x):
+    found = (x > 0).nonzero()
+    return torch.zeros(len(found)) + found.sum()
+
+
 # -- fullgraph=False: breaks by default, captured when configured ------------------------
 
 

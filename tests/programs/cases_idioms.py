@@ -10,7 +10,9 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import operator
 import os
+import re
 import sys
 import typing
 from collections.abc import Mapping, Sequence
@@ -415,3 +417,60 @@ PROGRAMS.append(module_program(
     frames=[1, 2], observe=lambda world: (world.cached_length, world.table.clone()),
     xfail="nn.Module.register_buffer inside the region (it mutates the module's "
           "_non_persistent_buffers_set: set.add, GB005)"))
+
+
+# -- version checks inside forward: a regex-parsed version compared through `operator` ----------
+
+
+class _Version:
+    """A library version as `packaging.version.Version` keeps one: parsed by a class-level
+    compiled pattern, compared by its release tuple."""
+
+    _regex = re.compile(r"v?(?P<release>\d+(?:\.\d+)*)(?P<local>\+\w+)?")
+
+    def __init__(self, text):
+        match = self._regex.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"Invalid version: {text!r}")
+        self.release = tuple(int(part) for part in match.group("release").split("."))
+        self.local = match.group("local")
+
+    def __ge__(self, other):
+        return self.release >= other.release
+
+    def __lt__(self, other):
+        return self.release < other.release
+
+
+_VERSION_OPERATIONS = {">=": operator.ge, "<": operator.lt}
+_LIBRARY_VERSION = "2.13.0+cpu"
+
+
+def _is_library_version(operation, wanted):
+    return _VERSION_OPERATIONS[operation](_Version(_LIBRARY_VERSION), _Version(wanted))
+
+
+@program("version_check_parses_with_a_regex_and_compares_with_operator_ge", lambda: rand(3))
+def _(x):
+    # diffusers' gradient checkpointing asks is_torch_version(">=", "1.11.0") on every call
+    if _is_library_version(">=", "1.11.0") and not _is_library_version("<", "2.0"):
+        return x * 2
+    return x
+
+
+class _Money:
+    def __init__(self, cents):
+        self.cents = cents
+
+    def __add__(self, other):
+        return _Money(self.cents + other.cents)
+
+    def __mul__(self, factor):
+        return _Money(self.cents * factor)
+
+
+@program("operator_functions_on_objects_use_their_special_methods", lambda: rand(3))
+def _(x):
+    total = functools.reduce(operator.add, [_Money(1), _Money(2), _Money(4)])
+    scaled = operator.mul(total, 3)
+    return x * scaled.cents

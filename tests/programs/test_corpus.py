@@ -10,6 +10,7 @@ import pytest
 from . import (
     cases_bytecode,
     cases_classes,
+    cases_counters,
     cases_data_dependent,
     cases_floats,
     cases_graph_breaks,
@@ -34,7 +35,7 @@ ALL_PROGRAMS = [
     *cases_side_effects.PROGRAMS, *cases_guards.PROGRAMS, *cases_graph_breaks.PROGRAMS,
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
-    *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
+    *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
 ]
 
 

@@ -140,8 +140,16 @@ class SymbolicSizes:
         return value
 
     def guard_expression(self, fakes: list[torch.Tensor]) -> str | None:
-        """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit."""
-        return self.shape_env.produce_guards_expression(fakes, ignore_static=False)
+        """Python text over `L['t<i>']` (the i-th graph input) that holds when sizes still fit.
+        A tensor whose sizes, strides and storage offset are all numbers is left out: its tensor
+        guard checks sizes and strides, and storage offsets are checked by no entry (iterating
+        a tensor passes views at a new offset each step)."""
+        placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
+        return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+
+
+def _all_numbers(fake: Any) -> bool:
+    return isinstance(fake, torch.Tensor) and not holds_symbol((*fake.shape, *fake.stride(), fake.storage_offset()))
 
 
 def substitute_inputs(code: str, names: list[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import re
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -68,12 +69,15 @@ def handler_for(target: Any) -> Handler | None:
         return None
 
 
-_IMMUTABLE_BUILTINS = (str, bytes, int, float, complex, bool, tuple, frozenset)
+# compiled regular expressions and their matches too: version checks (`packaging.version`)
+# match a version string with a class-level `re.Pattern` and read the groups of the match
+_IMMUTABLE_BUILTINS = (str, bytes, int, float, complex, bool, tuple, frozenset, re.Pattern, re.Match)
 
 
 def is_pure_on_constants(target: Any) -> bool:
     """Functions that compute from their arguments alone: those of the pure modules, and the
-    methods of immutable builtin types, bound (`"a,b".split`) or not (`str.isalnum`)."""
+    methods of immutable builtin types, bound (`"a,b".split`, `pattern.fullmatch`) or not
+    (`str.isalnum`)."""
     module = getattr(target, "__module__", None) or ""
     return module in _PURE_MODULES or isinstance(target, types.BuiltinMethodType) and \
         isinstance(getattr(target, "__self__", None), _IMMUTABLE_BUILTINS) or \
@@ -81,10 +85,14 @@ def is_pure_on_constants(target: Any) -> bool:
 
 
 def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """Call `target` now on the Python values of its arguments (operators on tensors: a node)."""
-    if getattr(target, "__module__", "") in ("operator", "_operator") and \
-            any(isinstance(arg, TensorValue) for arg in args):
-        return tracer.graph.call("call_function", target, args, kwargs)
+    """Call `target` now on the Python values of its arguments (operators on tensors: a node;
+    `operator.ge(a, b)` on objects: `a >= b`, by their special methods)."""
+    if getattr(target, "__module__", "") in ("operator", "_operator"):
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
+                and not all(operations.is_constant_tree(arg) for arg in args):
+            return operations.binary(tracer, target, args[0], args[1])
+        if any(isinstance(arg, TensorValue) for arg in args):
+            return tracer.graph.call("call_function", target, args, kwargs)
     symbolic = symbolic_numbers.symbolic_call(tracer, target, args, kwargs)
     if symbolic is not None:
         return symbolic
@@ -168,6 +176,7 @@ def _len(tracer, args, kwargs):
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("len() of a 0-d tensor"))
+        tracer.graph.register_sizes(value)  # a symbolic length is computed in the graph, as `.shape` is
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))

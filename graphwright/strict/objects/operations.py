@@ -20,6 +20,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from .classes import builtin_base, is_instance_value, special_method
+from .tensor_indexing import index_by_symbolic_ints
 from .values import (
     ConstantValue,
     DictValue,
@@ -191,6 +192,15 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def is_operator_of_syntax(op: Any) -> bool:
+    """Whether `op` (from the `operator` module) is what a binary operator or comparison of
+    Python syntax computes (`operator.ge` for `>=`): called as a function it means the same."""
+    try:
+        return op in _OPERATOR_METHODS or op in _PLAIN_OPS
+    except TypeError:  # an unhashable callable
+        return False
 
 
 def _has_python_methods(value: Value) -> bool:
@@ -455,6 +465,9 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
     from . import attributes
 
     if isinstance(container, TensorValue):
+        selected = index_by_symbolic_ints(tracer, container, key)
+        if selected is not None:
+            return selected
         return tracer.graph.call("call_function", operator.getitem, [container, key], {})
     if isinstance(container, SequenceValue):
         index = python_value(tracer, key, "an index")
