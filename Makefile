@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-browser test-corpus-reference fuzz bench docs clean
+.PHONY: demo test test-quick test-breadth test-browser test-corpus-reference fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ PYTEST_WORKERS ?= auto
 PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: $(STAMP)
-	$(PYTEST) tests
+	$(PYTEST) -m "not breadth" tests
+
+# The slow cases of the wide real-model matrices (every optimizer, diffusers and repo-style
+# model under each backend, against torch.compile): longer than CI's budget.
+test-breadth: $(STAMP)
+	$(PYTEST) -m breadth tests
 
 test-quick: $(STAMP)
 	$(PYTEST) -m "not slow and not browser" tests

@@ -2,6 +2,11 @@
 
 `HF_HUB_OFFLINE=1` is set before anything imports transformers: the models are
 built from configs with random weights and nothing may be downloaded.
+
+The slow cases of the breadth matrices (every optimizer, diffusers model and repo-style
+model under each backend and `fullgraph` setting, each against torch.compile) are also
+marked `breadth`: together they take longer than CI's budget, so `make test` leaves them
+to `make test-breadth` and runs their quick cases.
 """
 import os
 import sys
@@ -12,6 +17,15 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import pytest  # noqa: E402
 
 import graphwright  # noqa: E402
+
+
+BREADTH_MODULES = {"test_diffusers.py", "test_pytorch_repos.py", "test_torch_library.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in BREADTH_MODULES and item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.breadth)
 
 
 @pytest.fixture(autouse=True)
