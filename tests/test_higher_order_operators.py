@@ -57,7 +57,9 @@ def test_cond_with_a_tensor_predicate_is_one_graph_holding_both_branches():
     assert [node.target for node in gm.cond_true_0.graph.nodes if node.op == "call_method"] == ["sin"]
     assert [node.target for node in gm.cond_false_0.graph.nodes if node.op == "call_method"] == ["cos"]
     for x in (torch.randn(3).abs(), -torch.randn(3).abs()):
-        torch.testing.assert_close(gm(x)[0], fn(x))
+        # eager torch.cond compiles itself with torch.compile, whose state depends on what else
+        # this process compiled: the reference takes the branch in Python
+        torch.testing.assert_close(gm(x)[0], x.sin() if x.sum() > 0 else x.cos())
 
 
 def test_cond_branches_read_outer_tensors_as_extra_operands():
@@ -339,8 +341,11 @@ def test_cond_vmap_checkpoint_and_autograd_function_compile_with_inductor():
     torch.manual_seed(0)
     block = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
 
-    def fn(x, w):
-        gated = torch.cond(x.sum() > 0, lambda t: t * w, lambda t: t - w, (x,))
+    def python_cond(predicate, true_fn, false_fn, operands):
+        return true_fn(*operands) if predicate else false_fn(*operands)
+
+    def fn(x, w, cond=torch.cond):
+        gated = cond(x.sum() > 0, lambda t: t * w, lambda t: t - w, (x,))
         mapped = torch.vmap(lambda row: (row * w).softmax(0))(gated)
         return Doubled.apply(checkpoint(block, mapped, use_reentrant=False)).sum()
 
@@ -350,7 +355,7 @@ def test_cond_vmap_checkpoint_and_autograd_function_compile_with_inductor():
         compiled = graphwright.compile(fn, backend="inductor", fullgraph=True)
         out = compiled(x, w)
         grads = torch.autograd.grad(out, [x, w, *block.parameters()])
-        expected_out = fn(x, w)
+        expected_out = fn(x, w, cond=python_cond)  # as above: eager torch.cond depends on torch.compile's state
         expected = torch.autograd.grad(expected_out, [x, w, *block.parameters()])
         torch.testing.assert_close(out, expected_out)
         for got, want in zip(grads, expected):
