@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import pytest
 import torch.utils._pytree as pytree
 
 from .programs import Observation, leaves
@@ -87,3 +88,31 @@ def run(case: ModuleCase, model: torch.nn.Module, mode: str, compile_fn: Callabl
         return output
 
     return PROGRAMS[mode](case, model, call), counts
+
+
+_built: dict[int, torch.nn.Module] = {}
+
+
+def built(case: ModuleCase) -> torch.nn.Module:
+    """`case`'s model, built once under seed 0 and shared by the tests of a session."""
+    if id(case) not in _built:
+        torch.manual_seed(0)
+        _built[id(case)] = case.build()
+    return _built[id(case)]
+
+
+def matrix(cases: dict[str, ModuleCase], aot_failures: dict[str, str] | None = None) -> list:
+    """(name, mode, fullgraph, backend) for every case: quick for a quick case's eval and train with
+    `fullgraph=True` under `eager`, slow otherwise; `aot_failures` (name: why) are strict xfails."""
+    params = []
+    for name, case in cases.items():
+        for mode in PROGRAMS:
+            for fullgraph in (True, False):
+                for backend in ("eager", "aot_eager"):
+                    quick = not case.slow and fullgraph and backend == "eager"
+                    marks = [] if quick else [pytest.mark.slow]
+                    if backend == "aot_eager" and name in (aot_failures or {}):
+                        marks.append(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=aot_failures[name]))
+                    params.append(pytest.param(name, mode, fullgraph, backend, marks=marks,
+                                               id=f"{name}-{mode}-{'fullgraph' if fullgraph else 'breaks'}-{backend}"))
+    return params

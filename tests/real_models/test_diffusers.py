@@ -170,14 +170,8 @@ TORCH_CANNOT = {
                            "`scale` and no PEFT backend); graphwright replays the call after the graph",
 }
 
-_built: dict[str, torch.nn.Module] = {}
-
-
 def built(name: str) -> torch.nn.Module:
-    if name not in _built:
-        torch.manual_seed(0)
-        _built[name] = CASES[name].build()
-    return _built[name]
+    return module_programs.built(CASES[name])
 
 
 def run(name: str, mode: str, compile_fn: Callable[[Any], Any] | None = None,
@@ -194,22 +188,8 @@ AOT_FAILURES = {
 }
 
 
-def _cases() -> list:
-    cases = []
-    for name, case in CASES.items():
-        for mode in module_programs.PROGRAMS:
-            for fullgraph in (True, False):
-                for backend in ("eager", "aot_eager"):
-                    quick = not case.slow and fullgraph and backend == "eager"
-                    marks = [] if quick else [pytest.mark.slow]
-                    if backend == "aot_eager" and name in AOT_FAILURES:
-                        marks.append(pytest.mark.xfail(strict=True, raises=RuntimeError, reason=AOT_FAILURES[name]))
-                    cases.append(pytest.param(name, mode, fullgraph, backend, marks=marks,
-                                              id=f"{name}-{mode}-{'fullgraph' if fullgraph else 'breaks'}-{backend}"))
-    return cases
-
-
-@pytest.mark.parametrize(("name", "mode", "fullgraph", "backend"), _cases())
+@pytest.mark.parametrize(("name", "mode", "fullgraph", "backend"),
+                         module_programs.matrix(CASES, AOT_FAILURES))
 def test_compiled_diffusers_model_matches_eager(name: str, mode: str, fullgraph: bool, backend: str) -> None:
     expected, _ = run(name, mode)
     counter = graphwright.testing.CompileCounterWithBackend(backend)

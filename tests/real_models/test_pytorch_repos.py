@@ -47,33 +47,11 @@ CASES = {
     "nanogpt_last_logits": ModuleCase(repo_models.GPT, lambda seed: {"idx": _tokens(seed, 2, 5)}),
 }
 
-_built: dict[str, torch.nn.Module] = {}
-
-
-def built(name: str) -> torch.nn.Module:
-    if name not in _built:
-        torch.manual_seed(0)
-        _built[name] = CASES[name].build()
-    return _built[name]
-
-
-def _cases() -> list:
-    cases = []
-    for name, case in CASES.items():
-        for mode in module_programs.PROGRAMS:
-            for fullgraph in (True, False):
-                for backend in ("eager", "aot_eager"):
-                    quick = not case.slow and fullgraph and backend == "eager"
-                    cases.append(pytest.param(name, mode, fullgraph, backend,
-                                              marks=[] if quick else [pytest.mark.slow],
-                                              id=f"{name}-{mode}-{'fullgraph' if fullgraph else 'breaks'}-{backend}"))
-    return cases
-
-
-@pytest.mark.parametrize(("name", "mode", "fullgraph", "backend"), _cases())
+@pytest.mark.parametrize(("name", "mode", "fullgraph", "backend"), module_programs.matrix(CASES))
 def test_repo_style_model_matches_eager_with_torch_compiles_graph_count(name: str, mode: str, fullgraph: bool,
                                                                         backend: str) -> None:
-    case, model = CASES[name], built(name)
+    case = CASES[name]
+    model = module_programs.built(case)
     expected, _ = module_programs.run(case, model, mode)
     counter = graphwright.testing.CompileCounterWithBackend(backend)
     observed, counts = module_programs.run(
