@@ -160,8 +160,13 @@ def module_program(name: str, make_module: Callable[[], torch.nn.Module],
 def reset_compiler() -> None:
     if REFERENCE:
         import torch._dynamo
+        from torch._dynamo.eval_frame import TorchPatcher
 
         torch._dynamo.reset()
+        # what TorchDynamo changes in torch once per process, on its first compile (it turns
+        # distributions' argument validation off, wraps optimizers' `_init_group`), done before
+        # every program: a program's result must not depend on whether it compiled first
+        TorchPatcher.patch()
     else:
         graphwright.reset()
 
