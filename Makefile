@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-breadth test-browser test-corpus-reference fuzz bench docs clean
+.PHONY: demo test test-quick test-breadth test-browser test-corpus-reference test-pytorch-suite fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,16 @@ test-browser: $(STAMP)
 # The differential corpus run through PyTorch's torch.compile: validates its expectations.
 test-corpus-reference: $(STAMP)
 	GW_CORPUS_REFERENCE=1 $(PY) -m pytest -q tests/programs
+
+# PyTorch's own TorchDynamo tests (test/dynamo/*.py, kept in a folder OUTSIDE this repository)
+# run on PyTorch and on graphwright (tools/pytorch_suite): per file, the portable tests that
+# pass on each. Not part of CI. `make test-pytorch-suite PYTORCH_TESTS=DIR [PYTORCH_TEST_FILES=...]`
+PYTORCH_TESTS ?=
+PYTORCH_TEST_FILES ?=
+test-pytorch-suite: $(STAMP)
+	@test -n "$(PYTORCH_TESTS)" || { echo "set PYTORCH_TESTS to a folder with PyTorch's test/dynamo files"; exit 2; }
+	$(PY) -m pip install --quiet expecttest==0.3.0 pytest-timeout==2.4.0
+	$(PY) -m tools.pytorch_suite $(PYTORCH_TESTS) $(PYTORCH_TEST_FILES)
 
 # A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;
 # shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`.
