@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from .plugin import MIRRORED_CONFIG
 
+COMPILER_CONFIG_READ: frozenset[str] = frozenset()
+"""Keys of `torch.compiler.config` (public, not TorchDynamo's) that graphwright reads itself."""
+
 RULES: list[tuple[str, re.Pattern]] = [(reason, re.compile(pattern)) for reason, pattern in [
     ("TorchDynamo's counters and profiles",
      r"\bcounters\b|CompileProfiler|compile_times|CompileCounterInt|frame_count\s*\(|_dynamo\.utils\."),
@@ -53,6 +56,7 @@ RULES: list[tuple[str, re.Pattern]] = [(reason, re.compile(pattern)) for reason,
 _DYNAMO_CONFIG_PATCH = re.compile(
     r"(?:_dynamo\.config|\bdynamo_config|(?<![\w.])config)\.patch\(\s*(?P<args>[^)]*)")
 _DYNAMO_CONFIG_WRITE = re.compile(r"(?:_dynamo\.config|\bdynamo_config)\.(?P<key>\w+)\s*=[^=]")
+_COMPILER_CONFIG = re.compile(r"torch\.compiler\.config\.(?:patch\(\s*(?P<args>[^)]*)|(?P<key>\w+)\s*=[^=])")
 _PATCH_OBJECT = re.compile(r"patch\.object\(\s*(?:torch\._dynamo\.config|dynamo_config|config)\s*,\s*['\"](\w+)")
 _KEY = re.compile(r"['\"](\w+)['\"]\s*[:,]|(\w+)\s*=")
 
@@ -74,6 +78,10 @@ def config_keys(source: str) -> set[str]:
         keys.update(quoted or named for quoted, named in _KEY.findall(match.group("args")))
     keys.update(match.group("key") for match in _DYNAMO_CONFIG_WRITE.finditer(source))
     keys.update(_PATCH_OBJECT.findall(source))
+    for match in _COMPILER_CONFIG.finditer(source):
+        found = {quoted or named for quoted, named in _KEY.findall(match.group("args") or "")}
+        keys.update(f"torch.compiler.config.{key}" for key in found | {match.group("key")} - {None}
+                    if key not in COMPILER_CONFIG_READ)
     return keys
 
 
@@ -81,7 +89,7 @@ def judge(source: str) -> Verdict:
     reasons = [reason for reason, pattern in RULES if pattern.search(source)]
     unread = sorted(config_keys(source) - set(MIRRORED_CONFIG))
     if unread:
-        reasons.append("TorchDynamo config graphwright does not read: " + ", ".join(unread))
+        reasons.append("config graphwright does not read: " + ", ".join(unread))
     return Verdict(not reasons, reasons)
 
 
