@@ -391,8 +391,13 @@ _HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
     function = args[0]
-    if not all(operations.is_constant_tree(arg) or isinstance(arg, (FunctionValue, ModuleValue))
-               for arg in [*args[1:], *kwargs.values()]):
+
+    def real(value: Value) -> bool:  # a Python object the partial can hold for real
+        if isinstance(value, FunctionValue):
+            return value.fn is not None and value.bound_self is None
+        return operations.is_constant_tree(value) or isinstance(value, ModuleValue)
+
+    if not all(real(arg) for arg in [function, *args[1:], *kwargs.values()]):
         if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
             return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
         return PartialValue(function, list(args[1:]), dict(kwargs))
