@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, operations, sets
+from ..objects import attributes, builtin_calls, classes, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -260,13 +260,13 @@ class Instructions311:
         self._built(inst.arg).items.update(items)
 
     def op_DICT_MERGE(self, inst):
-        items = operations.dict_items(self.tracer, self.pop())
+        function = self.stack[-inst.arg - 3]  # below the positional arguments and the dict
+        items = operations.dict_items(self.tracer, self.pop(), function)
         target = self._built(inst.arg)
         for key in items:
             if target.lookup(key) is not None:  # `f(**a, **b)` with a key in both
-                function = self.stack[-inst.arg - 2]
-                name = getattr(function, "name", None) or function.python_type().__name__
-                raise self.tracer.user_error(TypeError(f"{name}() got multiple values for keyword argument '{key}'"))
+                raise self.tracer.user_error(TypeError(
+                    f"{classes.callable_text(function)} got multiple values for keyword argument '{key}'"))
         target.items.update(items)
 
     def op_LIST_TO_TUPLE(self, inst):
@@ -434,7 +434,7 @@ class Instructions311:
         self.push(calls.call_value(self.tracer, function, args[:split], kwargs))
 
     def op_CALL_FUNCTION_EX(self, inst):
-        kwargs = operations.dict_items(self.tracer, self.pop()) if inst.arg & 1 else {}
+        kwargs = operations.dict_items(self.tracer, self.pop(), self.stack[-2]) if inst.arg & 1 else {}
         args = operations.iterate(self.tracer, self.pop())
         function = self.pop()
         self.pop()  # the NULL 3.11 keeps below the callable

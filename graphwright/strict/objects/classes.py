@@ -73,6 +73,25 @@ def builtin_base(cls: type) -> type:
     return next(klass for klass in cls.__mro__ if not klass.__flags__ & _HEAP_TYPE)
 
 
+def type_name(cls: type) -> str:
+    """A class's name as CPython's messages give it (its `tp_name`): a class statement's plain
+    name, a builtin's qualified one outside builtins (`collections.OrderedDict`)."""
+    if cls.__flags__ & _HEAP_TYPE or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def callable_text(value: Value) -> str:
+    """How CPython names a callable in a call's error (`_PyObject_FunctionStr`): `module.f()`."""
+    if isinstance(value, FunctionValue):
+        qualname, module = value.code.co_qualname, value.globals.get("__name__")
+    else:
+        real = getattr(value, "value", None)
+        qualname = getattr(real, "__qualname__", None) or value.python_type().__name__
+        module = getattr(real, "__module__", None)
+    return f"{qualname}()" if module in (None, "builtins") else f"{module}.{qualname}()"
+
+
 def is_user_class(cls: type | None) -> bool:
     return cls is not None and bool(cls.__flags__ & _HEAP_TYPE)
 

@@ -128,9 +128,10 @@ def call_method(tracer: "Tracer", view: DictViewValue, name: str, args: list[Val
     kind = kind_of(view)
     if kind == "proxy" and name in _PROXY_READS:
         return dicts.call_method(tracer, view.mapping, name, args, kwargs)
-    if kind == "proxy" and name in ("__or__", "__ror__") and len(args) == 1:
-        operands = [view.mapping, args[0]] if name == "__or__" else [args[0], view.mapping]
-        return dicts.binary(tracer, operator.or_, *operands) or ConstantValue(NotImplemented)
+    if kind == "proxy" and name in ("__or__", "__ror__", "__eq__", "__ne__") and len(args) == 1:
+        op = {"__eq__": operator.eq, "__ne__": operator.ne}.get(name, operator.or_)
+        operands = [args[0], view] if name == "__ror__" else [view, args[0]]
+        return dicts.binary(tracer, op, *operands) or ConstantValue(NotImplemented)
     if kwargs:
         raise tracer.user_error(TypeError(f"{view.cls.__name__}.{name}() takes no keyword arguments"))
     if name == "__len__":

@@ -126,13 +126,15 @@ def _new_like(tracer: "Tracer", side: DictValue, contents: DictValue) -> Value:
     return DictValue(dict(contents.items))
 
 
-def _union(tracer: "Tracer", lhs: DictValue, rhs: DictValue) -> Value:
-    """`lhs | rhs` of two dicts: the left's items, then the right's, in what the operator
-    CPython picks makes: the right operand's when its class is a subclass of the left's with
-    an operator of its own (OrderedDict's, defaultdict's), else the left's."""
-    side = lhs
-    if _base(rhs) is not _base(lhs) and issubclass(rhs.python_type(), lhs.python_type()):
-        side = rhs
+def _union(tracer: "Tracer", lhs: DictValue, rhs: DictValue, side: DictValue | None = None) -> Value:
+    """`lhs | rhs` of two dicts: the left's items, then the right's, in what the operator of
+    `side` makes; by default the one CPython picks: the right operand's when its class is a
+    subclass of the left's with an operator of its own (OrderedDict's, defaultdict's), else
+    the left's."""
+    if side is None:
+        side = lhs
+        if _base(rhs) is not _base(lhs) and issubclass(rhs.python_type(), lhs.python_type()):
+            side = rhs
     made = _new_like(tracer, side, lhs)
     update(tracer, made, [rhs], {})
     return made
@@ -156,7 +158,10 @@ def equal(tracer: "Tracer", lhs: DictValue, rhs: DictValue) -> bool:
 
 def binary(tracer: "Tracer", op: Any, lhs: Value, rhs: Value) -> Value | None:
     """`lhs op rhs` where a dict takes part; None where no dict operator applies (Python's
-    NotImplemented on both sides)."""
+    NotImplemented on both sides). A mappingproxy's `|` and `==` are its dict's."""
+    if op is operator.ior and _unproxied(lhs) is not lhs:
+        raise tracer.user_error(TypeError("'|=' is not supported by mappingproxy; use '|' instead"))
+    lhs, rhs = _unproxied(lhs), _unproxied(rhs)
     if op is operator.ior and is_dict(lhs):
         update(tracer, lhs, [rhs], {})
         return lhs
@@ -166,6 +171,12 @@ def binary(tracer: "Tracer", op: Any, lhs: Value, rhs: Value) -> Value | None:
         same = equal(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     return None
+
+
+def _unproxied(value: Value) -> Value:
+    if isinstance(value, DictViewValue) and dict_views.kind_of(value) == "proxy":
+        return value.mapping
+    return value
 
 
 def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
@@ -197,11 +208,15 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
     if name in ("__or__", "__ror__", "__ior__", "__eq__", "__ne__"):
         if len(args) != 1:
             raise tracer.user_error(TypeError(f"expected 1 argument, got {len(args)}"))
-        op = {"__or__": operator.or_, "__ror__": operator.or_, "__ior__": operator.ior,
-              "__eq__": operator.eq, "__ne__": operator.ne}[name]
-        operands = (args[0], mapping) if name == "__ror__" else (mapping, args[0])
-        result = binary(tracer, op, *operands)
-        return result if result is not None else ConstantValue(NotImplemented)
+        other = _unproxied(args[0])
+        if name == "__ior__":
+            return binary(tracer, operator.ior, mapping, other)
+        if not is_dict(other):
+            return ConstantValue(NotImplemented)
+        if name in ("__eq__", "__ne__"):
+            return ConstantValue(equal(tracer, mapping, other) is (name == "__eq__"))
+        operands = (other, mapping) if name == "__ror__" else (mapping, other)
+        return _union(tracer, *operands, side=mapping)  # this class's own operator
     if name == "update":
         update(tracer, mapping, args, kwargs)
         return NONE

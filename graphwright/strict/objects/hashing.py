@@ -76,7 +76,7 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
 
 
 def unhashable(tracer: "Tracer", value: Value) -> Exception:
-    return tracer.user_error(TypeError(f"unhashable type: '{value.python_type().__name__}'"))
+    return tracer.user_error(TypeError(f"unhashable type: '{classes.type_name(value.python_type())}'"))
 
 
 def _object_key(tracer: "Tracer", value: Value) -> Any:

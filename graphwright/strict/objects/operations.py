@@ -20,7 +20,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views
-from .classes import builtin_base, is_instance_value, special_method
+from .classes import builtin_base, callable_text, is_instance_value, special_method, type_name
 from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
@@ -223,11 +223,11 @@ def _container_binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) ->
     plain = _PLAIN_OPS.get(op, op)
     if plain in (operator.lt, operator.le, operator.gt, operator.ge):
         raise tracer.user_error(TypeError(f"'{_SYMBOLS[plain]}' not supported between instances of "
-                                          f"'{lhs.python_type().__name__}' and '{rhs.python_type().__name__}'"))
+                                          f"'{type_name(lhs.python_type())}' and '{type_name(rhs.python_type())}'"))
     if plain in _SYMBOLS:
         symbol = _SYMBOLS[plain] + ("=" if plain is not op else "")
         raise tracer.user_error(TypeError(f"unsupported operand type(s) for {symbol}: "
-                                          f"'{lhs.python_type().__name__}' and '{rhs.python_type().__name__}'"))
+                                          f"'{type_name(lhs.python_type())}' and '{type_name(rhs.python_type())}'"))
     raise _unsupported(tracer, op, lhs, rhs)
 
 
@@ -463,7 +463,7 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         return [constant(item) for item in value.value]
     if isinstance(value, ConstantValue) and not hasattr(type(value.value), "__iter__") \
             and not hasattr(type(value.value), "__getitem__"):
-        raise tracer.user_error(TypeError(f"'{type(value.value).__name__}' object is not iterable"))
+        raise tracer.user_error(TypeError(f"'{type_name(type(value.value))}' object is not iterable"))
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
@@ -476,9 +476,10 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
                              type=value.python_type().__name__)
 
 
-def dict_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
+def dict_items(tracer: "Tracer", value: Value, callee: Value | None = None) -> dict[Any, Value]:
     """The items `**value` takes from a mapping: a dict's own storage, unless its class iterates
-    differently, then through its `keys()` and `__getitem__`; a mappingproxy's dict's."""
+    differently, then through its `keys()` and `__getitem__`; a mappingproxy's dict's. `callee`:
+    the function called with `**value`, which the error for a non-mapping names."""
     if isinstance(value, DictViewValue) and dict_views.kind_of(value) == "proxy":
         return dict_items(tracer, value.mapping)
     if isinstance(value, DictValue) and value.kind is dict:
@@ -492,12 +493,22 @@ def dict_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
         keys = iterate(tracer, _call(tracer, attributes.load_attr(tracer, value, "keys"), []))
         return {hashable_key(tracer, key): getitem(tracer, value, key) for key in keys}
     if not hasattr(value.python_type(), "keys"):
-        raise tracer.user_error(TypeError(f"'{value.python_type().__name__}' object is not a mapping"))
+        kind = type_name(value.python_type())
+        raise tracer.user_error(TypeError(f"'{kind}' object is not a mapping" if callee is None else
+                                          f"{callable_text(callee)} argument after ** must be a mapping, not {kind}"))
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"** on {value!r}", op="`**` unpacking",
                              types=value.python_type().__name__)
 
 
 def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
+    if isinstance(container, ObjectValue) and type(container.obj).__module__ == "typing" \
+            and is_constant_tree(key):
+        # `Union[int, str]`, `Optional[T]`: typing's forms of constants are pure, made for real
+        form = python_value(tracer, container)
+        try:
+            return constant_result(form[python_value(tracer, key)])
+        except Exception as error:
+            raise _user_error(tracer, error, "typing subscription")
     method = special_method(tracer, container, "__getitem__")
     if method is not None:
         return _call(tracer, method, [key])
@@ -586,7 +597,7 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
         return
     if isinstance(container, (SequenceValue, DictValue, DictViewValue, ConstantValue)):
         raise tracer.user_error(TypeError(
-            f"'{container.python_type().__name__}' object does not support item assignment"))
+            f"'{type_name(container.python_type())}' object does not support item assignment"))
     raise _unsupported(tracer, operator.setitem, container, key, value)
 
 

@@ -188,11 +188,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         value = _wrap_container_subclass(tracer, real, cls, source)
         if value is not None:
             return value
-    if cls is set and all(is_constant(item) for item in real):
-        # the order too: code that iterates the set must see the order it was traced with
-        tracer.add_guard(source, "type", set)
-        tracer.add_guard(source, "keys", tuple(real))
-        return DictValue({item: ConstantValue(item) for item in real}, set, source)
+    if isinstance(real, (set, frozenset)) and not isinstance(real, torch.nn.Module):
+        value = _wrap_set(tracer, real, cls, source)
+        if value is not None:
+            return value
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
         return ModuleValue(real, source)
@@ -228,25 +227,34 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     return ObjectValue(real, cls, source)
 
 
-_SEQUENCE_ITERATORS = frozenset(type(iter(kind)) for kind in ((), [], range(0), "", "\u00e9"))
+# iterators over immutable sequences: their state (`__reduce__`) is a constant to guard
+_SEQUENCE_ITERATORS = frozenset(type(iter(kind)) for kind in ((), range(0), "", "\u00e9"))
 
 
 def _outside_iterator(tracer: "Tracer", real: Any, source: Source | None) -> Value:
-    """An iterator over a range, a string, or a list or tuple of constants, passed in: its
-    remaining items, from its state (`__reduce__` tells them without stepping it), guarded; the
-    items the region takes from it are taken from the real one after the graph."""
+    """An iterator over a range, a string, or a tuple of constants, passed in: its remaining
+    items, from its state (`__reduce__` tells them without stepping it), guarded; the items the
+    region takes from it are taken from the real one after the graph."""
     state = real.__reduce__()
     sequence, position = state[1][0], state[2] if len(state) > 2 else 0
     remaining = list(sequence)[position:]
-    if source is None or not all(is_constant(item) for item in remaining):
+    if source is None or not all(_is_constant_tree(item) for item in remaining):
         return _opaque(tracer, real, source)
-    if type(sequence) is list:  # compared by contents: the list may change between calls
-        state = (state[0], (list(sequence),), *state[2:])
     tracer.add_guard(source, "type", type(real))
     tracer.add_guard(source, "call", ("__reduce__", (), state))
-    iterator = IteratorValue([ConstantValue(item) for item in remaining], source)
+    iterator = IteratorValue([_constant_tree(item) for item in remaining], source)
     tracer.side_effects.step_outside_iterator(iterator)
     return iterator
+
+
+def _is_constant_tree(real: Any) -> bool:
+    return is_constant(real) or type(real) is tuple and all(_is_constant_tree(item) for item in real)
+
+
+def _constant_tree(real: Any) -> Value:
+    if type(real) is tuple:
+        return SequenceValue([_constant_tree(item) for item in real], tuple)
+    return ConstantValue(real)
 
 
 class OutsideDict:
@@ -345,6 +353,25 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
     tracer.add_guard(contents, "len", len(elements))
     items = [wrap(tracer, item, _item(contents, index)) for index, item in enumerate(elements)]
     return SequenceValue(items, list if base is list else tuple, source, cls=cls, obj=real)
+
+
+def _wrap_set(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
+    """A set of constants, or an instance of a subclass of set or frozenset holding constants:
+    its members, read through the builtin base (no overridden `__iter__` runs), guarded in their
+    order too (code that iterates the set must see the order it was traced with)."""
+    from .classes import builtin_base
+
+    base = builtin_base(cls)
+    if base not in (set, frozenset):
+        return None
+    members = list(base.__iter__(real))
+    if not all(is_constant(item) for item in members):
+        return None
+    tracer.add_guard(source, "type", cls)
+    contents = source if cls is base or source is None else ContentsSource(source, base)
+    tracer.add_guard(contents, "keys", tuple(members))
+    return DictValue({item: ConstantValue(item) for item in members}, base, source,
+                     cls=None if cls is base else cls, obj=real)
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:

@@ -1,0 +1,493 @@
+"""Corpus programs for Python's builtin containers inside a compiled region: dict views,
+sets and frozensets, dict methods and operators, what may be a key, deques, mappingproxies,
+iterators of builtin sequences, and the containers of `collections`."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import types
+import typing
+
+import torch
+import torch.utils._pytree as pytree
+
+from .harness import program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+# -- dict views ---------------------------------------------------------------------------------
+
+@program("dict_views_see_later_changes_of_their_dict", lambda: rand(3))
+def _(x):
+    d = {"a": 1, "b": 2}
+    keys, values, items = d.keys(), d.values(), d.items()
+    d["c"] = 3
+    del d["b"]
+    d["d"] = x + 1
+    return len(keys), list(keys), list(values), "c" in keys, ("c", 3) in items, 3 in d.values(), list(reversed(items))
+
+
+@program("dict_views_leave_the_region_as_views", lambda: rand(3))
+def _(x):
+    d = dict({"a": 1, "b": "2", "c": x * 2})
+    settings = {"a": 1}
+    view = settings.keys()
+    settings["b"] = 2
+    return d.keys(), list(d.items()), collections.OrderedDict(d).keys(), view, view.mapping, settings.items()
+
+
+@program("set_algebra_of_keys_and_items_views_with_any_iterable", lambda: rand(3))
+def _(x):
+    a = {"one": 1, "two": 2, "three": 3}
+    b = {"one": 1, "four": 4}
+    return (a.keys() | b.keys(), a.keys() & ["one", "two"], a.keys() - {"two"}, a.keys() ^ b.keys(),
+            a.items() & b.items(), ["z"] | a.keys(), {("two", 2)} - a.items(), x + 1)
+
+
+@program("isdisjoint_of_a_keys_view", lambda: rand(3),
+         reference=dict(xfail="2.13 does not trace dict_keys.isdisjoint", why="PyTorch breaks the graph here"))
+def _(x):
+    keys = {"one": 1, "two": 2}.keys()
+    return keys.isdisjoint({"three"}), keys.isdisjoint(["two"]), {}.items().isdisjoint([]), x + 1
+
+
+@program("in_place_operators_on_views_rebind_to_sets", lambda: rand(3))
+def _(x):
+    d = {"one": 1, "two": 2, "three": 3}
+    keys = d.keys()
+    keys &= {"one", "four"}
+    items = d.items()
+    items |= [("five", 5)]
+    s = {"one"}
+    s |= d.keys()  # set's own |= takes sets only: this makes a new set
+    return keys, items, s, d, x * len(s)
+
+
+@program("views_compare_with_sets_and_other_views", lambda: rand(3))
+def _(x):
+    keys = {"one": 1, "two": 2}.keys()
+    items = {"one": 1, "two": 2}.items()
+    s = {"one", "two", "three"}
+    compared = (keys < s, s > keys, keys <= keys, keys == {"one", "two"}, keys == items,
+                items <= {("one", 1), ("two", 2)}, items == {"one": 1, "two": 3}.items(), keys != ["one", "two"])
+    return compared, x + sum(compared)
+
+
+@program("view_types_and_isinstance", lambda: rand(3))
+def _(x):
+    d = collections.OrderedDict(a=1)
+    checks = (isinstance(d.keys(), collections.abc.KeysView), isinstance({}.items(), collections.abc.Set),
+              type({}.values()) is type({1: 2}.values()), type({}.keys()).__name__, bool({}.keys()))
+    return checks, x + 1
+
+
+@program("ordered_dict_views_are_its_own_classes", lambda: rand(3),
+         reference=dict(xfail="2.13 gives an OrderedDict's views dict's classes (a wrong result)",
+                        why="PyTorch returns a wrong result here"))
+def _(x):
+    d = collections.OrderedDict(a=x)
+    return type(d.keys()).__name__, type(d.values()).__name__, type(d.items()).__name__, x + 1
+
+
+# -- sets and frozensets ------------------------------------------------------------------------
+
+class Tags(set):
+    pass
+
+
+class FrozenTags(frozenset):
+    pass
+
+
+@program("set_methods_take_any_iterables", lambda: rand(3))
+def _(x):
+    s = {1, 2}
+    s.update([2, 3], range(5, 7), map(int, ["8"]))
+    s.intersection_update({1, 2, 3, 5, 6, 8, 9})
+    s.difference_update([6])
+    s.symmetric_difference_update((3, 4))
+    s.discard(100)
+    s.remove(1)
+    popped = {7}.pop()
+    return (s, popped, s.union([10], (11,)), s.intersection(range(3)), s.difference([2]),
+            s.issubset(range(10)), s.issuperset([2]), s.isdisjoint("ab"), x * len(s))
+
+
+@program("set_operators_of_sets_frozensets_and_subclasses", lambda: rand(3),
+         reference=dict(xfail="2.13 keeps a set subclass's class in its operators' results (a wrong "
+                              "result)", why="PyTorch returns a wrong result here"))
+def _(x):
+    s = {"one", "two", "three"}
+    t = Tags({"one", "four"})
+    f = frozenset({"two", "five"})
+    g = FrozenTags(["one"])
+    made = (s | t, t | s, s & t, t - s, s ^ t, f | s, s | f, g & s, t.union(f), t.copy(), f.copy())
+    types_made = tuple(type(value).__name__ for value in made)
+    t |= {"six"}  # a set subclass changes in place
+    f |= {"seven"}  # a frozenset is rebound
+    return made, types_made, t, type(t).__name__, f, s <= t, g < t, s == Tags(s), x + len(made)
+
+
+@program("sets_and_frozensets_of_tensors", lambda: rand(3))
+def _(x):
+    y = x + 1
+    s = {x, y}
+    s.add(x)
+    frozen = frozenset(s)
+    again = frozenset(frozen)
+    keyed = {frozen: "seen"}
+    return len(s), len(again), keyed[again], x in s, y in frozen, (x * 2) in s, 1 in s, sum(s)
+
+
+@program("input_set_mutated_in_the_region", lambda: (rand(3), {1, 2}))
+def _(x, s):
+    s.add(len(s) + 3)
+    s.discard(1)
+    s |= {10}
+    return x * len(s)
+
+
+@program("input_set_subclass_mutated_in_the_region", lambda: (rand(3), Tags({"a"})))
+def _(x, tags):
+    tags.update(["b", "c"])
+    tags -= {"a"}
+    return x * len(tags)
+
+
+@program("set_errors_are_the_programs_to_catch", lambda: rand(3))
+def _(x):
+    caught = []
+    for attempt in (lambda: set().pop(), lambda: {1}.remove(2), lambda: {1} | [2], lambda: {1} < [2],
+                    lambda: {[1]}):
+        try:
+            attempt()
+        except (KeyError, TypeError) as error:
+            caught.append(type(error).__name__)
+    return caught, x + len(caught)
+
+
+# -- dicts --------------------------------------------------------------------------------------
+
+class Registry(dict):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stores = 0
+
+    def __setitem__(self, key, value):
+        self.stores += 1
+        super().__setitem__(key, value)
+
+
+@program("fromkeys_makes_the_class_it_is_called_on", lambda: rand(3))
+def _(x):
+    plain = dict.fromkeys(["a", "b"], x)
+    ordered = collections.OrderedDict.fromkeys("abc", value=1)
+    default = collections.defaultdict.fromkeys(iter(plain))
+    return (plain, dict(ordered), type(ordered).__name__, dict(default), type(default).__name__,
+            default.default_factory, x * 2)
+
+
+@program("fromkeys_of_a_dict_subclass_calls_it_and_its_setitem", lambda: rand(3),
+         reference=dict(xfail="2.13 makes a plain dict, without calling the subclass (a wrong result)",
+                        why="PyTorch returns a wrong result here"))
+def _(x):
+    registry = Registry.fromkeys(("k", "l"), x)
+    return dict(registry), registry.stores, type(registry).__name__, x + 1
+
+
+@program("dict_union_operators_make_the_class_cpython_makes", lambda: rand(3))
+def _(x):
+    plain = {"a": x, "b": 1}
+    ordered = collections.OrderedDict(b=2, c=3)
+    default = collections.defaultdict(list, {"d": 4})
+    unions = (plain | ordered, ordered | plain, plain | default, default | plain, dict.__or__(plain, ordered),
+              collections.OrderedDict.__or__(ordered, plain))
+    kinds = tuple(type(union).__name__ for union in unions)
+    return ([dict(union) for union in unions], kinds, (default | plain).default_factory is list, plain.__or__(1),
+            x + 1)
+
+
+@program("dict_in_place_union_takes_mappings_and_pairs", lambda: rand(3))
+def _(x):
+    d = collections.defaultdict(int, {1: 1, 2: 2})
+    d |= [(0, "zero"), (1, "one")]
+    result = d.__ior__({3: x})
+    plain = {"a": 1}
+    plain |= zip("bc", [2, 3])
+    return result is d, d.default_factory is int, type(d).__name__, dict(d), d[4], plain, x + 1
+
+
+@program("dict_update_takes_every_form_cpython_takes", lambda: (rand(3), rand(3)))
+def _(x, y):
+    d = {"a": x}
+    d.update({"a": y - 1})
+    d.update([("b", y + 1), ["c", x]])
+    d.update(zip("ab", [x + 3, y + 2]), e=5)
+    d.update(types.MappingProxyType({"f": 6}))
+    d.update(Registry(g=7))
+    return d
+
+
+@program("dict_update_errors_are_the_programs_to_catch", lambda: rand(3))
+def _(x):
+    caught = []
+    for bad in ([(1, 2, 3)], [1], 1, [[1]]):
+        try:
+            {}.update(bad)
+        except (TypeError, ValueError) as error:
+            caught.append(type(error).__name__)
+    try:
+        {}.update({}, {})
+    except TypeError as error:
+        caught.append(type(error).__name__)
+    try:
+        dict.fromkeys(1)
+    except TypeError as error:
+        caught.append(type(error).__name__)
+    return caught, x + len(caught)
+
+
+class Settings:
+    """A mapping by protocol only: `keys()` and `__getitem__`."""
+
+    def __init__(self, **values):
+        self.values = values
+
+    def keys(self):
+        return self.values.keys()
+
+    def __getitem__(self, key):
+        return self.values[key]
+
+
+def _scaled(x, scale=1, shift=0):
+    return x * scale + shift
+
+
+@program("double_star_unpacks_any_mapping", lambda: rand(3))
+def _(x):
+    settings = Settings(scale=2, shift=x)
+    merged = {**settings, **{"extra": 1}}
+    try:
+        _scaled(x, **[1])
+    except TypeError as error:
+        message = type(error).__name__
+    return _scaled(x, **settings), merged, message
+
+
+@program("ordered_dict_methods_and_equality_between_dict_kinds", lambda: rand(3))
+def _(x):
+    d = collections.OrderedDict.fromkeys("abcde")
+    d.move_to_end("b")
+    d.move_to_end("e", last=False)
+    first = d.popitem(last=False)
+    last = d.popitem(True)
+    ordered = collections.OrderedDict(a=1, b=2)
+    flipped = collections.OrderedDict(b=2, a=1)
+    equalities = (ordered == flipped, ordered == dict(flipped), dict(ordered) == flipped,
+                  collections.defaultdict(int, a=1, b=2) == ordered, ordered != {"a": 1})
+    return list(d), first, last, equalities, x + 1
+
+
+def _hundred():
+    return 100
+
+
+@program("defaultdict_with_every_kind_of_factory", lambda: rand(3))
+def _(x):
+    offset = 5
+
+    def closure():
+        return [offset]
+
+    made = []
+    for factory in (list, set, tuple, dict, int, lambda: x * 2, closure, _hundred):
+        d = collections.defaultdict(factory)
+        made.append(d["missing"])
+        d["other"] = 1
+        made.append(len(d))
+    return made
+
+
+# -- keys ---------------------------------------------------------------------------------------
+
+class Token:
+    def __init__(self, name):
+        self.name = name
+
+
+class Named:
+    def __init__(self, name):
+        self.name = name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, Named) and other.name == self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+
+
+@program("objects_made_in_the_region_as_keys", lambda: rand(3))
+def _(x):
+    first, second = Token("a"), Token("a")
+    by_identity = {first: x * 2}
+    by_identity[second] = x * 3
+    points = {Point(1, 2): 1, Point(3, 4): 2}
+    unions = {typing.Union[int, str]: 1}
+    return (len(by_identity), by_identity[first] * by_identity[second], points[Point(3, 4)],
+            unions[typing.Union[str, int]], len({first, first, second}))
+
+
+@program("keys_hashed_and_compared_by_their_classes_python_methods", lambda: rand(3),
+         reference=dict(xfail="2.13 compares such keys by identity, not by their __eq__ (a KeyError)",
+                        why="PyTorch raises where eager does not"))
+def _(x):
+    by_value = {Named("a"): x}
+    by_value[Named("a")] = x + 1
+    return len(by_value), by_value[Named("a")], Named("b") in by_value, len({Named("c"), Named("c")})
+
+
+@program("objects_made_in_the_region_as_keys_leave_it", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot rebuild a frozen dataclass made in the region",
+                        why="PyTorch breaks the graph here"))
+def _(x):
+    return {Point(0, 1): x + 1, (Point(1, 1), "p"): x}, {(Point(0, 1), 2)}
+
+
+@program("unhashable_keys_raise_the_programs_type_error", lambda: rand(3))
+def _(x):
+    caught = []
+    for key in ([1], {"a": 1}, collections.OrderedDict(), {1}, {}.keys()):
+        try:
+            {key: 1}
+        except TypeError as error:
+            caught.append(type(error).__name__)
+    return caught, x + 1
+
+
+@program("dict_keyed_by_input_tensors_read_whole_and_deleted_from", lambda: (rand(2), rand(2, 2)))
+def _(x, weight):
+    table = {weight: "w", "lr": 0.1, x: "x"}
+    table[weight] = "seen"
+    del table[x]
+    named = [value for key, value in table.items() if isinstance(key, torch.Tensor)]
+    total = sum(key.sum() for key in table if isinstance(key, torch.Tensor))
+    return named, len(table), x + total, len(frozenset(table)), weight in table, x in table
+
+
+# -- deques -------------------------------------------------------------------------------------
+
+@program("bounded_deque_made_in_the_region", lambda: (rand(2), rand(2)))
+def _(a, b):
+    d = collections.deque([a, b], maxlen=3)
+    d.append(a + 1)
+    d.appendleft(b)
+    d.extend([a, b])
+    d.extendleft([a * 2])
+    popped = d.pop()
+    d[0] = "set"
+    copy = d.copy()
+    copy.append(d.popleft())
+    return list(d), list(copy), popped, d.maxlen, len(copy), collections.deque("ab", maxlen=1)
+
+
+@program("input_deque_mutated", lambda: (rand(2), collections.deque(["foo", 1, 2])))
+def _(x, queue):
+    queue.appendleft(x.shape[0])
+    queue.append(x.dim())
+    first = queue.popleft()
+    queue.extend("ab")
+    return x * first, len(queue)
+
+
+@program("deque_errors_are_the_programs_to_catch", lambda: rand(2))
+def _(x):
+    caught = []
+    for attempt in (lambda: collections.deque().pop(), lambda: collections.deque([1])[5],
+                    lambda: collections.deque([1], maxlen=1).insert(0, 2), lambda: collections.deque([1])[0:1]):
+        try:
+            attempt()
+        except (IndexError, TypeError) as error:
+            caught.append(type(error).__name__)
+    return caught, x + 1
+
+
+@program("pytree_functions_that_use_a_deque", lambda: rand(3, 2))
+def _(x):
+    tree = {"a": [x, x - 1], "b": (x, 3.0, collections.deque([0.0, -x, 1], maxlen=2)),
+            "c": collections.OrderedDict(e=torch.return_types.max((x * 2, x.long())))}
+    leaves, spec = pytree.tree_flatten(tree)
+    doubled = pytree.tree_map(lambda leaf: leaf * 2, tree)
+    return leaves, pytree.tree_unflatten([leaf + 1 for leaf in leaves], spec)["a"], doubled["c"]["e"]
+
+
+# -- mappingproxy, iterators, collections ---------------------------------------------------------
+
+_SHARED = {"a": 2, "b": 3}
+
+
+@program("mappingproxy_of_a_local_and_of_a_global_dict", lambda: rand(3))
+def _(x):
+    local = {"a": 2, "c": 5}
+    proxy = types.MappingProxyType(local)
+    shared = types.MappingProxyType(_SHARED)
+    y = torch.sin(x * proxy["a"])
+    for value in shared.values():
+        y = y + value
+    local["e"] = 1
+    return y, proxy, shared, len(proxy), "e" in proxy, proxy.get("q", 1), proxy == local
+
+
+@program("iterators_of_builtin_sequences_step_with_next", lambda: rand(3))
+def _(x):
+    numbers = range(3).__iter__()
+    letters = iter("abc")
+    pairs = iter(((1, 2), (3, 4)))
+    first = next(numbers)
+    next(letters)
+    rest = list(numbers)
+    return x + first + sum(rest), next(letters), next(pairs), list(pairs), next(numbers, "done")
+
+
+_ITERATORS = {}
+
+
+def _fresh_iterators():
+    _ITERATORS.update(numbers=iter(range(1, 9)))
+
+
+def _iterator_states():
+    return [iterator.__reduce__()[1:] for iterator in _ITERATORS.values()]
+
+
+@program("iterators_passed_in_are_stepped", lambda: rand(1), reset=_fresh_iterators, observe=lambda world: _iterator_states(),
+         repeats=3, frames=[1, 2, 3])
+def _(x):
+    numbers = _ITERATORS["numbers"]
+    return x + next(numbers) + next(numbers)
+
+
+@program("list_and_tuple_repetition", lambda: rand(2))
+def _(x):
+    repeated = [x] * 2
+    repeated *= 2
+    return sum(4 * [x]), len(repeated), (1, 2) * 2, 0 * [x]
+
+
+@program("counter_and_chainmap_in_the_region", lambda: rand(3))
+def _(x):
+    counts = collections.Counter("abracadabra")
+    counts.update(["a", "z"])
+    chain = collections.ChainMap({"a": 1}, {"a": 2, "b": x})
+    chain["c"] = 3
+    return counts.most_common(), counts["a"], dict(counts), chain["a"] * chain["b"], len(chain), sorted(chain)
