@@ -491,3 +491,15 @@ def _(x):
     chain = collections.ChainMap({"a": 1}, {"a": 2, "b": x})
     chain["c"] = 3
     return counts.most_common(), counts["a"], dict(counts), chain["a"] * chain["b"], len(chain), sorted(chain)
+
+
+@program("sets_iterate_and_pop_in_cpythons_order", lambda: rand(3),
+         reference=dict(xfail="2.13 iterates a set in the order its members were added (a wrong result)",
+                        why="PyTorch returns a wrong result here"))
+def _(x):
+    words = {"banana", "apple", "cherry", "date", "elder", "fig"}
+    words.add("grape")
+    shouted = {word.upper() for word in words}
+    merged = set(["zeta", "eta", "theta"]) | words
+    popped = [words.pop() for _ in range(3)]
+    return list(words), list(shouted), list(merged), popped, sorted(merged - words), x + 1

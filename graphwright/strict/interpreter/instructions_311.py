@@ -195,7 +195,7 @@ class Instructions311:
         self.push(SequenceValue(self.popn(inst.arg), list))
 
     def op_BUILD_SET(self, inst):
-        self.push(DictValue(sets.members(self.tracer, self.popn(inst.arg)), set))
+        self.push(sets.new_set(set, sets.members(self.tracer, self.popn(inst.arg))))
 
     def op_BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -239,7 +239,7 @@ class Instructions311:
 
     def op_SET_ADD(self, inst):
         item = self.pop()
-        self._built(inst.arg).items.setdefault(operations.hashable_key(self.tracer, item), item)
+        sets.add(self._built(inst.arg), operations.hashable_key(self.tracer, item), item)
 
     def op_MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
@@ -250,10 +250,8 @@ class Instructions311:
         self._built(inst.arg).items.extend(items)
 
     def op_SET_UPDATE(self, inst):
-        added = sets.table(self.tracer, self.pop())
-        target = self._built(inst.arg)
-        for key, item in added.items():
-            target.items.setdefault(key, item)
+        added = self.pop()
+        sets.update(self.tracer, self.stack[-inst.arg], "update", [added])
 
     def op_DICT_UPDATE(self, inst):
         items = operations.dict_items(self.tracer, self.pop())

@@ -63,6 +63,7 @@ def copy_value(tracer: "Tracer", value: Value, memo: dict[int, Value] | None) ->
         _remember(memo, value, made)
         made.items = {key: copy_value(tracer, item, memo) if deep and value.kind is dict else item
                       for key, item in value.items.items()}
+        made.table = None if value.table is None else value.table.copy()  # a set's order, copied
         return made
     if isinstance(value, DictValue) and value.cls in (collections.OrderedDict, collections.defaultdict):
         made = DictValue({}, cls=value.cls)  # their __reduce__: the class, the factory, the items

@@ -112,8 +112,7 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
         items = operations.iterate(tracer, args[0]) if args else []
         return SequenceValue(items, tuple, cls=None if plain else cls)
     if base in (set, frozenset):  # a frozenset's members are given to __new__, a set's to __init__
-        members = sets.table(tracer, args[0]) if args and base is frozenset else {}
-        return DictValue(dict(members), base, cls=None if plain else cls)
+        return sets.filled(tracer, base, args[0] if args and base is frozenset else None, None if plain else cls)
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
     raise _unmodelled_base(tracer, cls, base)
@@ -161,7 +160,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     if base is set:
         if kwargs or len(args) > 1:
             raise tracer.user_error(TypeError(f"set expected at most 1 argument, got {len(args)}"))
-        instance.items = dict(sets.table(tracer, args[0])) if args else {}
+        sets.initialize(tracer, instance, args)
         return
     if base is collections.defaultdict:
         factory = args[0] if args else ConstantValue(None)

@@ -312,7 +312,9 @@ def constant_result(real: Any) -> Value:
     if type(real) is dict:
         return DictValue({key: constant_result(item) for key, item in real.items()})
     if type(real) is set:
-        return DictValue({item: ConstantValue(item) for item in real}, set)
+        from . import sets
+
+        return sets.new_set(set, {item: ConstantValue(item) for item in real}, real.copy())
     return ConstantValue(real)
 
 
@@ -445,6 +447,10 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
 
     if isinstance(value, SequenceValue):
         return list(value.items)
+    if isinstance(value, DictValue) and value.kind is not dict:
+        from . import sets
+
+        return sets.in_order(value)
     if isinstance(value, DictValue):
         return [key_value(key) for key in value.items]
     if isinstance(value, IteratorValue):

@@ -12,9 +12,11 @@ operators change a set in place; on a frozenset, a view, or a set whose right
 operand is no set, `a |= b` is `a = a | b`. Changes to a set from outside are
 replayed after the graph (`SideEffects.mutate`).
 
-Members keep the order they were added in (TorchDynamo's order too); CPython
-orders a set by hash, so code whose result depends on the order a set of
-strings iterates in may differ from eager.
+The algebra itself is CPython's: each set also holds a real set of its members'
+keys (`DictValue.table`), and every operation is applied to those real sets,
+in the program's order, so results, and the order a set iterates and pops in,
+are those of eager's sets (keys are hashed as eager hashes them, objects with a
+Python `__eq__` compared by it); the members are then looked up by key.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import dict_views, operations
 from .hashing import hashable_key
+from ..interpreter import graph_breaks as gb
 from .values import NONE, ConstantValue, DictValue, DictViewValue, IteratorValue, Value
 
 if TYPE_CHECKING:
@@ -32,7 +35,6 @@ SET_KINDS = (set, frozenset)
 COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
 _IN_PLACE = {operator.ior: operator.or_, operator.iand: operator.and_, operator.isub: operator.sub,
              operator.ixor: operator.xor}
-_SYMBOLS = {operator.or_: "|", operator.and_: "&", operator.sub: "-", operator.xor: "^"}
 
 
 def is_set(value: Value) -> bool:
@@ -53,11 +55,61 @@ def members(tracer: "Tracer", values: list[Value]) -> dict[Any, Value]:
     return table
 
 
+def new_set(kind: type, items: dict[Any, Value], table: set | None = None, cls: type | None = None) -> DictValue:
+    """A set holding `items`; `table` is the real set of their keys (by default, one they are
+    added to in order, as a set display or comprehension adds them)."""
+    value = DictValue(items, kind, cls=cls)
+    value.table = set(list(items)) if table is None else table
+    return value
+
+
+def _table(value: DictValue) -> set:
+    """The set's real table of keys (a set read from outside gets one when first operated on,
+    its keys added in the order they were read)."""
+    if value.table is None:
+        value.table = set(list(value.items))
+    return value.table
+
+
+def keys_in_order(value: DictValue) -> list[Any]:
+    """The keys of a set in the order CPython iterates them; a set read from outside and not
+    operated on, in the order it was read in (guarded)."""
+    return list(value.items) if value.table is None else list(value.table)
+
+
+def _operand(tracer: "Tracer", value: Value) -> tuple[Any, dict[Any, Value]]:
+    """What a real set method is given for `value` (a set's table, else its items' keys in
+    order, as the method would iterate them), and its members by key."""
+    if is_set(value):
+        return _table(value), value.items
+    if isinstance(value, ConstantValue) and type(value.value) is frozenset:  # `{"a", "b"}` in 3.11's code
+        return value.value, {key: ConstantValue(key) for key in value.value}
+    items = operations.iterate(tracer, value)
+    keys = [hashable_key(tracer, item) for item in items]
+    found: dict[Any, Value] = {}
+    for key, item in zip(keys, items):
+        found.setdefault(key, item)
+    if isinstance(value, DictValue) and value.python_type() is dict:
+        return dict.fromkeys(keys), found  # a dict is taken whole (the set is sized for it at once)
+    return keys, found
+
+
 def table(tracer: "Tracer", value: Value) -> dict[Any, Value]:
     """The members of a set, or of any other iterable as a set takes them (do not change it)."""
-    if is_set(value):
-        return value.items
-    return members(tracer, operations.iterate(tracer, value))
+    return _operand(tracer, value)[1]
+
+
+def _members_of(keys: set, *sources: dict[Any, Value]) -> dict[Any, Value]:
+    """The members under `keys` (in their order), found in the first of `sources` that has each."""
+    found = {}
+    for key in keys:
+        found[key] = next(source[key] for source in sources if key in source)
+    return found
+
+
+def in_order(value: DictValue) -> list[Value]:
+    """The members of a set in the order CPython iterates them."""
+    return [value.items[key] for key in keys_in_order(value)]
 
 
 def member_key(tracer: "Tracer", item: Value) -> Any:
@@ -76,48 +128,31 @@ def build(tracer: "Tracer", kind: type, args: list[Value], kwargs: dict[str, Val
     if kind is frozenset and args and isinstance(args[0], DictValue) and args[0].kind is frozenset \
             and args[0].cls is None:
         return args[0]  # frozenset(f) is f
-    return DictValue(dict(table(tracer, args[0])) if args else {}, kind)
+    return filled(tracer, kind, args[0] if args else None)
 
 
-def _result(kind: type, items: dict[Any, Value]) -> DictValue:
-    return DictValue(items, kind)
+def filled(tracer: "Tracer", kind: type, iterable: Value | None, cls: type | None = None) -> DictValue:
+    """A new set (of `cls`, a subclass) of the members of `iterable`, added as CPython's
+    constructor adds them."""
+    if iterable is None:
+        return new_set(kind, {}, set(), cls)
+    operand, found = _operand(tracer, iterable)
+    table = set(operand)
+    return new_set(kind, _members_of(table, found), table, cls)
 
 
 def _builtin_kind(value: DictValue) -> type:
     return frozenset if issubclass(value.python_type(), frozenset) else set
 
 
-# -- the algebra, on tables of members --------------------------------------------------------
-
-def _union(left: dict, right: dict) -> dict:
-    result = dict(left)
-    for key, value in right.items():
-        result.setdefault(key, value)
-    return result
-
-
-def _intersection(left: dict, right: dict) -> dict:
-    return {key: value for key, value in left.items() if key in right}
-
-
-def _difference(left: dict, right: dict) -> dict:
-    return {key: value for key, value in left.items() if key not in right}
-
-
-def _symmetric_difference(left: dict, right: dict) -> dict:
-    return {**_difference(left, right), **_difference(right, left)}
-
-
-_ALGEBRA: dict[Callable, Callable[[dict, dict], dict]] = {
-    operator.or_: _union, operator.and_: _intersection, operator.sub: _difference,
-    operator.xor: _symmetric_difference}
+_REAL_OPERATORS = (operator.or_, operator.and_, operator.sub, operator.xor)
 
 
 def _contained(tracer: "Tracer", inner: Value, outer: Value) -> bool:
     """Whether every member of `inner` is in `outer` (CPython's subset test, or a view's
     `all_contained_in`, which asks the other side's `in` for each)."""
     if is_set(inner) and is_set(outer):
-        return all(key in outer.items for key in inner.items)
+        return _table(inner) <= _table(outer)
     return all(contains(tracer, outer, item) for item in elements(tracer, inner))
 
 
@@ -136,7 +171,7 @@ def size(tracer: "Tracer", value: Value) -> int:
 
 
 def elements(tracer: "Tracer", value: Value) -> list[Value]:
-    return list(value.items.values()) if is_set(value) else dict_views.elements(tracer, value)
+    return in_order(value) if is_set(value) else dict_views.elements(tracer, value)
 
 
 def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
@@ -151,36 +186,41 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | No
     plain = _IN_PLACE.get(op)
     if plain is not None:
         if is_set(lhs) and _builtin_kind(lhs) is set and is_set(rhs):
-            _update(tracer, lhs, plain, [rhs])
+            update(tracer, lhs, f"__{op.__name__}__", [rhs])
             return lhs
         op = plain  # no in-place form applies: `a |= b` is `a = a | b`
-    if op in _ALGEBRA:
+    if op in _REAL_OPERATORS:
         if is_set(lhs) and is_set(rhs):
-            return _result(_builtin_kind(lhs), _ALGEBRA[op](lhs.items, rhs.items))
+            table = op(_table(lhs), _table(rhs))
+            return new_set(_builtin_kind(lhs), _members_of(table, lhs.items, rhs.items), table)
         if dict_views.is_set_view(lhs) or dict_views.is_set_view(rhs):
-            left, right = lhs, rhs
-            if op is operator.and_ and not dict_views.is_set_view(lhs):
-                left, right = rhs, lhs  # a view's & takes the view first, whatever the side
-            return _result(set, _ALGEBRA[op](_view_table(tracer, left), table(tracer, right)))
+            return _view_operator(tracer, op, lhs, rhs)
         return None
     if op in COMPARISONS and is_set_like(lhs) and is_set_like(rhs):
         return ConstantValue(_compare(tracer, op, lhs, rhs))
     return None
 
 
-def _view_table(tracer: "Tracer", value: Value) -> dict[Any, Value]:
-    if isinstance(value, DictViewValue):
-        return members(tracer, dict_views.elements(tracer, value))
-    return table(tracer, value)
+def _view_operator(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    """A keys or items view's operator: a set made of its left operand (the view, for `&`,
+    whichever side it is on), then updated by the right one, which may be any iterable."""
+    if op is operator.and_ and not dict_views.is_set_view(lhs):
+        lhs, rhs = rhs, lhs
+    left, left_members = _operand(tracer, lhs) if is_set(lhs) else _view_operand(tracer, lhs)
+    right, right_members = _operand(tracer, rhs)
+    result = set(left)
+    getattr(result, _UPDATE_OF[op])(right)
+    return new_set(set, _members_of(result, left_members, right_members), result)
 
 
-def unsupported_operands(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Exception:
-    """Python's TypeError for an operator neither side supports."""
-    symbol = _SYMBOLS.get(_IN_PLACE.get(op, op), "?")
-    if op in _IN_PLACE:
-        symbol += "="
-    return tracer.user_error(TypeError(f"unsupported operand type(s) for {symbol}: "
-                                       f"'{lhs.python_type().__name__}' and '{rhs.python_type().__name__}'"))
+def _view_operand(tracer: "Tracer", view: Value) -> tuple[Any, dict[Any, Value]]:
+    """What a set is made of from a view: a keys view of a plain dict is taken as the dict
+    (which sizes the new set at once), any other iterated."""
+    keys, found = _operand(tracer, view)
+    if isinstance(view, DictViewValue) and dict_views.kind_of(view) == "keys" \
+            and view.mapping.python_type() is dict:
+        return dict.fromkeys(keys), found
+    return keys, found
 
 
 # -- methods ----------------------------------------------------------------------------------
@@ -192,9 +232,10 @@ _DUNDER_OPERATORS = {
     "__gt__": operator.gt, "__ge__": operator.ge}
 _REFLECTED = {"__ror__": operator.or_, "__rand__": operator.and_, "__rsub__": operator.sub,
               "__rxor__": operator.xor}
-_FOLDS = {"union": _union, "intersection": _intersection, "difference": _difference}
-_UPDATES = {"update": operator.or_, "intersection_update": operator.and_,
-            "difference_update": operator.sub, "symmetric_difference_update": operator.xor}
+_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference"})
+_UPDATES = frozenset({"update", "intersection_update", "difference_update", "symmetric_difference_update"})
+_UPDATE_OF = {operator.or_: "update", operator.and_: "intersection_update", operator.sub: "difference_update",
+              operator.xor: "symmetric_difference_update"}
 
 
 def _arity(tracer: "Tracer", value: DictValue, name: str, args: list[Value], count: int) -> None:
@@ -218,54 +259,47 @@ def call_method(tracer: "Tracer", value: DictValue, name: str, args: list[Value]
             return ConstantValue(NotImplemented)  # set's own operators take sets only
         result = binary(tracer, _DUNDER_OPERATORS.get(name) or _REFLECTED[name], *operands)
         return result if result is not None else ConstantValue(NotImplemented)
-    if name in _FOLDS:
-        result = dict(value.items)
-        for other in args:
-            result = _FOLDS[name](result, table(tracer, other))
-        return _result(kind, result)
-    if name == "symmetric_difference":
-        _arity(tracer, value, name, args, 1)
-        return _result(kind, _symmetric_difference(value.items, table(tracer, args[0])))
-    if name in ("issubset", "issuperset", "isdisjoint"):
-        _arity(tracer, value, name, args, 1)
-        other = table(tracer, args[0])
-        if name == "issubset":
-            return ConstantValue(all(key in other for key in value.items))
-        if name == "issuperset":
-            return ConstantValue(all(key in value.items for key in other))
-        return ConstantValue(not any(key in value.items for key in other))
+    if name in _QUERIES or name in ("issubset", "issuperset", "isdisjoint"):
+        if name not in ("union", "intersection", "difference"):
+            _arity(tracer, value, name, args, 1)
+        operands = [_operand(tracer, other) for other in args]
+        result = getattr(_table(value), name)(*(operand for operand, _ in operands))
+        if isinstance(result, bool):
+            return ConstantValue(result)
+        return new_set(kind, _members_of(result, value.items, *(found for _, found in operands)), result)
     if name == "copy":
         _arity(tracer, value, name, args, 0)
         if value.kind is frozenset and value.cls is None:
             return value
-        return _result(kind, dict(value.items))
+        table = _table(value).copy()
+        return new_set(kind, _members_of(table, value.items), table)
     if name == "__contains__":
         _arity(tracer, value, name, args, 1)
         return ConstantValue(contains(tracer, value, args[0]))
     if name == "__len__":
         return ConstantValue(len(value.items))
     if name == "__iter__":
-        return IteratorValue(list(value.items.values()))
+        return IteratorValue(in_order(value))
     if name in _UPDATES:
         if name == "symmetric_difference_update":
             _arity(tracer, value, name, args, 1)
-        _update(tracer, value, _UPDATES[name], args)
+        update(tracer, value, name, args)
         return NONE
     return _change(tracer, value, name, args)
 
 
-def _update(tracer: "Tracer", value: DictValue, op: Callable, others: list[Value]) -> None:
-    tables = [table(tracer, other) for other in others]
+def update(tracer: "Tracer", value: DictValue, method: str, others: list[Value]) -> None:
+    """An updating method (or in-place operator) of set, run on the real table."""
+    operands = [_operand(tracer, other) for other in others]
     tracer.side_effects.mutate(value)
-    result = value.items
-    for other in tables:
-        result = _ALGEBRA[op](result, other)
-    value.items = result
+    table = _table(value)
+    getattr(table, method)(*(operand for operand, _ in operands))
+    value.items = _members_of(table, value.items, *(found for _, found in operands))
 
 
 def _change(tracer: "Tracer", value: DictValue, name: str, args: list[Value]) -> Value:
     """add, discard, remove, pop, clear."""
-    items = value.items
+    items, table = value.items, _table(value)
     if name in ("add", "discard", "remove"):
         _arity(tracer, value, name, args, 1)
         key = member_key(tracer, args[0]) if name != "add" else hashable_key(tracer, args[0])
@@ -273,22 +307,35 @@ def _change(tracer: "Tracer", value: DictValue, name: str, args: list[Value]) ->
             raise tracer.user_error(KeyError(key))
         tracer.side_effects.mutate(value)
         if name == "add":
-            items.setdefault(key, args[0])
+            add(value, key, args[0])
         else:
             items.pop(key, None)
+            table.discard(key)
         return NONE
     if name == "pop":
         _arity(tracer, value, name, args, 0)
         if not items:
             raise tracer.user_error(KeyError("pop from an empty set"))
         tracer.side_effects.mutate(value)
-        return items.pop(next(iter(items)))
+        return items.pop(table.pop())
     if name == "clear":
         _arity(tracer, value, name, args, 0)
         tracer.side_effects.mutate(value)
         items.clear()
+        table.clear()
         return NONE
-    from ..interpreter import graph_breaks as gb
-
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set.{name}", name=name,
                              type=value.python_type().__name__)
+
+
+def add(value: DictValue, key: Any, member: Value) -> None:
+    """`value.add(member)` under `key` (an equal member already there stays)."""
+    _table(value).add(key)
+    value.items.setdefault(key, member)
+
+
+def initialize(tracer: "Tracer", value: DictValue, args: list[Value]) -> None:
+    """`set.__init__(value, iterable=())`: emptied, then updated."""
+    value.items, value.table = {}, set()
+    if args:
+        update(tracer, value, "update", args[:1])

@@ -141,9 +141,12 @@ class DictValue(Value):
 
     A dict read from outside is read as the program reads it: `lookup` reads (and
     guards) one key through `reader`; the first use of `items` reads the whole dict,
-    guarded on its keys. `mutated`: the region changed it in place."""
+    guarded on its keys. `mutated`: the region changed it in place.
 
-    __slots__ = ("_items", "kind", "mutated", "cls", "overlay", "obj", "reader")
+    A set's `table` is a real set of its keys, changed with them (`sets`): its order is the
+    order CPython iterates the set in."""
+
+    __slots__ = ("_items", "kind", "mutated", "cls", "overlay", "obj", "reader", "table")
 
     def __init__(self, items: dict[Any, Value], kind: type = dict, source: Source | None = None,
                  cls: type | None = None, obj: Any = None, reader: "DictReader | None" = None) -> None:
@@ -155,6 +158,7 @@ class DictValue(Value):
         self.overlay: dict[str, Value | None] = {}
         self.obj = obj
         self.reader = reader
+        self.table: set | None = None
 
     @property
     def items(self) -> dict[Any, Value]:

@@ -29,6 +29,7 @@ from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
 from ..objects.instances import fill, make_empty
+from ..objects.sets import keys_in_order, new_set
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -178,7 +179,7 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if value.kind is list else f"({items})"
         if isinstance(value, DictValue):
             if value.kind is not dict:
-                return f"{self.ref(value.kind)}(({''.join(self.key(k) + ', ' for k in value.items)}))"
+                return f"{self.ref(value.kind)}(({''.join(self.key(k) + ', ' for k in keys_in_order(value))}))"
             pairs = ", ".join(f"{self.key(key)}: {self.rebuild(item)}" for key, item in value.items.items())
             return "{" + pairs + "}"
         if isinstance(value, FunctionValue):
@@ -201,13 +202,13 @@ class ResidualWriter(EntryWriter):
         if base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
         elif base is frozenset:
-            items = "(" + "".join(self.key(key) + ", " for key in value.items) + ")"
+            items = "(" + "".join(self.key(key) + ", " for key in keys_in_order(value)) + ")"
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
         if isinstance(value, DictValue) and base is set:
-            contents = f"{{{''.join(self.key(key) + ', ' for key in value.items)}}}" if value.items \
+            contents = f"{{{''.join(self.key(key) + ', ' for key in keys_in_order(value))}}}" if value.items \
                 else f"{self.ref(set)}()"
         elif isinstance(value, DictValue) and base is not frozenset:
             contents = "{" + ", ".join(f"{self.key(key)}: {self.rebuild(item)}"
@@ -319,4 +320,6 @@ def _detached(container: Value) -> Value:
     """The container's new contents as a fresh value, so it is rebuilt item by item."""
     if isinstance(container, SequenceValue):
         return SequenceValue(container.items, list)
-    return DictValue(container.items, container.kind if container.kind is dict else set)
+    if container.kind is dict:
+        return DictValue(container.items)
+    return new_set(set, container.items, container.table)
