@@ -15,8 +15,9 @@ every attribute access, and training steps then set `config.problem_type`).
   Iteration follows CPython's order: an attribute deleted and stored again in
   the region moves to the end.
 
-Not modelled (a graph break naming it): writes through a module's `__dict__`
-(an `nn.Module`'s stores are its `__setattr__`'s), and keys that are not strings.
+A store through the `__dict__` is replayed into the `__dict__` (a module's
+`__setattr__`, which files parameters and submodules, does not run, as in
+eager). Not modelled (a graph break naming it): keys that are not strings.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..guards.sources import Source
 from ..interpreter import graph_breaks as gb
-from .values import DictValue, InstanceDictValue, ModuleValue, Value
+from .values import DictValue, InstanceDictValue, Value
 from .wrap import OutsideDict
 
 if TYPE_CHECKING:
@@ -76,19 +77,15 @@ class InstanceAttributes(MutableMapping):
 
     def __setitem__(self, key: Any, value: Value) -> None:
         self._check_writable(key)
-        self.tracer.side_effects.store_attr(self.instance, key, value)
+        self.tracer.side_effects.store_attr(self.instance, key, value, through_dict=True)
 
     def __delitem__(self, key: Any) -> None:
         self._check_writable(key)
         if key not in self:
             raise KeyError(key)
-        self.tracer.side_effects.store_attr(self.instance, key, None)
+        self.tracer.side_effects.store_attr(self.instance, key, None, through_dict=True)
 
     def _check_writable(self, key: Any) -> None:
-        kind = type(self.instance.module).__name__ if isinstance(self.instance, ModuleValue) else None
-        if kind is not None:
-            raise self.tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"write {kind}.__dict__[{key!r}]",
-                                          name="writing an item of a module's `__dict__`", type=kind)
         if not isinstance(key, str):
             kind = self.instance.python_type().__name__
             raise self.tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{kind}.__dict__[{key!r}] = ...",

@@ -10,8 +10,8 @@ anew is built once, into a `___rN` variable, so that two places holding the
 same list still hold the same list; an instance of a user class is made
 empty by its builtin base and then given its items and attributes without
 running the user's code. `replay_lines` writes the side effects (stores on
-instances of user classes as `object.__setattr__`: their `__setattr__` ran
-in the trace).
+instances of user classes, and through a `__dict__`, straight into the
+instance: their class's `__setattr__` ran in the trace).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
-from ..objects.classes import builtin_base, is_instance_value, is_user_class
+from ..objects.classes import builtin_base, instance_dict_of, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
 from ..objects.instances import fill, make_empty
 from ..objects.sets import keys_in_order, new_set
@@ -75,11 +75,30 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     return function
 
 
+def _is_slot(obj: Any, name: str) -> bool:
+    return type(getattr(type(obj), name, None)) is types.MemberDescriptorType
+
+
+def _store_own(obj: Any, name: str, value: Any) -> None:
+    """Store an attribute as the object keeps it, its class's `__setattr__` and descriptors
+    having run in the trace: in its slot, or its `__dict__` (a property without a setter that
+    reads the `__dict__` does not stop it, as in eager)."""
+    if _is_slot(obj, name):
+        object.__setattr__(obj, name, value)
+    else:
+        instance_dict_of(obj)[name] = value
+
+
 def _remove_own_attribute(obj: Any, name: str) -> None:
-    try:
-        object.__delattr__(obj, name)
-    except AttributeError:
-        pass
+    """Delete an attribute the object keeps, if it has it (one added in the region and deleted
+    again is not there)."""
+    if _is_slot(obj, name):
+        try:
+            object.__delattr__(obj, name)
+        except AttributeError:
+            pass
+    else:
+        instance_dict_of(obj).pop(name, None)
 
 
 def _advance(iterator: Any, steps: int) -> None:
@@ -105,7 +124,7 @@ class ResidualWriter(EntryWriter):
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         super().__init__(code)
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
-                               "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
+                               "___fill": fill, "___refill": _refill, "___setattr": _store_own,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
                                "___advance": _advance})
@@ -289,7 +308,8 @@ class ResidualWriter(EntryWriter):
                 lines.append(f"___replace_contents({target}, {new})")
         for key, (owner, name, value) in effects.attribute_stores.items():
             target = self.expr(owner.source)
-            raw = is_instance_value(owner)  # the class's own __setattr__ already ran in the trace
+            # the class's own __setattr__ already ran in the trace, or the store was to the __dict__
+            raw = is_instance_value(owner) or key in effects.through_dict
             if raw and (value is None or key in effects.readded):
                 # deleted (and maybe stored again): an attribute the region added, then deleted,
                 # is not there to delete

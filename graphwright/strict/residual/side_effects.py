@@ -30,6 +30,7 @@ class SideEffects:
         self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
         self._scopes: list[tuple[int, Callable[[str], Exception]]] = []
         self.readded: set[tuple[int, str]] = set()  # attributes deleted, then stored again
+        self.through_dict: set[tuple[int, str]] = set()  # stored as `obj.__dict__[name] = value`
         self.outside_iterators: list[IteratorValue] = []  # passed in: how far the region stepped them
 
     @contextlib.contextmanager
@@ -55,14 +56,18 @@ class SideEffects:
         if container.source is not None and not isinstance(container, InstanceDictValue):
             self.mutated[id(container)] = container
 
-    def store_attr(self, owner: Value, name: str, value: Value | None) -> None:
+    def store_attr(self, owner: Value, name: str, value: Value | None, through_dict: bool = False) -> None:
         """`owner.name = value` (None: `del owner.name`); reads see it through the overlay.
+        `through_dict`: written into the object's `__dict__` (no `__setattr__` of its class
+        runs when it is replayed, a module's neither).
 
         An attribute deleted in the region and stored again moves to the end of the object's
         `__dict__`, as in CPython: its store is recorded anew (after the others) and marked,
         so that the replay removes it before storing it."""
         self._check(owner, f"setting `{name}` on a {owner.python_type().__name__} made outside it")
         key = (id(owner), name)
+        if through_dict:
+            self.through_dict.add(key)
         if value is not None and owner.overlay.get(name, _ABSENT) is None:
             del owner.overlay[name]
             self.attribute_stores.pop(key, None)
