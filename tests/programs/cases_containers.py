@@ -313,6 +313,23 @@ def _(x):
     return made
 
 
+class ReadOnlyCount:
+    """An attribute kept in the `__dict__` behind a property without a setter."""
+
+    def __init__(self):
+        self.__dict__["count"] = 1
+
+    @property
+    def count(self):
+        return self.__dict__["count"]
+
+
+@program("store_through_the_dict_behind_a_read_only_property", lambda: (rand(3), ReadOnlyCount()))
+def _(x, counter):
+    counter.__dict__["count"] = counter.count + 1
+    return x * counter.__dict__["count"]
+
+
 # -- keys ---------------------------------------------------------------------------------------
 
 class Token:

@@ -10,8 +10,9 @@ anew is built once, into a `___rN` variable, so that two places holding the
 same list still hold the same list; an instance of a user class is made
 empty by its builtin base and then given its items and attributes without
 running the user's code. `replay_lines` writes the side effects (stores on
-instances of user classes, and through a `__dict__`, straight into the
-instance: their class's `__setattr__` ran in the trace).
+instances of user classes, and through a `__dict__`, as `object.__setattr__`,
+or into the `__dict__` where a descriptor would take that: their class's
+`__setattr__` ran in the trace).
 """
 from __future__ import annotations
 
@@ -75,30 +76,19 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     return function
 
 
-def _is_slot(obj: Any, name: str) -> bool:
-    return type(getattr(type(obj), name, None)) is types.MemberDescriptorType
-
-
-def _store_own(obj: Any, name: str, value: Any) -> None:
-    """Store an attribute as the object keeps it, its class's `__setattr__` and descriptors
-    having run in the trace: in its slot, or its `__dict__` (a property without a setter that
-    reads the `__dict__` does not stop it, as in eager)."""
-    if _is_slot(obj, name):
-        object.__setattr__(obj, name, value)
-    else:
-        instance_dict_of(obj)[name] = value
-
-
 def _remove_own_attribute(obj: Any, name: str) -> None:
-    """Delete an attribute the object keeps, if it has it (one added in the region and deleted
-    again is not there)."""
-    if _is_slot(obj, name):
-        try:
-            object.__delattr__(obj, name)
-        except AttributeError:
-            pass
-    else:
-        instance_dict_of(obj).pop(name, None)
+    try:
+        object.__delattr__(obj, name)
+    except AttributeError:
+        pass
+
+
+def _shadowed(owner: Value, name: str) -> bool:
+    """Whether a data descriptor of the owner's class (a property that reads the `__dict__`)
+    would take a store to `name` that the region made straight into the object's state."""
+    found = next((klass.__dict__[name] for klass in owner.python_type().__mro__ if name in klass.__dict__), None)
+    kind = type(found)
+    return kind is not types.MemberDescriptorType and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
 
 
 def _advance(iterator: Any, steps: int) -> None:
@@ -124,7 +114,8 @@ class ResidualWriter(EntryWriter):
     def __init__(self, code: types.CodeType, on_break: Callable[..., Exception]) -> None:
         super().__init__(code)
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
-                               "___fill": fill, "___refill": _refill, "___setattr": _store_own,
+                               "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
+                               "___instance_dict": instance_dict_of,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
                                "___advance": _advance})
@@ -310,13 +301,17 @@ class ResidualWriter(EntryWriter):
             target = self.expr(owner.source)
             # the class's own __setattr__ already ran in the trace, or the store was to the __dict__
             raw = is_instance_value(owner) or key in effects.through_dict
+            through_dict = raw and _shadowed(owner, name)  # a descriptor would take object.__setattr__'s
             if raw and (value is None or key in effects.readded):
                 # deleted (and maybe stored again): an attribute the region added, then deleted,
                 # is not there to delete
-                lines.append(f"___remove_own_attribute({target}, {name!r})")
+                lines.append(f"___instance_dict({target}).pop({name!r}, None)" if through_dict
+                             else f"___remove_own_attribute({target}, {name!r})")
             if value is None:
                 if not raw:
                     lines.append(f"___delattr({target}, {name!r})")
+            elif through_dict:
+                lines.append(f"___instance_dict({target})[{name!r}] = {self.rebuild(value)}")
             elif raw:
                 lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
             else:
