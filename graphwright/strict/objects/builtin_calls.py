@@ -385,7 +385,7 @@ _HANDLERS[frozenset] = lambda tracer, args, kwargs: sets.build(tracer, frozenset
 _HANDLERS[dict] = dicts.build
 _HANDLERS[collections.deque] = deques.make
 _HANDLERS[types.MappingProxyType] = dict_views.mapping_proxy
-_HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
+_HANDLERS[hash] = hashing.hash_of
 
 
 @handles(functools.partial)

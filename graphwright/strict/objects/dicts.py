@@ -47,8 +47,7 @@ def _base(value: DictValue) -> type:
 def mapping_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
     """What `dict.update(value)` and `dict(value)` read: the items of a mapping (a dict, or
     anything with `keys()`), else the pairs an iterable gives, with Python's errors."""
-    if is_dict(value) or isinstance(value, DictViewValue) and dict_views.kind_of(value) == "proxy" \
-            or classes.special_method(tracer, value, "keys") is not None:
+    if is_dict(value) or hasattr(value.python_type(), "keys"):
         return operations.dict_items(tracer, value)
     items: dict[Any, Value] = {}
     for index, pair in enumerate(operations.iterate(tracer, value)):

@@ -116,9 +116,12 @@ def _python_equality(tracer: "Tracer", value: Value, binary: Any, truth: Any) ->
     return lambda other: truth(tracer, binary(tracer, operator.eq, value, key_value(other)))
 
 
-def hash_of(tracer: "Tracer", value: Value) -> Value:
+def hash_of(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`hash(value)`: a constant's hash, a Python `__hash__`'s result; an identity hash of an
     object of the trace is its address, which the trace does not know."""
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
+    value = args[0]
     key = hashable_key(tracer, value)
     if isinstance(key, ObjectKey) and key.equal is not None:
         return ConstantValue(key.hash)

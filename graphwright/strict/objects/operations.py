@@ -198,8 +198,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
 
 
 def _is_repeat(sequence: Value, count: Value) -> bool:
-    """`[x] * n`: a plain list or tuple and an int."""
-    return isinstance(sequence, SequenceValue) and sequence.cls is None and isinstance(count, ConstantValue) \
+    """`[x] * n`: a list or tuple (of a subclass too: the repetition is a plain one) and an int."""
+    return isinstance(sequence, SequenceValue) and isinstance(count, ConstantValue) \
         and isinstance(count.value, (int, torch.SymInt)) and not isinstance(count.value, bool)
 
 
@@ -492,18 +492,14 @@ def dict_items(tracer: "Tracer", value: Value, callee: Value | None = None) -> d
         cls = value.python_type()
         if cls is dict or cls.__iter__ is dict.__iter__:
             return dict(value.items)
-    if isinstance(value, DictValue) and value.kind is dict or _has_python_methods(value) \
-            and special_method(tracer, value, "keys") is not None:
-        from . import attributes
-
-        keys = iterate(tracer, _call(tracer, attributes.load_attr(tracer, value, "keys"), []))
-        return {hashable_key(tracer, key): getitem(tracer, value, key) for key in keys}
     if not hasattr(value.python_type(), "keys"):
         kind = type_name(value.python_type())
         raise tracer.user_error(TypeError(f"'{kind}' object is not a mapping" if callee is None else
                                           f"{callable_text(callee)} argument after ** must be a mapping, not {kind}"))
-    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"** on {value!r}", op="`**` unpacking",
-                             types=value.python_type().__name__)
+    from . import attributes  # any mapping: its keys(), and an item read for each
+
+    keys = iterate(tracer, _call(tracer, attributes.load_attr(tracer, value, "keys"), []))
+    return {hashable_key(tracer, key): getitem(tracer, value, key) for key in keys}
 
 
 def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
@@ -601,7 +597,8 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
         tracer.side_effects.mutate(container)
         container.items[hashable_key(tracer, key)] = value
         return
-    if isinstance(container, (SequenceValue, DictValue, DictViewValue, ConstantValue)):
+    if isinstance(container, (SequenceValue, DictValue, DictViewValue)) or \
+            isinstance(container, ConstantValue) and not hasattr(type(container.value), "__setitem__"):
         raise tracer.user_error(TypeError(
             f"'{type_name(container.python_type())}' object does not support item assignment"))
     raise _unsupported(tracer, operator.setitem, container, key, value)
