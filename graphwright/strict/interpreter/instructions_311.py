@@ -239,7 +239,7 @@ class Instructions311:
 
     def op_SET_ADD(self, inst):
         item = self.pop()
-        sets.add(self._built(inst.arg), operations.hashable_key(self.tracer, item), item)
+        sets.add(self._built(inst.arg), operations.hashable_key(self.tracer, item, sets.MEMBER), item)
 
     def op_MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 
-def hashable_key(tracer: "Tracer", value: Value) -> Any:
-    """`value` as a key of a modelled dict or set, hashed as Python hashes it."""
+def hashable_key(tracer: "Tracer", value: Value, purpose: str = "using as a dict key") -> Any:
+    """`value` as a key of a modelled dict or set, hashed as Python hashes it; `purpose` names
+    what the program did with it when it cannot be a key."""
     from .operations import python_value
 
     if isinstance(value, ConstantValue):
@@ -53,7 +54,7 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
     if classes.is_instance_value(value):
         return _object_key(tracer, value)
     if isinstance(value, SequenceValue) and value.kind is tuple:
-        keys = tuple(hashable_key(tracer, item) for item in value.items)
+        keys = tuple(hashable_key(tracer, item, purpose) for item in value.items)
         if value.cls is not None and all(isinstance(item, ConstantValue) for item in value.items):
             return python_value(tracer, value)  # a named tuple of constants: itself
         return keys
@@ -71,7 +72,7 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
         return real
     if value.source is None and value.python_type().__hash__ is object.__hash__:
         return ObjectKey(value, id(value))  # an iterator, a generator...: by identity
-    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
+    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op=purpose,
                              types=value.python_type().__name__)
 
 

@@ -23,15 +23,15 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..interpreter import graph_breaks as gb
 from . import dict_views, operations
 from .hashing import hashable_key
-from ..interpreter import graph_breaks as gb
 from .values import NONE, ConstantValue, DictValue, DictViewValue, IteratorValue, Value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
-SET_KINDS = (set, frozenset)
+MEMBER = "using as a member of a set"
 COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
 _IN_PLACE = {operator.ior: operator.or_, operator.iand: operator.and_, operator.isub: operator.sub,
              operator.ixor: operator.xor}
@@ -51,7 +51,7 @@ def members(tracer: "Tracer", values: list[Value]) -> dict[Any, Value]:
     """The members a set made of `values` holds: each under its key, the first of equal ones."""
     table: dict[Any, Value] = {}
     for value in values:
-        table.setdefault(hashable_key(tracer, value), value)
+        table.setdefault(hashable_key(tracer, value, MEMBER), value)
     return table
 
 
@@ -85,7 +85,7 @@ def _operand(tracer: "Tracer", value: Value) -> tuple[Any, dict[Any, Value]]:
     if isinstance(value, ConstantValue) and type(value.value) is frozenset:  # `{"a", "b"}` in 3.11's code
         return value.value, {key: ConstantValue(key) for key in value.value}
     items = operations.iterate(tracer, value)
-    keys = [hashable_key(tracer, item) for item in items]
+    keys = [hashable_key(tracer, item, MEMBER) for item in items]
     found: dict[Any, Value] = {}
     for key, item in zip(keys, items):
         found.setdefault(key, item)
@@ -116,7 +116,7 @@ def member_key(tracer: "Tracer", item: Value) -> Any:
     """The key `item` is looked up under: a set looked up in a set is taken as a frozenset."""
     if isinstance(item, DictValue) and item.kind is set:
         return frozenset(item.items)
-    return hashable_key(tracer, item)
+    return hashable_key(tracer, item, MEMBER)
 
 
 def build(tracer: "Tracer", kind: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -302,7 +302,7 @@ def _change(tracer: "Tracer", value: DictValue, name: str, args: list[Value]) ->
     items, table = value.items, _table(value)
     if name in ("add", "discard", "remove"):
         _arity(tracer, value, name, args, 1)
-        key = member_key(tracer, args[0]) if name != "add" else hashable_key(tracer, args[0])
+        key = member_key(tracer, args[0]) if name != "add" else hashable_key(tracer, args[0], MEMBER)
         if name == "remove" and key not in items:
             raise tracer.user_error(KeyError(key))
         tracer.side_effects.mutate(value)
