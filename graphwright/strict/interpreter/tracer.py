@@ -20,7 +20,7 @@ import torch
 from ..._core import config
 from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
-from ..._core.user_stack import is_user_file
+from ..._core.user_stack import is_graphwright_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
     AttrSource,
@@ -96,9 +96,11 @@ class Tracer:
                              self.user_stack())
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        """The interpreted frames in the user's files (torch's and the library's are skipped)."""
+        """The interpreted frames, outermost first: the user's and those of the libraries it
+        calls (torch's Python code included), so that the innermost line is where capture
+        stopped, as torch.compile shows it; graphwright's own frames are left out."""
         frames = [frame.frame_summary() for frame in self.frames]
-        return [summary for summary in frames if is_user_file(summary.filename)] or frames
+        return [summary for summary in frames if not is_graphwright_file(summary.filename)] or frames
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:
