@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, operations
+from ..objects import attributes, builtin_calls, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -195,8 +195,7 @@ class Instructions311:
         self.push(SequenceValue(self.popn(inst.arg), list))
 
     def op_BUILD_SET(self, inst):
-        items = self.popn(inst.arg)
-        self.push(DictValue({operations.hashable_key(self.tracer, item): item for item in items}, set))
+        self.push(DictValue(sets.members(self.tracer, self.popn(inst.arg)), set))
 
     def op_BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -233,7 +232,7 @@ class Instructions311:
 
     def op_SET_ADD(self, inst):
         item = self.pop()
-        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, item)] = item
+        self.stack[-inst.arg].items.setdefault(operations.hashable_key(self.tracer, item), item)
 
     def op_MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
@@ -244,9 +243,10 @@ class Instructions311:
         self.stack[-inst.arg].items.extend(items)
 
     def op_SET_UPDATE(self, inst):
-        target = self.stack[-(inst.arg + 1)]
-        for item in operations.iterate(self.tracer, self.pop()):
-            target.items[operations.hashable_key(self.tracer, item)] = item
+        added = sets.table(self.tracer, self.pop())
+        target = self.stack[-inst.arg]
+        for key, item in added.items():
+            target.items.setdefault(key, item)
 
     def op_DICT_UPDATE(self, inst):
         source = self.pop()

@@ -10,6 +10,7 @@ never to the real object.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import types
 from typing import TYPE_CHECKING, Any
@@ -18,10 +19,12 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, output_calls
+from . import classes, dict_views, output_calls
 from .values import (
     ConstantValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     FunctionValue,
     GeneratorValue,
     ModuleValue,
@@ -65,10 +68,14 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _constant_attr(tracer, value, name)
     if classes.is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
         return classes.get_attribute(tracer, value, name)
+    if isinstance(value, DequeValue):
+        return ConstantValue(value.maxlen) if name == "maxlen" else _method_if(value, name, collections.deque)
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
         return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
+    if isinstance(value, DictViewValue):
+        return dict_views.attribute(tracer, value, name)
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):

@@ -9,6 +9,7 @@ computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import operator
 import re
@@ -24,17 +25,23 @@ from . import (
     checks,
     classes,
     copying,
+    deques,
+    dict_views,
+    dicts,
+    hashing,
     instances,
     introspection,
     iteration,
     operations,
     output_calls,
+    sets,
     symbolic_numbers,
 )
 from .values import (
     NONE,
     ConstantValue,
     DictValue,
+    DictViewValue,
     FunctionValue,
     MethodValue,
     ModuleValue,
@@ -64,9 +71,12 @@ def handles(*targets: Any) -> Callable[[Handler], Handler]:
 
 def handler_for(target: Any) -> Handler | None:
     try:
-        return _HANDLERS.get(target)
+        found = _HANDLERS.get(target)
     except TypeError:  # unhashable callable
         return None
+    if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
+        return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    return found
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)
@@ -88,8 +98,7 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     """Call `target` now on the Python values of its arguments (operators on tensors: a node;
     `operator.ge(a, b)` on objects: `a >= b`, by their special methods)."""
     if getattr(target, "__module__", "") in ("operator", "_operator"):
-        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
-                and not all(operations.is_constant_tree(arg) for arg in args):
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs:
             return operations.binary(tracer, target, args[0], args[1])
         if any(isinstance(arg, TensorValue) for arg in args):
             return tracer.graph.call("call_function", target, args, kwargs)
@@ -115,7 +124,7 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
@@ -180,6 +189,8 @@ def _len(tracer, args, kwargs):
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
+    if isinstance(value, DictViewValue):
+        return ConstantValue(dict_views.size(tracer, value))
     if isinstance(value, ConstantValue):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):
@@ -369,17 +380,12 @@ _HANDLERS.update(copying.HANDLERS)
 _HANDLERS[torch.tensor] = _HANDLERS[torch.as_tensor] = symbolic_numbers.tensor_of_a_symbol
 
 
-@handles(set)
-def _set(tracer, args, kwargs):
-    items = operations.iterate(tracer, args[0]) if args else []
-    return DictValue({operations.hashable_key(tracer, item): item for item in items}, set)
-
-
-@handles(dict)
-def _dict(tracer, args, kwargs):
-    items = operations.mapping_items(tracer, args[0]) if args else {}
-    items.update(kwargs)
-    return DictValue(items)
+_HANDLERS[set] = lambda tracer, args, kwargs: sets.build(tracer, set, args, kwargs)
+_HANDLERS[frozenset] = lambda tracer, args, kwargs: sets.build(tracer, frozenset, args, kwargs)
+_HANDLERS[dict] = dicts.build
+_HANDLERS[collections.deque] = deques.make
+_HANDLERS[types.MappingProxyType] = dict_views.mapping_proxy
+_HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 
 
 @handles(functools.partial)

@@ -7,8 +7,11 @@ One class per kind of Python behaviour, not per type:
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
 - `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
   of user subclasses of list and tuple: items here, attributes in the overlay).
-- `DictValue`: a dict, or a set (keys only); instances of user subclasses of
-  dict and OrderedDict keep their items here and their attributes in the overlay.
+- `DictValue`: a dict, or a set or frozenset (keys only); instances of user subclasses
+  of dict, OrderedDict, set and frozenset keep their items here and their attributes in the
+  overlay.
+- `DequeValue`: a `collections.deque`, a list with a bound (`maxlen`).
+- `DictViewValue`: a live view of a dict's keys, values or items, or a mappingproxy of it.
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `PartialValue`: a `functools.partial` made in the region around non-constant values.
@@ -29,6 +32,7 @@ Each value's `birth` is its rank in creation order (compared with a `birth_mark(
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import types
@@ -114,8 +118,22 @@ class SequenceValue(Value):
         return self.cls or self.kind
 
 
+class DequeValue(SequenceValue):
+    """A `collections.deque`: a list whose `maxlen` (None: unbounded) drops items from the
+    other end when it is full."""
+
+    __slots__ = ("maxlen",)
+
+    def __init__(self, items: list[Value], maxlen: int | None, source: Source | None = None) -> None:
+        super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, list, source,
+                         cls=collections.deque)
+        self.maxlen = maxlen
+
+
 class DictValue(Value):
-    """A dict (keys are Python constants, identity keys and `TensorKey`s) or, with `kind` set, a set (values unused).
+    """A dict (`kind` dict), or a set (`kind` set or frozenset: each member under its key).
+    Keys are Python constants, objects hashed by identity, `ValueKey`s, and tuples and
+    frozensets of those.
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
@@ -174,16 +192,39 @@ class InstanceDictValue(DictValue):
         self.items = attributes
 
 
-class TensorKey:
+class DictViewValue(Value):
+    """`d.keys()`, `d.values()`, `d.items()` (`cls` dict_keys, dict_values, dict_items or the
+    odict_ ones) or `types.MappingProxyType(d)`: it holds no items, it reads `mapping`
+    whenever it is used, so it sees the dict's later changes, as in Python."""
+
+    __slots__ = ("mapping", "cls")
+
+    def __init__(self, mapping: DictValue, cls: type) -> None:
+        super().__init__(None)
+        self.mapping = mapping
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class ValueKey:
+    """A key of a modelled dict (or member of a set) that stands for a value of the trace
+    rather than a Python constant; `value` is that value (what iterating the dict gives)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+
+class TensorKey(ValueKey):
     """A tensor used as a dict key. A tensor hashes by identity (`Tensor.__hash__` is `id`), so
     a dict keyed by tensors finds a key exactly when the same tensor is looked up (the
     optimizers' `self.state[param]`): the key is the tensor's identity in the trace, its fake
     tensor, and iterating the dict gives the tensor's value back."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: TensorValue) -> None:
-        self.value = value
+    __slots__ = ()
 
     def __hash__(self) -> int:
         return id(self.value.fake)
@@ -195,9 +236,46 @@ class TensorKey:
         return f"TensorKey({self.value.source.name() if self.value.source else 'a tensor made in the region'})"
 
 
+class ObjectKey(ValueKey):
+    """An object of the trace used as a key, hashed and compared as Python does: by identity,
+    or by its class's Python `__hash__` (`hash`, what the inlined method returned) and
+    `__eq__` (`equal(other key)`, which runs the inlined method when dicts compare keys of
+    equal hash, as CPython's lookups do)."""
+
+    __slots__ = ("hash", "equal")
+
+    def __init__(self, value: Value, hash_: int, equal: Callable[[Any], bool] | None = None) -> None:
+        super().__init__(value)
+        self.hash = hash_
+        self.equal = equal
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueKey) and other.value is self.value:
+            return True
+        return self.equal is not None and self.equal(other)
+
+    def __repr__(self) -> str:
+        return f"ObjectKey({self.value!r})"
+
+
 def key_value(key: Any) -> Value:
-    """The value of a key of a modelled dict: the tensor of a `TensorKey`, else the constant."""
-    return key.value if isinstance(key, TensorKey) else ConstantValue(key)
+    """The value of a key of a modelled dict: the value of a `ValueKey`, a tuple of keys as a
+    tuple of their values, else the constant."""
+    if isinstance(key, ValueKey):
+        return key.value
+    if type(key) is tuple and holds_value_keys(key):
+        return SequenceValue([key_value(item) for item in key], tuple)
+    return ConstantValue(key)
+
+
+def holds_value_keys(key: Any) -> bool:
+    """Whether a key is, or contains, a `ValueKey` (it is then no Python constant)."""
+    if isinstance(key, ValueKey):
+        return True
+    return type(key) in (tuple, frozenset) and any(holds_value_keys(item) for item in key)
 
 
 class DictReader(Protocol):

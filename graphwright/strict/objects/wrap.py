@@ -35,6 +35,7 @@ from ..interpreter.graph_builder import tensor_kind
 from .values import (
     CellValue,
     ConstantValue,
+    DequeValue,
     DictValue,
     FunctionValue,
     MethodValue,
@@ -163,6 +164,12 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
+    if cls is collections.deque:
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "len", len(real))
+        wrap(tracer, real.maxlen, _attr(source, "maxlen"))  # guarded: a different bound recompiles
+        items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
+        return DequeValue(items, real.maxlen, source)
     if cls is dict or cls is collections.OrderedDict:
         if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)

@@ -15,6 +15,7 @@ in the trace).
 """
 from __future__ import annotations
 
+import collections
 import types
 import weakref
 from typing import Any, Callable
@@ -25,22 +26,26 @@ from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
-from ..objects.classes import builtin_base, is_instance_value
+from ..objects.classes import builtin_base, is_instance_value, is_user_class
+from ..objects.dict_views import kind_of, view_base
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
     CellValue,
     ConstantValue,
     ContextValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     FunctionValue,
     IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
-    TensorKey,
     TensorValue,
     Value,
+    ValueKey,
+    holds_value_keys,
 )
 from .side_effects import SideEffects
 
@@ -48,11 +53,14 @@ _LITERAL_TYPES = (int, str, bool, type(None))
 
 
 def _refill(container: Any, new: Any, base: type) -> None:
-    """Replace the items of an instance of a dict or list subclass through its builtin base."""
+    """Replace the items of an instance of a dict, set or list subclass through its builtin base."""
     if base is list:
         list.__setitem__(container, slice(None), new)
         return
     base.clear(container)
+    if base is set:
+        set.update(container, new)
+        return
     for key, value in new.items():
         base.__setitem__(container, key, value)
 
@@ -74,8 +82,12 @@ def _remove_own_attribute(obj: Any, name: str) -> None:
 
 
 def _replace_contents(container: Any, new: Any) -> None:
+    """Give a dict, set or deque from outside the items the region left it with."""
     container.clear()
-    container.update(new)
+    if type(container) is collections.deque:
+        container.extend(new)
+    else:
+        container.update(new)
 
 
 class ResidualWriter(EntryWriter):
@@ -120,6 +132,8 @@ class ResidualWriter(EntryWriter):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
             return self.expr(value.source)
+        if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
+            return self._build_view(value)
         if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
@@ -139,7 +153,16 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"{built} = {text}")
         return built
 
+    def _build_view(self, view: DictViewValue) -> str:
+        mapping = self.rebuild(view.mapping)
+        if view.cls is types.MappingProxyType:
+            return f"{self.ref(types.MappingProxyType)}({mapping})"
+        return f"{self.ref(view_base(view.mapping))}.{kind_of(view)}({mapping})"
+
     def _build(self, value: Value) -> str:
+        if isinstance(value, DequeValue):
+            items = "".join(self.rebuild(item) + ", " for item in value.items)
+            return f"{self.ref(collections.deque)}([{items}], {value.maxlen!r})"
         if isinstance(value, SequenceValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             if value.cls is not None:
@@ -170,11 +193,16 @@ class ResidualWriter(EntryWriter):
         items = "None"
         if base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
+        elif base is frozenset:
+            items = "(" + "".join(self.key(key) + ", " for key in value.items) + ")"
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
-        if isinstance(value, DictValue):
+        if isinstance(value, DictValue) and base is set:
+            contents = f"{{{''.join(self.key(key) + ', ' for key in value.items)}}}" if value.items \
+                else f"{self.ref(set)}()"
+        elif isinstance(value, DictValue) and base is not frozenset:
             contents = "{" + ", ".join(f"{self.key(key)}: {self.rebuild(item)}"
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
@@ -224,8 +252,14 @@ class ResidualWriter(EntryWriter):
         return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
 
     def key(self, key: Any) -> str:
-        """A key of a modelled dict: a tensor key is its tensor, rebuilt; any other a literal."""
-        return self.rebuild(key.value) if isinstance(key, TensorKey) else self.literal(key)
+        """A key of a modelled dict: a key standing for a value of the trace is that value,
+        rebuilt (tuples and frozensets of them, item by item); any other a literal."""
+        if isinstance(key, ValueKey):
+            return self.rebuild(key.value)
+        if type(key) in (tuple, frozenset) and holds_value_keys(key):
+            items = "(" + "".join(self.key(item) + ", " for item in key) + ")"
+            return items if type(key) is tuple else f"{self.ref(frozenset)}({items})"
+        return self.literal(key)
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
@@ -239,9 +273,9 @@ class ResidualWriter(EntryWriter):
         for container in effects.mutated.values():
             target = self.expr(container.source)
             new = self.rebuild(_detached(container))
-            if container.cls is not None:  # a subclass: through its builtin base
+            if container.cls is not None and is_user_class(container.cls):  # through its builtin base
                 lines.append(f"___refill({target}, {new}, {self.ref(builtin_base(container.cls))})")
-            elif isinstance(container, SequenceValue):
+            elif isinstance(container, SequenceValue) and not isinstance(container, DequeValue):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
@@ -276,4 +310,4 @@ def _detached(container: Value) -> Value:
     """The container's new contents as a fresh value, so it is rebuilt item by item."""
     if isinstance(container, SequenceValue):
         return SequenceValue(container.items, list)
-    return DictValue(container.items, container.kind)
+    return DictValue(container.items, container.kind if container.kind is dict else set)
