@@ -95,7 +95,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             raise import_error(brk) from None
         if settings.fullgraph:
             events.compile_failed(fn, brk)
-            raise brk.to_unsupported() from None
+            raise brk.to_unsupported() from brk.user_error  # the program's own exception, if any
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)

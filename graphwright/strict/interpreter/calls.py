@@ -224,8 +224,10 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
-    if issubclass(cls, BaseException) or cls in builtin_calls.GETTER_TYPES:
+    if cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
+    if issubclass(cls, BaseException):
+        return instances.call_class(tracer, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if is_state_guard(cls):

@@ -5,9 +5,11 @@ arguments and makes a `GeneratorValue` around a `GeneratorFrame` that has not
 started. Each `next()` (a `for` loop, `next`, `list`, a `yield from` in another
 generator) resumes the frame until its next `yield`, so the generator's side
 effects interleave with its consumer's exactly as they do in Python. `send`,
-`throw` and `close` resume it the way CPython does. A `yield` unwinds
-`Frame.run` with `Yielded`; the frame keeps its position and stack, so the
-next resume simply runs it again.
+`throw` and `close` resume it the way CPython 3.11 does, delegating to the
+iterator a `yield from` is suspended on; a generator has its own slot of handled
+exceptions (gi_exc_state) while it runs. A `yield` unwinds `Frame.run` with
+`Yielded`; the frame keeps its position and stack, so the next resume simply
+runs it again.
 
 A generator left suspended inside a `try`/`with` block when the compiled
 function returns would run its cleanup when CPython collects it, at a moment
@@ -15,10 +17,12 @@ the tracer cannot place: that is a graph break (`check_left_suspended`).
 """
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import TYPE_CHECKING
 
-from ..objects.values import NONE, ConstantValue, FunctionValue, GeneratorValue, Value
+from ..objects import classes, exceptions, operations
+from ..objects.values import NONE, ConstantValue, ExceptionValue, FunctionValue, GeneratorValue, Value
 from . import graph_breaks as gb
 from .frame import Frame
 from .graph_breaks import UserException
@@ -68,6 +72,9 @@ def resume(generator: GeneratorValue, sent: Value, thrown: UserException | None 
     """Run `generator` to its next `yield` and return the yielded value; None once it returns
     (its return value is kept in `returned`). `thrown` is raised at the suspended `yield`."""
     frame = generator.frame
+    tracer = frame.tracer
+    if generator.running:
+        raise tracer.user_error(ValueError("generator already executing"))
     if generator.done:
         if thrown is not None:
             raise thrown
@@ -77,36 +84,46 @@ def resume(generator: GeneratorValue, sent: Value, thrown: UserException | None 
         if thrown is not None:  # thrown into a generator that never ran: it ends there
             generator.done = True
             raise thrown
-        if not (isinstance(sent, ConstantValue) and sent.value is None):
-            raise frame.tracer.user_error(TypeError("can't send non-None value to a just-started generator"))
-    elif thrown is not None:
-        _raise_at_yield(frame, thrown)
-    else:
+        if not operations.is_none(sent):
+            raise tracer.user_error(TypeError("can't send non-None value to a just-started generator"))
+    elif thrown is None:
         frame.push(sent)  # the value of the suspended `yield` expression
+    tracer.handled.slots.append(generator.handled)
+    generator.running = True
     try:
+        if thrown is not None:
+            _raise_at_yield(frame, thrown)
         frame.run()
     except Yielded as yielded:
         return yielded.value
     except UserException as raised:
         generator.done = True
-        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
-            raise frame.tracer.user_error(RuntimeError("generator raised StopIteration")) from None
+        if exceptions.caught(raised, StopIteration):
+            raise _stop_iteration_escaped(tracer, raised) from None
         raise
     except BaseException:
         generator.done = True
         raise
+    finally:
+        generator.running = False
+        generator.handled = tracer.handled.slots.pop()
     generator.done = True
     generator.returned = frame.result
     return None
 
 
+def _stop_iteration_escaped(tracer: "Tracer", raised: UserException) -> UserException:
+    """PEP 479: a StopIteration leaving a generator's body becomes a RuntimeError caused by it."""
+    error = exceptions.from_error(tracer, RuntimeError("generator raised StopIteration"))
+    error.cause = error.context = raised.value
+    error.suppress_context = True
+    return UserException(error, "generator raised StopIteration", raised.user_stack)
+
+
 def _raise_at_yield(frame: Frame, thrown: UserException) -> None:
     """Continue at the handler covering the suspended `yield`, as `generator.throw` does."""
-    at_yield = frame.instructions[frame.index - 1]
-    if frame.index >= 2 and frame.instructions[frame.index - 2].opname == "SEND":
-        raise frame.tracer.graph_break(gb.GENERATOR, "throw into a generator inside `yield from`",
-                                       name=f"{frame.code.co_name} (throw() while it delegates to another)")
-    frame.unwind_to_handler(at_yield.offset, thrown)
+    exceptions.add_traceback(thrown, frame)
+    frame.unwind_to_handler(frame.instructions[frame.index - 1].offset, thrown)
 
 
 def call_method(tracer: "Tracer", generator: GeneratorValue, name: str, args: list[Value]) -> Value:
@@ -115,52 +132,172 @@ def call_method(tracer: "Tracer", generator: GeneratorValue, name: str, args: li
         return generator
     if name in ("send", "__next__"):
         item = resume(generator, args[0] if args else NONE)
-        if item is None:
-            raise _stop_iteration(tracer, generator)
-        return item
-    if name == "throw":
-        exception = args[0].value if isinstance(args[0], ConstantValue) else None
-        if isinstance(exception, type) and issubclass(exception, BaseException):
-            exception = exception()
-        if not isinstance(exception, BaseException):
-            raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"throw({args[0]!r})", op="generator.throw",
-                                     types=args[0].python_type().__name__)
-        item = resume(generator, NONE, tracer.user_error(exception))
-        if item is None:
-            raise _stop_iteration(tracer, generator)
-        return item
-    return _close(tracer, generator)
+    elif name == "throw":
+        item = throw(tracer, generator, thrown_exception(tracer, args))
+    else:
+        return close(tracer, generator)
+    if item is None:
+        raise _stop_iteration(tracer, generator)
+    return item
 
 
-def _close(tracer: "Tracer", generator: GeneratorValue) -> Value:
+def thrown_exception(tracer: "Tracer", args: list[Value]) -> UserException:
+    """The exception `throw(type[, value])` or `throw(instance)` raises in the generator (as
+    given: not chained to what the caller handles)."""
+    if not args:
+        raise tracer.user_error(TypeError("throw expected at least 1 argument, got 0"))
+    first = args[0]
+    value = args[1] if len(args) > 1 else NONE
+    if isinstance(first, ExceptionValue):
+        if not operations.is_none(value):
+            raise tracer.user_error(TypeError("instance exception may not have a separate value"))
+        exception = first
+    elif isinstance(first, ConstantValue) and exceptions.is_exception_class(first.value):
+        if isinstance(value, ExceptionValue) and issubclass(value.cls, first.value):
+            exception = value
+        else:
+            from . import calls
+
+            arguments = [] if operations.is_none(value) else [value]
+            exception = exceptions.to_raise(tracer, calls.call_value(tracer, first, arguments, {}))
+    else:
+        raise tracer.user_error(TypeError(
+            "exceptions must be classes or instances deriving from BaseException, "
+            f"not {first.python_type().__name__}"))
+    return UserException(exception, f"throw {exception.cls.__name__}", tracer.user_stack())
+
+
+def throw(tracer: "Tracer", generator: GeneratorValue, thrown: UserException) -> Value | None:
+    """`generator.throw(...)`: into the iterator a `yield from` is suspended on first, as
+    CPython's _gen_throw does; what it raises (or its return value) goes on in the generator."""
+    receiver = _delegate_of(generator)
+    if receiver is None:
+        return resume(generator, NONE, thrown)
+    if exceptions.caught(thrown, GeneratorExit):
+        try:
+            _close_iterator(tracer, receiver)
+        except UserException as raised:
+            thrown = raised
+        return resume(generator, NONE, thrown)
+    if isinstance(receiver, GeneratorValue):
+        delegated = lambda: throw(tracer, receiver, thrown)  # noqa: E731
+    else:
+        method = _method(tracer, receiver, "throw")
+        if method is None:
+            return resume(generator, NONE, thrown)
+        exception = thrown.value
+        arguments = [classes.class_value(exception.python_type()), exception, exception.traceback]
+        delegated = lambda: _call(tracer, method, arguments)  # noqa: E731
+    try:
+        item = delegated()
+    except UserException as raised:
+        return _leave_delegation(tracer, generator, raised)
+    if item is None:  # the subgenerator returned
+        return _leave_delegation(tracer, generator, None, receiver.returned)
+    return item
+
+
+def _leave_delegation(tracer: "Tracer", generator: GeneratorValue, raised: UserException | None,
+                      returned: Value = NONE) -> Value | None:
+    """The delegated-to iterator is finished: the `yield from` ends with its return value (or
+    StopIteration's), or what it raised is raised in the generator."""
+    frame = generator.frame
+    send = frame.instructions[frame.index - 2]
+    frame.stack.pop()
+    if raised is not None and not exceptions.caught(raised, StopIteration):
+        return resume(generator, NONE, raised)
+    if raised is not None:
+        returned = exceptions.read_slot(tracer, raised.value, StopIteration, "value")
+    frame.jump_to(send.argval)
+    return resume(generator, returned)
+
+
+def _delegate_of(generator: GeneratorValue) -> Value | None:
+    """The iterator the generator's `yield from` is suspended on, or None."""
+    frame = generator.frame
+    if not generator.started or generator.done or frame.index < 2:
+        return None
+    if frame.instructions[frame.index - 2].opname != "SEND":
+        return None
+    return frame.stack[-1]
+
+
+def close(tracer: "Tracer", generator: GeneratorValue) -> Value:
+    """`generator.close()`: GeneratorExit raised at the suspended `yield` (after closing what a
+    `yield from` delegates to); ignoring it by yielding again is a RuntimeError."""
     if not generator.started or generator.done:
         generator.done = True
         return NONE
+    thrown = None
+    receiver = _delegate_of(generator)
+    if receiver is not None:
+        try:
+            _close_iterator(tracer, receiver)
+        except UserException as raised:
+            thrown = raised
+    if thrown is None:
+        exit_value = exceptions.from_error(tracer, GeneratorExit())
+        thrown = UserException(exit_value, "close", tracer.user_stack())
     try:
-        item = resume(generator, NONE, tracer.user_error(GeneratorExit()))
+        item = resume(generator, NONE, thrown)
     except UserException as raised:
-        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, (GeneratorExit, StopIteration)):
+        if exceptions.caught(raised, (GeneratorExit, StopIteration)):
             return NONE
         raise
     if item is not None:
         raise tracer.user_error(RuntimeError("generator ignored GeneratorExit"))
-    return NONE
+    # Python 3.13 returns what the generator returned on GeneratorExit; 3.11 returns None
+    return generator.returned if sys.version_info >= (3, 13) else NONE
 
 
-def delegate(tracer: "Tracer", receiver: Value, sent: Value) -> Value | None:
-    """One step of `yield from receiver` (SEND): the next item, or None once it is exhausted."""
+def _close_iterator(tracer: "Tracer", iterator: Value) -> None:
+    """Close what a `yield from` delegates to: a generator, or an object with `close()`."""
+    if isinstance(iterator, GeneratorValue):
+        close(tracer, iterator)
+        return
+    method = _method(tracer, iterator, "close")
+    if method is not None:
+        _call(tracer, method, [])
+
+
+def _method(tracer: "Tracer", receiver: Value, name: str) -> Value | None:
+    """The bound method `name` of a user iterator, or None (a builtin iterator has none)."""
+    if not classes.is_instance_value(receiver):
+        return None
+    from ..objects import attributes
+
+    return attributes.lookup(tracer, receiver, name)
+
+
+def _call(tracer: "Tracer", function: Value, args: list[Value]) -> Value:
+    from . import calls
+
+    return calls.call_value(tracer, function, args, {})
+
+
+def delegate(tracer: "Tracer", receiver: Value, sent: Value) -> tuple[Value | None, Value]:
+    """One step of `yield from receiver` (SEND): (the next item, NONE), or (None, what the
+    iterator returned) once it is exhausted: a generator's return value, the value of a user
+    iterator's StopIteration, None for a builtin iterator."""
     if isinstance(receiver, GeneratorValue):
-        return resume(receiver, sent)
-    if not (isinstance(sent, ConstantValue) and sent.value is None):
+        item = resume(receiver, sent)
+        return item, NONE if item is not None else receiver.returned
+    if operations.is_none(sent) and not classes.is_instance_value(receiver):
+        return receiver.next_item(), NONE
+    method = _method(tracer, receiver, "__next__" if operations.is_none(sent) else "send")
+    if method is None:
         raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"send to {receiver!r}", op="send()",
                                  types=receiver.python_type().__name__)
-    return receiver.next_item()
+    try:
+        return _call(tracer, method, [] if operations.is_none(sent) else [sent]), NONE
+    except UserException as raised:
+        if not exceptions.caught(raised, StopIteration):
+            raise
+        return None, exceptions.read_slot(tracer, raised.value, StopIteration, "value")
 
 
 def _stop_iteration(tracer: "Tracer", generator: GeneratorValue) -> Exception:
+    """StopIteration carrying the generator's return value (none when it returned None)."""
     returned = generator.returned
-    if not isinstance(returned, ConstantValue):
-        raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, "StopIteration carrying a value",
-                                 op="a generator's return value carried by StopIteration",
-                                 types=returned.python_type().__name__)
-    return tracer.user_error(StopIteration(returned.value))
+    args = [] if operations.is_none(returned) else [returned]
+    return exceptions.raised(tracer, exceptions.new_exception(StopIteration, args), "StopIteration")

@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, operations, sets
+from ..objects import attributes, builtin_calls, exceptions, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -20,14 +20,12 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
-    GeneratorValue,
     IteratorValue,
     LazyIteratorValue,
     SequenceValue,
 )
 from . import calls, contexts
 from . import graph_breaks as gb
-from .graph_breaks import UserException
 
 _NB_FUNCTIONS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -340,43 +338,37 @@ class Instructions311:
         self.push(ConstantValue(AssertionError))
 
     def op_RAISE_VARARGS(self, inst):
-        if inst.arg == 2:
-            self.pop()  # `from cause`: the cause does not change which handler runs
         if inst.arg == 0:
-            if not self.handling:
+            handled = self.tracer.handled.current()
+            if operations.is_none(handled):
                 raise self.tracer.user_error(RuntimeError("No active exception to reraise"))
-            raise UserException(self.handling[-1], "re-raise", self.tracer.user_stack())
-        exception = self.pop()
-        real = operations.python_value(self.tracer, exception, "raise") \
-            if isinstance(exception, ConstantValue) else None
-        if isinstance(real, type) and issubclass(real, BaseException):
-            real = real()
-        if not isinstance(real, BaseException):
-            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"raise {exception!r}",
-                                          op="raise", types=exception.python_type().__name__)
-        raise self.tracer.user_error(real, f"raise {type(real).__name__}")
+            raise exceptions.reraise(self.tracer, handled, "raise")
+        cause = self.pop() if inst.arg == 2 else None
+        exception = exceptions.to_raise(self.tracer, self.pop())
+        if cause is not None:
+            exceptions.set_cause(self.tracer, exception, cause)
+        raise exceptions.raised(self.tracer, exception, f"raise {exception.cls.__name__}")
 
     # -- exception handlers (reached through the exception table) -------------------------
     def op_PUSH_EXC_INFO(self, inst):
         exception = self.pop()
-        self.push(self.handling[-1] if self.handling else NONE)
-        self.handling.append(exception)
+        self.push(self.tracer.handled.enter(exception))
         self.push(exception)
 
     def op_POP_EXCEPT(self, inst):
-        self.pop()
-        self.handling.pop()
+        self.tracer.handled.leave(self.pop())
 
     def op_CHECK_EXC_MATCH(self, inst):
-        classes = operations.python_value(self.tracer, self.pop())
-        self.push(ConstantValue(isinstance(self.stack[-1].value, classes)))
+        handler = self.pop()
+        self.push(ConstantValue(exceptions.matches(self.tracer, self.stack[-1], handler)))
 
     def op_RERAISE(self, inst):
-        raise UserException(self.pop(), "re-raise", self.tracer.user_stack())
+        exception = self.pop()
+        raise exceptions.reraise(self.tracer, exception, "re-raise")
 
     def op_WITH_EXCEPT_START(self, inst):
         exception, exit_function = self.stack[-1], self.stack[-4]
-        arguments = [ConstantValue(type(exception.value)), exception, NONE]
+        arguments = [ConstantValue(exception.python_type()), exception, exception.traceback]
         self.push(calls.call_value(self.tracer, exit_function, arguments, {}))
 
     def op_RETURN_GENERATOR(self, inst):
@@ -394,10 +386,9 @@ class Instructions311:
         from . import generators  # generators' frames are frames: imported late
 
         sent = self.pop()
-        item = generators.delegate(self.tracer, self.stack[-1], sent)
+        item, returned = generators.delegate(self.tracer, self.stack[-1], sent)
         if item is None:
-            receiver = self.stack[-1]
-            self.stack[-1] = receiver.returned if isinstance(receiver, GeneratorValue) else NONE
+            self.stack[-1] = returned
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -476,7 +467,8 @@ class Instructions311:
     # -- context managers ----------------------------------------------------------------
     def op_BEFORE_WITH(self, inst):
         manager = self.pop()
-        exit_function, entered = contexts.enter(self.tracer, manager)
+        bound = self.instructions[self.index].opname != "POP_TOP"
+        exit_function, entered = contexts.enter(self.tracer, manager, bound)
         self.push(exit_function)
         self.push(entered)
 

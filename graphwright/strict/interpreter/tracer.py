@@ -32,8 +32,9 @@ from ..guards.sources import (
     ModuleDictSource,
     Source,
 )
+from ..objects import exceptions
 from ..objects import wrap as wrapping
-from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+from ..objects.values import CellValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
@@ -69,6 +70,7 @@ class Tracer:
         self.real_tensors: dict[int, torch.Tensor] = {}
         self.open_contexts: list = []
         self.cells_by_id: dict[int, CellValue] = {}
+        self.handled = exceptions.HandledExceptions()
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
@@ -91,9 +93,10 @@ class Tracer:
                 user_stack=self.user_stack())
 
     def user_error(self, error: BaseException, debug_context: str = "") -> UserException:
-        """The exception to raise when the traced program raises `error` (catchable by it)."""
-        return UserException(ConstantValue(error), debug_context or f"{type(error).__name__}: {error}",
-                             self.user_stack())
+        """The exception to raise when the traced program raises `error` (catchable by it), as
+        Python raises it: chained to the exception being handled."""
+        return exceptions.raised(self, exceptions.from_error(self, error),
+                                 debug_context or f"{type(error).__name__}: {error}")
 
     def user_stack(self) -> list[traceback.FrameSummary]:
         """The interpreted frames, outermost first: the user's and those of the libraries it
@@ -198,7 +201,8 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
     except GraphwrightError:
         raise
     except UserException as raised:
-        brk = raised.to_graph_break()
+        brk = raised.to_graph_break(exceptions.describe(tracer, raised.value),
+                                    exceptions.as_real(tracer, raised.value))
         brk.guards = tracer.guards
         raise brk from None
     except Exception as error:

@@ -33,6 +33,7 @@ from .values import (
     SequenceValue,
     SuperValue,
     TensorValue,
+    TracebackValue,
     Value,
 )
 from .wrap import is_constant
@@ -87,6 +88,10 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         from .values import MethodValue
 
         return MethodValue(value, name)
+    if isinstance(value, TracebackValue):
+        from .exceptions import traceback_attribute
+
+        return traceback_attribute(tracer, value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 
@@ -101,6 +106,9 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     from .values import MethodValue
 
     real = tracer.real_tensors.get(id(value))
+    if real is not None and name in real.__dict__ and not hasattr(type(real), name):
+        # an attribute stored on the tensor object itself (`param.add_one = fn`)
+        return tracer.wrap(real.__dict__[name], AttrSource(value.source, name))
     if name in ("is_leaf", "grad_fn") and real is not None:
         # autograd history, which the tensor guard does not check: read on the real input
         if getattr(real, name) is not None and name == "grad_fn":

@@ -20,6 +20,7 @@ import torch
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_breaks import UserException
 from . import (
     attributes,
     checks,
@@ -28,6 +29,7 @@ from . import (
     deques,
     dict_views,
     dicts,
+    exceptions,
     hashing,
     instances,
     introspection,
@@ -42,6 +44,7 @@ from .values import (
     ConstantValue,
     DictValue,
     DictViewValue,
+    ExceptionValue,
     FunctionValue,
     MethodValue,
     ModuleValue,
@@ -57,7 +60,8 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS}
+_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
+                                  **exceptions.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -131,8 +135,8 @@ for _check in checks.CHECKS:
 
 def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
     """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
-    or `__format__` of the value's class (object's `__str__` calls `__repr__`); None when
-    no Python method applies."""
+    or `__format__` of the value's class (object's `__str__` calls `__repr__`), or an
+    exception's builtin ones; None when no such method applies."""
     from ..interpreter import calls
 
     if conversion is format:
@@ -145,7 +149,11 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
     method = classes.special_method(tracer, value, "__str__") if conversion is str else None
     if method is None and (conversion is repr or _str_is_repr(tracer, value)):
         method = classes.special_method(tracer, value, "__repr__")
-    return None if method is None else calls.call_value(tracer, method, [], {})
+    if method is not None:
+        return calls.call_value(tracer, method, [], {})
+    if isinstance(value, ExceptionValue):  # BaseException's own, written in C
+        return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    return None
 
 
 def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
@@ -200,13 +208,22 @@ def _len(tracer, args, kwargs):
 
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
+    _two_arguments(tracer, "isinstance", args, kwargs)
     classinfo = operations.python_value(tracer, args[1])
     return ConstantValue(issubclass(args[0].python_type(), classinfo))
 
 
 @handles(issubclass)
 def _issubclass(tracer, args, kwargs):
+    _two_arguments(tracer, "issubclass", args, kwargs)
     return evaluate(tracer, issubclass, args, kwargs)
+
+
+def _two_arguments(tracer: "Tracer", name: str, args: list[Value], kwargs: dict[str, Value]) -> None:
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{name}() takes no keyword arguments"))
+    if len(args) != 2:
+        raise tracer.user_error(TypeError(f"{name} expected 2 arguments, got {len(args)}"))
 
 
 @handles(type)
@@ -235,22 +252,35 @@ def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
         tracer.add_guard(owner.source, "lacks", name)
 
 
+def _lookup_or_none(tracer: "Tracer", owner: Value, name: str) -> Value | None:
+    """The attribute, or None where reading it raises AttributeError (what `hasattr` and
+    `getattr` with a default catch, a property's or `__getattr__`'s included)."""
+    try:
+        return attributes.lookup(tracer, owner, name)
+    except UserException as raised:
+        if exceptions.caught(raised, AttributeError):
+            return None
+        raise
+
+
 @handles(getattr)
 def _getattr(tracer, args, kwargs):
+    if kwargs or not 2 <= len(args) <= 3:
+        raise tracer.user_error(TypeError(f"getattr expected 2 or 3 arguments, got {len(args) + len(kwargs)}"))
     name = operations.python_value(tracer, args[1])
-    found = attributes.lookup(tracer, args[0], name)
+    if len(args) == 2:
+        return attributes.load_attr(tracer, args[0], name)
+    found = _lookup_or_none(tracer, args[0], name)
     if found is not None:
         return found
-    if len(args) > 2:
-        _guard_lacks(tracer, args[0], name)
-        return args[2]
-    return attributes.load_attr(tracer, args[0], name)
+    _guard_lacks(tracer, args[0], name)
+    return args[2]
 
 
 @handles(hasattr)
 def _hasattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
-    found = attributes.lookup(tracer, args[0], name) is not None
+    found = _lookup_or_none(tracer, args[0], name) is not None
     if not found:
         _guard_lacks(tracer, args[0], name)
     return ConstantValue(found)
@@ -391,8 +421,8 @@ _HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
     function = args[0]
-    if not all(operations.is_constant_tree(arg) or isinstance(arg, (FunctionValue, ModuleValue))
-               for arg in [*args[1:], *kwargs.values()]):
+    if not all(operations.is_constant_tree(arg) or isinstance(arg, ModuleValue) or _is_real_function(arg)
+               for arg in [function, *args[1:], *kwargs.values()]):
         if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
             return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
         return PartialValue(function, list(args[1:]), dict(kwargs))
@@ -403,6 +433,11 @@ def _partial(tracer, args, kwargs):
     bound = [operations.python_value(tracer, arg, "functools.partial") for arg in args[1:]]
     keywords = {key: operations.python_value(tracer, arg, "functools.partial") for key, arg in kwargs.items()}
     return ConstantValue(functools.partial(target, *bound, **keywords))
+
+
+def _is_real_function(value: Value) -> bool:
+    """A function that exists outside the trace (not one the region made)."""
+    return isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None
 
 
 @handles(super)
@@ -473,6 +508,17 @@ def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[s
     method = attributes.load_attr(tracer, target, name)
     return calls.call_value(tracer, method, [tracer.wrap(arg, None) for arg in call_args],
                             {key: tracer.wrap(arg, None) for key, arg in call_kwargs.items()})
+
+
+@handles(torch.autograd._is_checkpoint_valid)
+def _autograd_state_query(tracer, args, kwargs):
+    """Whether checkpointed recomputation may run now (not inside a backward pass): asked of
+    autograd now, and again before each call."""
+    from ..guards.sources import FunctionSource
+
+    answer = torch.autograd._is_checkpoint_valid()
+    tracer.add_guard(FunctionSource(), "query", (torch.autograd._is_checkpoint_valid, answer))
+    return ConstantValue(answer)
 
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)

@@ -8,13 +8,14 @@ for replay after the graph.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import operator
 from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, deques, dict_views, dicts, operations, output_calls, sets
+from . import classes, deques, dict_views, dicts, exceptions, operations, output_calls, sets
 from .values import (
     NONE,
     ConstantValue,
@@ -22,6 +23,7 @@ from .values import (
     DequeValue,
     DictValue,
     DictViewValue,
+    ExceptionValue,
     GeneratorValue,
     IteratorValue,
     ModuleValue,
@@ -44,6 +46,8 @@ _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "
 
 def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value]) -> Value:
+    if isinstance(receiver, ExceptionValue) and name in exceptions.METHODS:
+        return exceptions.call_method(tracer, receiver, name, args, kwargs)
     if name in _OBJECT_METHODS and isinstance(receiver, (ObjectValue, DictValue, SequenceValue, ModuleValue)):
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
         if result is not None:
@@ -269,19 +273,26 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     named = name.startswith("named_")
     if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
         method = getattr(real, name if named else "named_" + name)
-        python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
-        pairs = list(method(**python_kwargs))
-        table = "_parameters" if "parameters" in name else "_buffers"
-        _guard_tables(tracer, module, (table,), python_kwargs.get("recurse", True))
+        table = ("_parameters" if "parameters" in name else "_buffers",)
     else:
         method = getattr(real, "named_modules" if name in ("modules", "named_modules") else "named_children")
-        pairs = list(method())
-        _guard_tables(tracer, module, (), name in ("modules", "named_modules"))
+        table = ()
+    try:  # the walk's arguments as the method binds them (a wrong one is the user's TypeError)
+        options = inspect.signature(getattr(real, name)).bind(
+            *[operations.python_value(tracer, arg) for arg in args],
+            **{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}).arguments
+    except TypeError as error:
+        raise tracer.user_error(error) from None
+    prefix = options.pop("prefix", "")  # names only: the walk below goes from the module itself
+    pairs = list(method(**options))
+    _guard_tables(tracer, module, table, options.get("recurse", name in ("modules", "named_modules")
+                                                                or bool(table)))
     entries = []
     for path, _ in pairs:
         value: Value = module
         for part in path.split(".") if path else []:
             value = attributes.load_attr(tracer, value, part)
-        entries.append(SequenceValue([ConstantValue(path), value], tuple) if named else value)
+        shown = f"{prefix}.{path}" if prefix and path else prefix or path
+        entries.append(SequenceValue([ConstantValue(shown), value], tuple) if named else value)
     return IteratorValue(entries)
 

@@ -19,7 +19,7 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views
+from . import deques, dict_views, exceptions
 from .classes import builtin_base, is_instance_value, special_method
 from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
@@ -428,7 +428,7 @@ def drain(tracer: "Tracer", iterator: Value) -> list[Value]:
         try:
             items.append(_call(tracer, next_method, []))
         except UserException as raised:
-            if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
+            if exceptions.caught(raised, StopIteration):
                 return items
             raise
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, "endless user iterator",

@@ -18,6 +18,8 @@ One class per kind of Python behaviour, not per type:
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
+- `ExceptionValue`: an exception (an `ObjectValue` with the state CPython keeps on every
+  exception; its behaviour is in `exceptions.py`), and `TracebackValue`, one entry of its traceback.
 - `SuperValue`: `super(cls, receiver)`, whose lookups start after `cls` in the MRO.
 - `MethodValue`: a method of a value the tracer models natively (list.append,
   Tensor.add, str.format, Logger.info).
@@ -382,6 +384,41 @@ class ObjectValue(Value):
         return self.cls
 
 
+class ExceptionValue(ObjectValue):
+    """An exception: its class, `args`, and what CPython keeps on every exception
+    (`cause`, `context`, `suppress_context`, `traceback`: values, NONE when unset). A user
+    subclass's own attributes are in the overlay. `obj` is the real exception when it was made
+    outside the trace: read from outside (by `source`), or raised by a real call."""
+
+    __slots__ = ("args", "cause", "context", "suppress_context", "traceback")
+
+    def __init__(self, cls: type, args: list[Value], obj: Any = None, source: Source | None = None) -> None:
+        super().__init__(obj, cls, source)
+        self.args = list(args)
+        self.cause: Value = NONE
+        self.context: Value = NONE
+        self.suppress_context = False
+        self.traceback: Value = NONE
+
+    def __repr__(self) -> str:
+        return f"ExceptionValue({self.cls.__name__})"
+
+
+class TracebackValue(Value):
+    """One entry of an exception's `__traceback__`: the line a frame of the trace was running
+    when the exception passed through it, and the entry of the next (inner) frame."""
+
+    __slots__ = ("summary", "next")
+
+    def __init__(self, summary: Any, next_entry: Value) -> None:
+        super().__init__(None)
+        self.summary = summary
+        self.next = next_entry
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+
 class SuperValue(Value):
     """`super(cls, receiver)`: `receiver` is an instance of `cls`, or (in a classmethod or
     `__new__`) a `ConstantValue` holding a subclass of it."""
@@ -454,7 +491,7 @@ class GeneratorValue(LazyIteratorValue):
     """A generator made in the region: `frame` runs its code and is suspended at each `yield`
     (`interpreter/generators.py` resumes it); `returned` is its return value once done."""
 
-    __slots__ = ("frame", "started", "returned")
+    __slots__ = ("frame", "started", "returned", "handled", "running")
 
     def __init__(self, frame: Any) -> None:
         from ..interpreter.generators import resume
@@ -463,11 +500,13 @@ class GeneratorValue(LazyIteratorValue):
         self.frame = frame
         self.started = False
         self.returned: Value = NONE
+        self.handled: Value = NONE  # the exception its suspended frame is handling (gi_exc_state)
+        self.running = False
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast", or "lock" and
-    "profiler" (no-ops)."""
+    """A context manager the tracer models: `kind` is "grad", "autocast", "warnings"
+    (replayed), or "lock" and "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 

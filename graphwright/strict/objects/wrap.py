@@ -221,6 +221,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if isinstance(real, _OPAQUE_CALLABLE_TYPES) or callable(real) and not _is_user_instance(real):
         return _opaque(tracer, real, source)
     tracer.add_guard(source, "type", cls)
+    if isinstance(real, BaseException):
+        from .exceptions import from_outside
+
+        return from_outside(tracer, real, source)
     return ObjectValue(real, cls, source)
 
 

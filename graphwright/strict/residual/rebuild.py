@@ -28,6 +28,7 @@ from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
+from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
     CellValue,
@@ -36,6 +37,7 @@ from ..objects.values import (
     DequeValue,
     DictValue,
     DictViewValue,
+    ExceptionValue,
     FunctionValue,
     IteratorValue,
     MethodValue,
@@ -101,7 +103,8 @@ class ResidualWriter(EntryWriter):
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___remove_own_attribute": _remove_own_attribute,
-                               "___replace_contents": _replace_contents, "___make_function": _make_function})
+                               "___replace_contents": _replace_contents, "___make_function": _make_function,
+                               "___make_exception": make_real})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
         self.rebuilt_tensor = False
@@ -138,11 +141,13 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
-        if isinstance(value, ObjectValue) and value.obj is not None:
-            return self.ref(value.obj)
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
+        if isinstance(value, ExceptionValue):
+            return self._build_exception(value)
+        if isinstance(value, ObjectValue) and value.obj is not None:
+            return self.ref(value.obj)
         if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
             return self._build_instance(value)
         text = self._build(value)
@@ -210,6 +215,22 @@ class ResidualWriter(EntryWriter):
         state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
                           if item is not None)
         self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")
+        return built
+
+    def _build_exception(self, value: ExceptionValue) -> str:
+        """An exception made in the region: made by its builtin base with its arguments, then
+        given its chaining state and attributes (its traceback, the tracer's frames, is not)."""
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
+        args = "(" + "".join(self.rebuild(arg) + ", " for arg in value.args) + ")"
+        self.rebuilt.append(f"{built} = ___make_exception({self.ref(value.cls)}, {args})")
+        for name, attribute in (("__cause__", value.cause), ("__context__", value.context)):
+            if not (isinstance(attribute, ConstantValue) and attribute.value is None):
+                self.rebuilt.append(f"{built}.{name} = {self.rebuild(attribute)}")
+        state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                          if item is not None)
+        self.rebuilt.append(f"___fill({built}, None, None, {{{state}}})")
+        self.rebuilt.append(f"{built}.__suppress_context__ = {value.suppress_context}")
         return built
 
     def _rebuild_symbolic(self, value: ConstantValue) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from ..interpreter.frame import Frame, decoded
+from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import GraphBreak
 from ..objects.values import NULL, ContextValue, MethodValue, Value
 from .call_routing import CallRouter, routes_itself
@@ -62,6 +63,9 @@ class SplitPlan:
 
 def plan_split(brk: GraphBreak) -> SplitPlan:
     """How to split the compiled function at `brk`, from the trace that hit it."""
+    if brk.kind is gb.OBSERVED_EXCEPTION:
+        return SplitPlan("skip", reason="the function runs in plain Python, which raises the exception only if "
+                                        "eager Python does (the functions it calls are compiled)")
     if not brk.frames:
         return SplitPlan("skip", reason="the break happened before the function's first instruction")
     frame, inst = brk.frames[-1]
