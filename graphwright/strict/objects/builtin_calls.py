@@ -35,8 +35,6 @@ from .values import (
     NONE,
     ConstantValue,
     DictValue,
-    FunctionValue,
-    MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -207,12 +205,7 @@ def _type(tracer, args, kwargs):
 
 @handles(callable)
 def _callable(tracer, args, kwargs):
-    value = args[0]
-    if isinstance(value, ConstantValue):
-        return ConstantValue(callable(value.value))
-    if isinstance(value, ObjectValue):
-        return ConstantValue(callable(getattr(value.cls, "__call__", None)))
-    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue, PartialValue)))
+    return ConstantValue(operations.is_callable(tracer, args[0]))
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
@@ -384,19 +377,14 @@ def _dict(tracer, args, kwargs):
 
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
+    if not args:
+        raise tracer.user_error(TypeError("type 'partial' takes at least one argument"))
     function = args[0]
-    if not all(operations.is_constant_tree(arg) or isinstance(arg, (FunctionValue, ModuleValue))
-               for arg in [*args[1:], *kwargs.values()]):
-        if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
-            return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
-        return PartialValue(function, list(args[1:]), dict(kwargs))
-    if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
-        target = function.fn
-    else:
-        target = operations.python_value(tracer, function, "functools.partial")
-    bound = [operations.python_value(tracer, arg, "functools.partial") for arg in args[1:]]
-    keywords = {key: operations.python_value(tracer, arg, "functools.partial") for key, arg in kwargs.items()}
-    return ConstantValue(functools.partial(target, *bound, **keywords))
+    if not operations.is_callable(tracer, function):
+        raise tracer.user_error(TypeError("the first argument must be callable"))
+    if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
+        return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
+    return PartialValue(function, list(args[1:]), dict(kwargs))
 
 
 @handles(super)

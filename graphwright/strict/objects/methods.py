@@ -15,16 +15,19 @@ from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, operations, output_calls
+from . import callable_attributes, classes, operations, output_calls
 from .values import (
     NONE,
     ConstantValue,
     ContextValue,
     DictValue,
+    FunctionValue,
     GeneratorValue,
     IteratorValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -46,6 +49,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value]) -> Value:
     if name in _OBJECT_METHODS and isinstance(receiver, (ObjectValue, DictValue, SequenceValue, ModuleValue)):
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
+        if result is not None:
+            return result
+    if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
+        result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
     if isinstance(receiver, TensorValue):
