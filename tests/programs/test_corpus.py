@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from . import (
+    cases_attributes,
     cases_bytecode,
     cases_classes,
     cases_counters,
@@ -36,6 +37,7 @@ ALL_PROGRAMS = [
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
+    *cases_attributes.PROGRAMS,
 ]
 
 

@@ -11,7 +11,6 @@ global-state call.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import sys
 import types
@@ -71,8 +70,6 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         if source is not None:
             source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
-    if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
-        return _call_partial(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
         return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
@@ -202,19 +199,6 @@ def _call_cached(tracer: "Tracer", cached: Any, args: list[Value], kwargs: dict[
     del effects.replayed_calls[before[0]:]
     effects.replay_call(cached, args, kwargs)
     return result
-
-
-def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """`functools.partial(f, *bound, **keywords)(*args)`, its stored arguments read by source."""
-    target, source = partial.value, partial.source
-
-    def stored(table: str, key: Any, real: Any) -> Value:
-        return tracer.wrap(real, None if source is None else ItemSource(AttrSource(source, table), key))
-
-    bound = [stored("args", index, arg) for index, arg in enumerate(target.args)]
-    keywords = {key: stored("keywords", key, arg) for key, arg in target.keywords.items()}
-    function = tracer.wrap(target.func, None if source is None else AttrSource(source, "func"))
-    return call_value(tracer, function, [*bound, *args], {**keywords, **kwargs})
 
 
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:

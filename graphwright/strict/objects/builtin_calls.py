@@ -46,7 +46,6 @@ from .values import (
     DictViewValue,
     ExceptionValue,
     FunctionValue,
-    MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -235,12 +234,7 @@ def _type(tracer, args, kwargs):
 
 @handles(callable)
 def _callable(tracer, args, kwargs):
-    value = args[0]
-    if isinstance(value, ConstantValue):
-        return ConstantValue(callable(value.value))
-    if isinstance(value, ObjectValue):
-        return ConstantValue(callable(getattr(value.cls, "__call__", None)))
-    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue, PartialValue)))
+    return ConstantValue(operations.is_callable(tracer, args[0]))
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
@@ -420,24 +414,14 @@ _HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
+    if not args:
+        raise tracer.user_error(TypeError("type 'partial' takes at least one argument"))
     function = args[0]
-    if not all(operations.is_constant_tree(arg) or isinstance(arg, ModuleValue) or _is_real_function(arg)
-               for arg in [function, *args[1:], *kwargs.values()]):
-        if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
-            return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
-        return PartialValue(function, list(args[1:]), dict(kwargs))
-    if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
-        target = function.fn
-    else:
-        target = operations.python_value(tracer, function, "functools.partial")
-    bound = [operations.python_value(tracer, arg, "functools.partial") for arg in args[1:]]
-    keywords = {key: operations.python_value(tracer, arg, "functools.partial") for key, arg in kwargs.items()}
-    return ConstantValue(functools.partial(target, *bound, **keywords))
-
-
-def _is_real_function(value: Value) -> bool:
-    """A function that exists outside the trace (not one the region made)."""
-    return isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None
+    if not operations.is_callable(tracer, function):
+        raise tracer.user_error(TypeError("the first argument must be callable"))
+    if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
+        return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
+    return PartialValue(function, list(args[1:]), dict(kwargs))
 
 
 @handles(super)

@@ -10,6 +10,7 @@ An argument made or changed in the region is a graph break.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -23,6 +24,7 @@ from .values import (
     FunctionValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     Value,
 )
@@ -60,6 +62,14 @@ def real_object(tracer: "Tracer", value: Value) -> Any:
         return _NOT_REAL if value.overlay else value.module
     if isinstance(value, (SequenceValue, DictValue)) and operations.is_constant_tree(value):
         return operations.python_value(tracer, value)
+    if isinstance(value, PartialValue):
+        real = tracer.real_by_value.get(id(value))
+        if real is not None:
+            return real
+        parts = [real_object(tracer, part) for part in [value.func, *value.args, *value.keywords.values()]]
+        if any(part is _NOT_REAL for part in parts):
+            return _NOT_REAL
+        return functools.partial(*parts[:1 + len(value.args)], **dict(zip(value.keywords, parts[1 + len(value.args):])))
     return _NOT_REAL
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, deques, dict_views, dicts, exceptions, operations, output_calls, sets
+from . import callable_attributes, classes, deques, dict_views, dicts, exceptions, operations, output_calls, sets
 from .values import (
     NONE,
     ConstantValue,
@@ -24,10 +24,13 @@ from .values import (
     DictValue,
     DictViewValue,
     ExceptionValue,
+    FunctionValue,
     GeneratorValue,
     IteratorValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -50,6 +53,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return exceptions.call_method(tracer, receiver, name, args, kwargs)
     if name in _OBJECT_METHODS and isinstance(receiver, (ObjectValue, DictValue, SequenceValue, ModuleValue)):
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
+        if result is not None:
+            return result
+    if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
+        result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
     if isinstance(receiver, TensorValue):

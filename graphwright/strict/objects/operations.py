@@ -10,6 +10,7 @@ super(). Anything else is a graph break naming the operation and the types.
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -33,6 +34,7 @@ from .values import (
     LazyIteratorValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -127,6 +129,13 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return value.fn
     if isinstance(value, DictViewValue):
         return dict_views.python_value(tracer, value, purpose)
+    if isinstance(value, PartialValue):
+        real = tracer.real_by_value.get(id(value))
+        if real is not None:
+            return real
+        return functools.partial(python_value(tracer, value.func, purpose),
+                                 *(python_value(tracer, arg, purpose) for arg in value.args),
+                                 **{key: python_value(tracer, arg, purpose) for key, arg in value.keywords.items()})
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
     if isinstance(value, TensorValue):
@@ -353,6 +362,16 @@ def truth(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
     return True
+
+
+def is_callable(tracer: "Tracer", value: Value) -> bool:
+    """`callable(value)`: whether its type defines `__call__` (a class's metaclass does not
+    make its instances callable); a class the region stored `__call__` on counts too."""
+    if isinstance(value, ConstantValue):
+        return callable(value.value)
+    from .classes import find
+
+    return find(tracer, value.python_type(), "__call__") is not None
 
 
 def is_none(value: Value) -> bool:

@@ -14,7 +14,7 @@ One class per kind of Python behaviour, not per type:
 - `DictViewValue`: a live view of a dict's keys, values or items, or a mappingproxy of it.
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
-- `PartialValue`: a `functools.partial` made in the region around non-constant values.
+- `PartialValue`: a `functools.partial`, its function and stored arguments as values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
@@ -342,13 +342,14 @@ class FunctionValue(Value):
 
 
 class PartialValue(Value):
-    """`functools.partial(func, *args, **keywords)` made in the region around values that are
-    not constants (a partial of constants is a `ConstantValue` of the real one)."""
+    """`functools.partial(func, *args, **keywords)`: made in the region, or read from outside
+    (then its function and stored arguments are read by source)."""
 
     __slots__ = ("func", "args", "keywords")
 
-    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value]) -> None:
-        super().__init__(None)
+    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value],
+                 source: Source | None = None) -> None:
+        super().__init__(source)
         self.func = func
         self.args = args
         self.keywords = keywords
@@ -434,7 +435,16 @@ class SuperValue(Value):
         return super
 
 
+# What reading a method from a class's `__dict__` through an instance gives.
+BOUND_METHOD_TYPES = {types.MethodDescriptorType: types.BuiltinMethodType,
+                      types.ClassMethodDescriptorType: types.BuiltinMethodType,
+                      types.WrapperDescriptorType: types.MethodWrapperType,
+                      types.FunctionType: types.MethodType}
+
+
 class MethodValue(Value):
+    """A method of a value the tracer models natively, bound to it (`d.clear`, `t.add`)."""
+
     __slots__ = ("receiver", "name")
 
     def __init__(self, receiver: Value, name: str) -> None:
@@ -443,6 +453,9 @@ class MethodValue(Value):
         self.name = name
 
     def python_type(self) -> type:
+        for klass in self.receiver.python_type().__mro__:
+            if self.name in klass.__dict__:
+                return BOUND_METHOD_TYPES.get(type(klass.__dict__[self.name]), types.MethodType)
         return types.MethodType
 
 

@@ -41,6 +41,7 @@ from .values import (
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorKey,
     TensorValue,
@@ -60,7 +61,7 @@ _TORCH_OPERATOR_TYPES = (torch._ops.OperatorBase, torch._ops.OpOverloadPacket)
 _C_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                      types.MethodWrapperType, types.ClassMethodDescriptorType)
 _OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDescriptorType,
-                          types.MemberDescriptorType, functools.partial, type, *_TORCH_OPERATOR_TYPES)
+                          types.MemberDescriptorType, type, *_TORCH_OPERATOR_TYPES)
 # `autograd.Function.apply` enters C++ autograd: the graph calls it, AOT traces into it.
 _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
@@ -213,6 +214,8 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
+    if cls is functools.partial:
+        return _wrap_partial(tracer, real, source)
     if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
         # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
         tracer.add_guard(source, "type", cls)
@@ -226,6 +229,20 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
 
         return from_outside(tracer, real, source)
     return ObjectValue(real, cls, source)
+
+
+def _wrap_partial(tracer: "Tracer", real: functools.partial, source: Source | None) -> Value:
+    """A partial read from outside: its function and stored arguments are read by source and
+    guarded as values of their own, so that partials of one function over like arguments
+    share a graph (a partial is often made anew for each call)."""
+    tracer.add_guard(source, "type", functools.partial)
+    args_source, keywords_source = _attr(source, "args"), _attr(source, "keywords")
+    tracer.add_guard(args_source, "len", len(real.args))
+    tracer.add_guard(keywords_source, "keys", tuple(real.keywords))
+    function = wrap(tracer, real.func, _attr(source, "func"))
+    args = [wrap(tracer, arg, _item(args_source, index)) for index, arg in enumerate(real.args)]
+    keywords = {key: wrap(tracer, arg, _item(keywords_source, key)) for key, arg in real.keywords.items()}
+    return PartialValue(function, args, keywords, source)
 
 
 class OutsideDict:

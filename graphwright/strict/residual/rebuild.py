@@ -16,6 +16,7 @@ in the trace).
 from __future__ import annotations
 
 import collections
+import functools
 import types
 import weakref
 from typing import Any, Callable
@@ -43,6 +44,7 @@ from ..objects.values import (
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -133,7 +135,8 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)  # a reference made in the region to an object read by source
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
-        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
+        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
+                                                           PartialValue)):
             return self.expr(value.source)
         if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
             return self._build_view(value)
@@ -183,6 +186,10 @@ class ResidualWriter(EntryWriter):
             return self._build_function(value)
         if isinstance(value, MethodValue) and not isinstance(value.receiver, ContextValue):
             return f"{self.rebuild(value.receiver)}.{value.name}"
+        if isinstance(value, PartialValue):
+            stored = "".join(self.rebuild(item) + ", " for item in [value.func, *value.args])
+            keywords = ", ".join(f"{key!r}: {self.rebuild(item)}" for key, item in value.keywords.items())
+            return f"{self.ref(functools.partial)}({stored}**{{{keywords}}})"
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):

@@ -1,0 +1,191 @@
+"""Corpus programs about attributes and introspection of values, especially values made in
+the region: the attributes of functions, bound methods, builtin methods and partials made
+or read there (`d.clear.__name__`, `f.__get__(obj)`, `hasattr(partial, name)`), `__class__`
+of any value, `callable()`, and partials passed in (guarded on what they hold, not on their
+identity)."""
+from __future__ import annotations
+
+import collections
+import functools
+
+import torch
+
+from .harness import program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+# -- builtin methods of values made in the region ---------------------------------------
+
+@program("builtin_method_of_a_dict_made_in_the_region_knows_its_name_and_receiver", lambda: rand(3))
+def _(x):
+    d = {"a": x}
+    clear = d.clear
+    return x * 2, clear.__name__, clear.__qualname__, clear.__module__, [].append.__qualname__
+
+
+@program("builtin_method_of_a_dict_made_in_the_region_knows_its_receiver_and_type", lambda: rand(3),
+         reference={"xfail": "`is` on `d.clear.__self__`, `type(d.clear)`: GetAttrVariable has no type",
+                    "why": "PyTorch 2.13 does not model the type and receiver of a dict's builtin method"})
+def _(x):
+    d = {"a": x}
+    d.clear.__self__["b"] = x + 1
+    return d, d.clear.__self__ is d, type(d.clear).__name__
+
+
+@program("builtin_method_of_a_tensor_knows_its_name", lambda: rand(3))
+def _(x):
+    method = x.add
+    return method(1), method.__name__, method.__qualname__
+
+
+@program("builtin_method_called_through_its_call_slot", lambda: rand(3),
+         reference={"xfail": "Unsupported method call: `__call__` of a GetAttrVariable",
+                    "why": "PyTorch 2.13 cannot call `__call__` of a list's builtin method"})
+def _(x):
+    items = [x]
+    items.append.__call__(x * 2)
+    return items
+
+
+# -- functions and methods --------------------------------------------------------------
+
+class _Optimizer:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def step(self, x):
+        return x * self.scale
+
+
+def _counting(method, log):
+    """How torch.optim.lr_scheduler wraps `optimizer.step`: the function, bound anew."""
+    function = method.__func__
+    receiver = method.__self__
+
+    def wrapper(*args, **kwargs):
+        log.append(function.__name__)
+        return function.__get__(receiver, receiver.__class__)(*args, **kwargs)
+
+    return wrapper
+
+
+@program("function_get_binds_the_function_like_a_method", lambda: (rand(3), []))
+def _(x, log):
+    step = _counting(_Optimizer(3.0).step, log)
+    return step(x), step(x + 1)
+
+
+@program("function_made_in_the_region_get_binds_it", lambda: rand(3))
+def _(x):
+    def scaled(self, y):
+        return y * self.scale
+
+    bound = scaled.__get__(_Optimizer(2.0))
+    return bound(x), bound.__func__ is scaled, bound.__self__.scale, scaled.__get__(None, _Optimizer) is scaled
+
+
+@program("functools_wraps_of_nested_functions_made_in_the_region", lambda: (rand(3), rand(3)))
+def _(x, y):
+    def add(a, b):
+        """Adds."""
+        return a + b
+
+    @functools.wraps(add)
+    def wrapped(a, b):
+        return add(a, b)
+
+    @functools.wraps(wrapped)
+    def outer(a, b):
+        return wrapped(a, b) * 2
+
+    return outer(x, y), outer.__name__, outer.__doc__, outer.__wrapped__.__wrapped__ is add
+
+
+# -- functools.partial ------------------------------------------------------------------
+
+@program("partial_of_a_lambda_made_in_the_region", lambda: rand(3))
+def _(x):
+    multiply = lambda a, b: a * b  # noqa: E731
+    triple = functools.partial(multiply, b=3)
+    return triple(x), triple.keywords, triple.args
+
+
+@program("partial_of_a_bound_method_and_a_partial_of_a_partial", lambda: rand(3),
+         reference={"xfail": "a partial of a partial made in the region loses the inner keywords",
+                    "why": "PyTorch 2.13 returns {} for `twice.keywords`"})
+def _(x):
+    step = functools.partial(_Optimizer(2.0).step)
+    twice = functools.partial(functools.partial(torch.add, alpha=2), x)
+    return step(x), twice(x), twice.keywords
+
+
+_PARTIAL_NAMES = ("func", "args", "keywords", "__dict__", "__call__", "__class__", "__doc__", "__module__",
+                  "__repr__", "__eq__", "__hash__", "__reduce__", "__new__", "__subclasshook__",
+                  "__name__", "__qualname__", "__code__", "__defaults__", "__get__", "__globals__",
+                  "__closure__", "__annotations__")
+
+
+@program("partial_made_in_the_region_has_the_attributes_of_partial", lambda: rand(3))
+def _(x):
+    p = functools.partial(lambda a, b: a + b, b=x)
+    present = tuple(hasattr(p, name) for name in _PARTIAL_NAMES)
+    return p(x), present, callable(p)
+
+
+@program("partial_made_in_the_region_knows_its_class_and_module", lambda: rand(3),
+         reference={"xfail": "AttributeError reading `__class__` or `__module__` of a partial",
+                    "why": "PyTorch 2.13 raises AttributeError for `p.__module__` of a partial made in the region"})
+def _(x):
+    p = functools.partial(lambda a, b: a + b, b=x)
+    return p(x), p.__class__ is functools.partial, p.__module__
+
+
+def _mul(x, y):
+    return x * y
+
+
+@program("partials_passed_in_are_guarded_on_what_they_hold",
+         lambda: (functools.partial(_mul, y=rand(2)), rand(2)),
+         changed=lambda: (functools.partial(lambda x, y: x - y, y=rand(2)), rand(2)), frames_changed=2)
+def _(scale, x):
+    return scale(x), scale.func.__name__
+
+
+# -- classes of values and callable() ----------------------------------------------------
+
+_Point = collections.namedtuple("_Point", ["x", "y"])
+
+
+@program("class_of_a_list_tuple_and_namedtuple_makes_another", lambda: ([rand(2), rand(2)], _Point(rand(2), rand(2))))
+def _(items, point):
+    doubled = [item * 2 for item in items]
+    return (items.__class__(doubled), tuple(doubled).__class__(doubled),
+            point.__class__(*doubled), x_class_name(items[0]))
+
+
+def x_class_name(tensor):
+    return f"{tensor.__class__.__name__}!"
+
+
+class _Meta(type):
+    def __call__(cls, *args):
+        return super().__call__(*args)
+
+
+class _NotCallable(metaclass=_Meta):
+    pass
+
+
+class _Callable:
+    def __call__(self):
+        return 1
+
+
+@program("callable_asks_the_class_of_an_instance_not_its_metaclass",
+         lambda: (rand(3), _NotCallable(), _Callable()))
+def _(x, plain, calls):
+    return x + callable(plain) + 2 * callable(calls), callable(_NotCallable), callable(x)
