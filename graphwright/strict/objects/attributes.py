@@ -18,8 +18,9 @@ import torch
 
 from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, output_calls
+from . import classes, numpy_arrays, output_calls
 from .values import (
+    ArrayValue,
     ConstantValue,
     DictValue,
     FunctionValue,
@@ -57,6 +58,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
     """The attribute's value, or None when the object has no such attribute."""
     if isinstance(value, TensorValue):
         return _tensor_attr(tracer, value, name)
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.attribute(tracer, value, name)
     if isinstance(value, ModuleValue):
         return _module_attr(tracer, value, name)
     if isinstance(value, ObjectValue):

@@ -27,12 +27,14 @@ from . import (
     instances,
     introspection,
     iteration,
+    numpy_arrays,
     operations,
     output_calls,
     symbolic_numbers,
 )
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     DictValue,
     FunctionValue,
@@ -180,6 +182,8 @@ def _len(tracer, args, kwargs):
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.length(tracer, value)
     if isinstance(value, ConstantValue):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):

@@ -26,13 +26,17 @@ from ..guards.sources import (
     ContentsSource,
     ItemSource,
     ModuleDictSource,
+    NumpyTensorSource,
     OwnItemSource,
     Source,
+    array_as_tensor,
     own_item,
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_builder import tensor_kind
+from . import numpy_arrays
 from .values import (
+    ArrayValue,
     CellValue,
     ConstantValue,
     DictValue,
@@ -107,7 +111,7 @@ def is_dict_key(key: Any) -> bool:
 
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
-    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
+    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real)
 
 
 def is_identity_key(real: Any) -> bool:
@@ -146,6 +150,9 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return tracer.graph.add_scalar_input(real, source)
     if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
+    elif numpy_arrays.is_machine_limits(real):  # `np.iinfo(...)` makes a new one each time
+        tracer.add_guard(source, "type", type(real))
+        tracer.add_guard(_attr(source, "dtype"), "const", real.dtype)
     else:
         tracer.add_guard(source, "const", real)
     return ConstantValue(real, source)
@@ -155,6 +162,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if isinstance(real, torch.Tensor):
         return _wrap_tensor(tracer, real, source)
     cls = type(real)
+    if numpy_arrays.is_array(real) and source is not None and numpy_arrays.has_tensor_dtype(real):
+        # a graph input: the tensor sharing the array's memory, guarded and dynamic as tensors are
+        tracer.add_guard(source, "type", cls)
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source)
     if getattr(cls, "_graphwright_compiled", False):
         return _opaque(tracer, real, source)
     if cls is list or cls is tuple or (isinstance(real, tuple) and _is_named_tuple(cls)):

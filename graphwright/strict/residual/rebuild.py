@@ -28,6 +28,7 @@ from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
+    ArrayValue,
     CellValue,
     ConstantValue,
     ContextValue,
@@ -118,7 +119,8 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)  # a reference made in the region to an object read by source
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
-        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
+        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
+                                                           ArrayValue)):
             return self.expr(value.source)
         if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
             return self.expr(value.source)
@@ -159,6 +161,11 @@ class ResidualWriter(EntryWriter):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):
             return self._build_cell(value)
+        if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
+            from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
+
+            convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
+            return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 
