@@ -307,13 +307,13 @@ def array_as_tensor(array: Any) -> Any:
     """The tensor a NumPy array argument is to the graph: `torch.from_numpy`, which shares the
     array's memory (a write in the region reaches the caller's array). A read-only array, or
     one with negative strides, is copied first: a tensor made from it would be writable (PyTorch
-    warns), or cannot be made."""
+    warns), or cannot be made. A NumPy scalar (read-only) is a 0-d tensor of its dtype."""
     if array.flags.writeable:
         try:
             return torch.from_numpy(array)
         except ValueError:  # negative strides
             pass
-    return torch.from_numpy(array.copy())
+    return torch.as_tensor(array.copy())
 
 
 @dataclass(frozen=True)

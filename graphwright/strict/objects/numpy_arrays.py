@@ -62,6 +62,12 @@ def is_numpy_constant(real: Any) -> bool:
     return isinstance(real, (numpy.generic, numpy.dtype, numpy.iinfo, numpy.finfo))
 
 
+def is_numpy_scalar(real: Any) -> bool:
+    """A NumPy scalar of a dtype tensors have (`np.float32(2)`, `np.int64(8)`)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(real, numpy.generic) and real.dtype.name in _DTYPES
+
+
 def is_machine_limits(real: Any) -> bool:
     """`np.iinfo(...)` or `np.finfo(...)`: equal when their dtypes are."""
     numpy = sys.modules.get("numpy")

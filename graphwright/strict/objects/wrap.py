@@ -34,6 +34,7 @@ from ..guards.sources import (
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_builder import tensor_kind
+from ..interpreter.symbolic_sizes import SCALAR
 from . import numpy_arrays
 from .values import (
     ArrayValue,
@@ -148,6 +149,10 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if type(real) in (int, float) and source is not None and tracer.graph.wants_symbolic_scalar(source, real):
         tracer.add_guard(source, "type", type(real))
         return tracer.graph.add_scalar_input(real, source)
+    if source is not None and tracer.graph.dynamic_dims.get(source) == SCALAR and numpy_arrays.is_numpy_scalar(real):
+        # a NumPy scalar that changed between calls: a 0-d tensor input, which keeps its dtype
+        tracer.add_guard(source, "type", type(real))
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source, scalar=True)
     if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
     elif numpy_arrays.is_machine_limits(real):  # `np.iinfo(...)` makes a new one each time
