@@ -29,6 +29,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .objects.numpy_arrays import is_numpy_scalar
 from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
@@ -319,7 +320,7 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
 
 
 def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
-    if guard.kind == "const" and type(guard.expected) in (int, float):
+    if guard.kind == "const" and (type(guard.expected) in (int, float) or is_numpy_scalar(guard.expected)):
         if type(actual) is type(guard.expected) and actual != guard.expected:
             changed[guard.source] = SCALAR
     if guard.kind != "tensor":

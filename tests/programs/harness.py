@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 import graphwright
@@ -330,6 +331,8 @@ def _builtin_base(cls: type) -> type:
 
 def snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(memory_format=torch.contiguous_format),
                            significant_strides(value), value.requires_grad)
@@ -404,6 +407,11 @@ def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
         return
     assert type(actual) is type(expected), f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, (np.ndarray, np.generic)):
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8, equal_nan=True, err_msg=path)
+        return
     if isinstance(expected, (list, tuple)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
         for index, (e, a) in enumerate(zip(expected, actual)):

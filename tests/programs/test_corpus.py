@@ -23,6 +23,7 @@ from . import (
     cases_markers,
     cases_models,
     cases_modules,
+    cases_numpy,
     cases_real_models,
     cases_side_effects,
     cases_tensors,
@@ -38,6 +39,7 @@ ALL_PROGRAMS = [
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
     *cases_attributes.PROGRAMS,
+    *cases_numpy.PROGRAMS,
 ]
 
 

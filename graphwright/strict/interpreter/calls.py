@@ -24,7 +24,7 @@ from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, introspection, methods, operations
+from ..objects import builtin_calls, classes, instances, introspection, methods, numpy_calls, operations
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -110,7 +110,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
-    handler = builtin_calls.handler_for(target) or operators.handler_for(target)  # before markings
+    handler = numpy_calls.handler_for(target) or builtin_calls.handler_for(target) \
+        or operators.handler_for(target)  # before markings
     if handler is not None:
         return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)

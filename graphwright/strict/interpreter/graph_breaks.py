@@ -224,6 +224,12 @@ RECURRENT_MODULE = define_kind(
     "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "
     "default), so it runs eagerly between two graphs.",
     "Set `graphwright.config.allow_rnn = True` (graphwright's default) to trace it into the graph.")
+NUMPY_UNTRACEABLE = define_kind(
+    "GB060", "NumPy operation that cannot run on tensors",
+    "`{name}` {reason}, so the tracer cannot record it as tensor operations.",
+    "Write this step with torch operations, or compute it outside the compiled region and pass "
+    "the result in.",
+    "For random numbers, draw them with torch (`torch.rand`, a `torch.Generator`) or pass them in.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

@@ -12,6 +12,7 @@ import enum
 import functools
 import operator
 import re
+import sys
 import types
 import weakref
 from typing import Any, Callable
@@ -39,6 +40,8 @@ from .symbolic_sizes import (
 )
 
 BreakFn = Callable[..., Exception]
+# The dtypes torch reads Python's number classes as (`t.to(float)` is `t.to(torch.float64)`).
+_PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
 
 def _is_structseq(value: Any) -> bool:
@@ -368,6 +371,11 @@ class GraphBuilder:
             if isinstance(value.value, enum.Enum) and isinstance(value.value, (int, float)):
                 # an IntEnum/IntFlag is its number to an operator; fx cannot name `Flag.A|B`
                 return int(value.value) if isinstance(value.value, int) else float(value.value)
+            numpy = sys.modules.get("numpy")
+            if numpy is not None and isinstance(value.value, numpy.generic):
+                return value.value.item()  # torch reads a NumPy scalar as the Python number
+            if leaf is not _fake_of and type(value.value) is type and value.value in _PYTHON_DTYPES:
+                return _PYTHON_DTYPES[value.value]  # `t.to(float)`: fx cannot print a class as an argument
             return value.value
         if isinstance(value, SequenceValue):
             items = [self._convert(item, leaf, target, kind) for item in value.items]

@@ -30,6 +30,7 @@ from ..guards.sources import (
     ItemSource,
     LocalSource,
     ModuleDictSource,
+    NumpyTensorSource,
     Source,
 )
 from ..objects import exceptions
@@ -231,7 +232,9 @@ def add_size_guards(tracer: Tracer) -> None:
 def add_distinct_input_guards(tracer: Tracer) -> None:
     """Tensors passed as distinct arguments must stay distinct: aliasing changes what in-place
     operations mean. Parameters and buffers are left out (they cannot alias arguments cheaply)."""
-    sources = [source for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
+    # an array's tensor is made anew by every read: its array is what must stay distinct
+    sources = [source.base if isinstance(source, NumpyTensorSource) else source
+               for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
     if len(sources) > _MAX_DISTINCT_CHECKED:
         return
     for index, source in enumerate(sources):

@@ -19,8 +19,9 @@ import torch
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import callable_attributes, classes, dict_views, output_calls
+from . import callable_attributes, classes, dict_views, numpy_arrays, output_calls
 from .values import (
+    ArrayValue,
     ConstantValue,
     DequeValue,
     DictValue,
@@ -64,6 +65,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return classes.class_value(value.python_type())
     if isinstance(value, TensorValue):
         return _tensor_attr(tracer, value, name)
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.attribute(tracer, value, name)
     if isinstance(value, ModuleValue):
         return _module_attr(tracer, value, name)
     if isinstance(value, ObjectValue):

@@ -34,6 +34,7 @@ from . import (
     instances,
     introspection,
     iteration,
+    numpy_arrays,
     operations,
     output_calls,
     sets,
@@ -41,11 +42,11 @@ from . import (
 )
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     DictValue,
     DictViewValue,
     ExceptionValue,
-    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -198,6 +199,8 @@ def _len(tracer, args, kwargs):
         return ConstantValue(len(value.items))
     if isinstance(value, DictViewValue):
         return ConstantValue(dict_views.size(tracer, value))
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.length(tracer, value)
     if isinstance(value, ConstantValue):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):

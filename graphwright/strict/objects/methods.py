@@ -1,7 +1,8 @@
 """Methods of the values the tracer models natively.
 
 Tensor methods become `call_method` nodes (or a graph break when they need
-data or run autograd); list and dict methods change the symbolic container
+data or run autograd; `numpy()` makes an array of the tensor); methods of NumPy
+arrays are `numpy_arrays`'; list and dict methods change the symbolic container
 and report the mutation; methods of immutable constants are computed; module
 iteration helpers return the modelled children; logger methods are recorded
 for replay after the graph.
@@ -15,9 +16,21 @@ from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import callable_attributes, classes, deques, dict_views, dicts, exceptions, operations, output_calls, sets
+from . import (
+    callable_attributes,
+    classes,
+    deques,
+    dict_views,
+    dicts,
+    exceptions,
+    numpy_arrays,
+    operations,
+    output_calls,
+    sets,
+)
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     ContextValue,
     DequeValue,
@@ -63,6 +76,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return _tensor_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DequeValue):
         return deques.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ArrayValue):
+        return numpy_arrays.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, SequenceValue):
         return _sequence_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictValue):
@@ -96,6 +111,8 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
                    kwargs: dict[str, Value]) -> Value:
     if name in _CAPTURABLE_SCALARS and tracer.data_dependence.scalars:
         return _captured_scalars(tracer, tensor)
+    if name == "numpy" and not args:
+        return numpy_arrays.from_tensor(tracer, tensor, kwargs)
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:

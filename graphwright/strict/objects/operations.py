@@ -1,7 +1,7 @@
 """Python's operators on symbolic values: arithmetic, comparison, truth, items, iteration.
 
 Tensors go into the graph (the operator function is the node's target);
-constants are computed now; lists, tuples and dicts are modelled item by
+NumPy arrays too, with NumPy's meaning (`numpy_arrays`); constants are computed now; lists, tuples and dicts are modelled item by
 item. A special method that a user class defines in Python (`__getitem__`,
 `__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
 the `native_*` functions are the builtin behaviour it may reach through
@@ -20,11 +20,12 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views, exceptions
+from . import deques, dict_views, exceptions, numpy_arrays
 from .classes import builtin_base, is_instance_value, special_method
 from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
+    ArrayValue,
     ConstantValue,
     DequeValue,
     DictValue,
@@ -138,8 +139,9 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
                                  **{key: python_value(tracer, arg, purpose) for key, arg in value.keywords.items()})
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
-    if isinstance(value, TensorValue):
-        what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
+    if isinstance(value, (TensorValue, ArrayValue)):
+        kind = "a tensor" if isinstance(value, TensorValue) else "a NumPy array"
+        what = f"using {kind} in {purpose}" if purpose else f"converting {kind} to a Python value"
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"python value of {value!r}",
                              op=purpose or "a Python-level operation",
@@ -165,6 +167,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
+    if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
+        return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
@@ -336,6 +340,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
         return _call(tracer, method, [])
     if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.unary(tracer, op, value)
     if isinstance(value, ConstantValue):
         try:
             return ConstantValue(op(value.value))
@@ -351,6 +357,8 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         return bool(value.value)
     if isinstance(value, TensorValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
+    if isinstance(value, ArrayValue):
+        raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
     for name in ("__bool__", "__len__"):
         method = special_method(tracer, value, name)
         if method is not None:
@@ -484,6 +492,8 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
             raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
         unbound = tracer.graph.call("call_method", "unbind", [value], {})
         return list(unbound.items)
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",
@@ -530,6 +540,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         return deques.getitem(tracer, container, key)
     if isinstance(container, DictViewValue):
         return dict_views.getitem(tracer, container, key)
+    if isinstance(container, ArrayValue):
+        return numpy_arrays.getitem(tracer, container, key)
     if isinstance(container, SequenceValue):
         index = python_value(tracer, key, "an index")
         try:
@@ -583,6 +595,8 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
         return
     if isinstance(container, DequeValue):
         deques.call_method(tracer, container, "__setitem__", [key, value], {})
+    if isinstance(container, ArrayValue):
+        numpy_arrays.setitem(tracer, container, key, value)
         return
     if isinstance(container, SequenceValue) and container.kind is list:
         index = python_value(tracer, key, "an index")

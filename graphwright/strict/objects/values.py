@@ -5,6 +5,8 @@ One class per kind of Python behaviour, not per type:
 - `ConstantValue`: an immutable Python value or an opaque object used by
   identity (numbers, strings, dtypes, classes, builtins, torch functions).
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
+- `ArrayValue`: a NumPy ndarray (or a NumPy scalar computed in the region): a tensor
+  of the graph with NumPy's face (`numpy_arrays.py` gives it NumPy's behaviour).
 - `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
   of user subclasses of list and tuple: items here, attributes in the overlay).
 - `DictValue`: a dict, or a set or frozenset (keys only); instances of user subclasses
@@ -95,6 +97,24 @@ class TensorValue(Value):
 
     def python_type(self) -> type:
         return self.cls
+
+
+class ArrayValue(Value):
+    """A NumPy array: `tensor` holds its data in the graph (an array and the tensor it came
+    from, or that came from it, share that value, as they share memory). `scalar`: a NumPy
+    scalar (`np.float64`...) computed in the region, a 0-d array with a scalar's face."""
+
+    __slots__ = ("tensor", "scalar")
+
+    def __init__(self, tensor: TensorValue, source: Source | None = None, scalar: bool = False) -> None:
+        super().__init__(source)
+        self.tensor = tensor
+        self.scalar = scalar
+
+    def python_type(self) -> type:
+        from .numpy_arrays import scalar_type, ndarray_type
+
+        return scalar_type(self.tensor.fake.dtype) if self.scalar else ndarray_type()
 
 
 class SequenceValue(Value):

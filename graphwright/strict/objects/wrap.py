@@ -26,13 +26,18 @@ from ..guards.sources import (
     ContentsSource,
     ItemSource,
     ModuleDictSource,
+    NumpyTensorSource,
     OwnItemSource,
     Source,
+    array_as_tensor,
     own_item,
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_builder import tensor_kind
+from ..interpreter.symbolic_sizes import SCALAR
+from . import numpy_arrays
 from .values import (
+    ArrayValue,
     CellValue,
     ConstantValue,
     DequeValue,
@@ -109,7 +114,7 @@ def is_dict_key(key: Any) -> bool:
 
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
-    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
+    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real)
 
 
 def is_identity_key(real: Any) -> bool:
@@ -146,8 +151,15 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if type(real) in (int, float) and source is not None and tracer.graph.wants_symbolic_scalar(source, real):
         tracer.add_guard(source, "type", type(real))
         return tracer.graph.add_scalar_input(real, source)
+    if source is not None and tracer.graph.dynamic_dims.get(source) == SCALAR and numpy_arrays.is_numpy_scalar(real):
+        # a NumPy scalar that changed between calls: a 0-d tensor input, which keeps its dtype
+        tracer.add_guard(source, "type", type(real))
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source, scalar=True)
     if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
+    elif numpy_arrays.is_machine_limits(real):  # `np.iinfo(...)` makes a new one each time
+        tracer.add_guard(source, "type", type(real))
+        tracer.add_guard(_attr(source, "dtype"), "const", real.dtype)
     else:
         tracer.add_guard(source, "const", real)
     return ConstantValue(real, source)
@@ -157,6 +169,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if isinstance(real, torch.Tensor):
         return _wrap_tensor(tracer, real, source)
     cls = type(real)
+    if numpy_arrays.is_array(real) and source is not None and numpy_arrays.has_tensor_dtype(real):
+        # a graph input: the tensor sharing the array's memory, guarded and dynamic as tensors are
+        tracer.add_guard(source, "type", cls)
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source)
     if getattr(cls, "_graphwright_compiled", False):
         return _opaque(tracer, real, source)
     if cls is list or cls is tuple or (isinstance(real, tuple) and _is_named_tuple(cls)):

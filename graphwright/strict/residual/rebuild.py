@@ -32,6 +32,7 @@ from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
+    ArrayValue,
     CellValue,
     ConstantValue,
     ContextValue,
@@ -136,7 +137,7 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
-                                                           PartialValue)):
+                                                           PartialValue, ArrayValue)):
             return self.expr(value.source)
         if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
             return self._build_view(value)
@@ -194,6 +195,11 @@ class ResidualWriter(EntryWriter):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):
             return self._build_cell(value)
+        if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
+            from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
+
+            convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
+            return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 
