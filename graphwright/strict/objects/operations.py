@@ -398,7 +398,10 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
-        return lhs.fn is not None and lhs.fn is rhs.fn and lhs.bound_self is rhs.bound_self
+        # a function made in the region is one object however it was reached (bound, then
+        # `__func__`): its copies share the dict of its attributes
+        same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
+        return same and lhs.bound_self is rhs.bound_self
     return False
 
 
