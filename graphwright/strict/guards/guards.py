@@ -152,7 +152,7 @@ class Guard:
             return f"___tuple({value}.__subclasses__()) == {literal(expected, ref)}"
         if kind == "call":
             name, args, result = expected
-            return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
+            return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {literal(result, ref)}"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
         if kind == "distinct":

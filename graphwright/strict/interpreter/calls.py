@@ -213,6 +213,13 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, BaseException):
         return instances.call_class(tracer, cls, args, kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
+        # a structseq (torch.return_types.max...): a tuple of its one argument's items
+        items = operations.iterate(tracer, args[0])
+        if len(items) != cls.n_sequence_fields:
+            raise tracer.user_error(TypeError(f"{cls.__module__}.{cls.__name__}() takes a "
+                                              f"{cls.n_sequence_fields}-sequence ({len(items)}-sequence given)"))
+        return SequenceValue(items, tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if is_state_guard(cls):

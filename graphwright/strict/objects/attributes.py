@@ -196,8 +196,10 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     entry = module_table_entry(tracer, value, name)
     if entry is not None:
         return entry
-    if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
-                "named_children", "modules", "named_modules", "items", "keys", "values"):
+    overridden = found is not None and classes.is_python_function(found[1]) \
+        and not found[0].__module__.startswith("torch.")  # the user's module class defines its own
+    if not overridden and name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
+                                   "named_children", "modules", "named_modules", "items", "keys", "values"):
         return MethodValue(value, name)
     if found is not None:
         classes.guard_not_own(tracer, value, name)

@@ -92,6 +92,8 @@ def is_fromkeys(target: Any) -> bool:
 def fromkeys(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`cls.fromkeys(iterable, value=None)`: `cls()`, then each key stored through its
     `__setitem__` (a subclass's own runs)."""
+    if "value" in kwargs and len(args) == 1 and issubclass(cls, collections.OrderedDict):
+        args, kwargs = [*args, kwargs["value"]], {}  # OrderedDict's takes `value` by name too
     if kwargs:
         raise tracer.user_error(TypeError("fromkeys() takes no keyword arguments"))
     if not args or len(args) > 2:

@@ -98,6 +98,10 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         if isinstance(value.value, SYMBOLIC_TYPES):
             return value.value.node.pytype(value.value)
         return value.value
+    if isinstance(value, ObjectValue) and value.obj is not None and not value.overlay \
+            and id(value) not in tracer.side_effects.mutated:
+        tracer.add_guard(value.source, "id", value.obj)  # the object itself is what is used
+        return value.obj
     if is_instance_value(value) and not isinstance(value, ObjectValue) or \
             isinstance(value, DictValue) and value.cls not in (None, collections.OrderedDict):
         # an instance of a subclass: only the unchanged real object is known to be equal
@@ -493,8 +497,9 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
-        unbound = tracer.graph.call("call_method", "unbind", [value], {})
-        return list(unbound.items)
+        length = python_value(tracer, ConstantValue(value.fake.shape[0]))  # a symbolic length is specialised
+        return [tracer.graph.call("call_function", operator.getitem, [value, ConstantValue(index)], {})
+                for index in range(length)]
     if isinstance(value, ArrayValue):
         return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
@@ -558,8 +563,9 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         found = container.lookup(python_key)
         return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
+        index = python_value(tracer, key, "an index")
         try:
-            return constant_result(container.value[python_value(tracer, key, "an index")])
+            return constant_result(container.value[index])
         except Exception as error:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, ModuleValue):

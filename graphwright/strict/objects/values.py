@@ -480,10 +480,13 @@ class MethodValue(Value):
 
 
 class IteratorValue(Value):
+    """An iterator over known items: made in the region, or (with a `source`) one passed in whose
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
+
     __slots__ = ("items", "position")
 
-    def __init__(self, items: list[Value]) -> None:
-        super().__init__(None)
+    def __init__(self, items: list[Value], source: Source | None = None) -> None:
+        super().__init__(source)
         self.items = items
         self.position = 0
 

@@ -25,6 +25,7 @@ from ..guards.sources import (
     ConstantSource,
     ContentsSource,
     ItemSource,
+    KeyListSource,
     ModuleDictSource,
     NumpyTensorSource,
     OwnItemSource,
@@ -43,6 +44,7 @@ from .values import (
     DequeValue,
     DictValue,
     FunctionValue,
+    IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -181,6 +183,8 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
         return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
+    if cls in _SEQUENCE_ITERATORS:
+        return _outside_iterator(tracer, real, source)
     if cls is collections.deque:
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "len", len(real))
@@ -261,6 +265,27 @@ def _wrap_partial(tracer: "Tracer", real: functools.partial, source: Source | No
     return PartialValue(function, args, keywords, source)
 
 
+_SEQUENCE_ITERATORS = frozenset(type(iter(kind)) for kind in ((), [], range(0), "", "\u00e9"))
+
+
+def _outside_iterator(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    """An iterator over a range, a string, or a list or tuple of constants, passed in: its
+    remaining items, from its state (`__reduce__` tells them without stepping it), guarded; the
+    items the region takes from it are taken from the real one after the graph."""
+    state = real.__reduce__()
+    sequence, position = state[1][0], state[2] if len(state) > 2 else 0
+    remaining = list(sequence)[position:]
+    if source is None or not all(is_constant(item) for item in remaining):
+        return _opaque(tracer, real, source)
+    if type(sequence) is list:  # compared by contents: the list may change between calls
+        state = (state[0], (list(sequence),), *state[2:])
+    tracer.add_guard(source, "type", type(real))
+    tracer.add_guard(source, "call", ("__reduce__", (), state))
+    iterator = IteratorValue([ConstantValue(item) for item in remaining], source)
+    tracer.side_effects.step_outside_iterator(iterator)
+    return iterator
+
+
 class OutsideDict:
     """Reads a dict found outside the region as the program reads it. A lookup guards what it
     saw: the value under the key, or the key's absence (`os.environ.get("X")` must not
@@ -289,8 +314,7 @@ class OutsideDict:
         return OwnItemSource(self.source, key)
 
     def _item(self, key: Any) -> Value:
-        real = self.real[key] if self.builtin is None else own_item(self.real, key)
-        return wrap(self.tracer, real, self._item_source(key))
+        return wrap(self.tracer, self._real_item(key), self._item_source(key))
 
     def _has(self, key: Any) -> bool:
         return key in self.real if self.builtin is None else dict.__contains__(self.real, key)
@@ -311,20 +335,31 @@ class OutsideDict:
         if real_key is None or tensor.source is None:
             return None
         if self._has(real_key):
-            real = self.real[real_key] if self.builtin is None else own_item(self.real, real_key)
-            return wrap(self.tracer, real, self._item_source(tensor.source))
+            return wrap(self.tracer, self._real_item(real_key), self._item_source(tensor.source))
         self.tracer.add_guard(self._keys_source(), "lacks_item", tensor.source)
         return None
 
     def read_all(self) -> dict[Any, Value]:
         keys = tuple(self.real if self.builtin is None else self.builtin.__iter__(self.real))
-        if any(isinstance(key, torch.Tensor) for key in keys):
-            raise self.tracer.graph_break(
-                gb.UNSUPPORTED_OPERATION, f"all the items of {self.source.name() if self.source else 'a dict'}",
-                op="reading every item of a dict keyed by tensors (iteration, `len`, a store)",
-                types="dict with tensor keys")
         self.tracer.add_guard(self._keys_source(), "keys", keys)
-        return {key: self._item(key) for key in keys}
+        items: dict[Any, Value] = {}
+        for index, key in enumerate(keys):
+            if isinstance(key, torch.Tensor):  # a tensor key is an input, read by its position
+                tensor = self._tensor_key(key, index)
+                items[TensorKey(tensor)] = wrap(self.tracer, self._real_item(key), self._item_source(tensor.source))
+            else:
+                items[key] = self._item(key)
+        return items
+
+    def _tensor_key(self, key: torch.Tensor, index: int) -> Value:
+        if self.source is None:
+            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, "tensor keys of a dict without a source",
+                                          op="reading the tensor keys of a dict reached without a path",
+                                          types="dict with tensor keys")
+        return wrap(self.tracer, key, ItemSource(KeyListSource(self._keys_source()), index))
+
+    def _real_item(self, key: Any) -> Any:
+        return self.real[key] if self.builtin is None else own_item(self.real, key)
 
 
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:

@@ -86,6 +86,11 @@ def _remove_own_attribute(obj: Any, name: str) -> None:
         pass
 
 
+def _advance(iterator: Any, steps: int) -> None:
+    for _ in range(steps):
+        next(iterator)
+
+
 def _replace_contents(container: Any, new: Any) -> None:
     """Give a dict, set or deque from outside the items the region left it with."""
     container.clear()
@@ -107,7 +112,8 @@ class ResidualWriter(EntryWriter):
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
-                               "___make_exception": make_real})
+                               "___make_exception": make_real,
+                               "___advance": _advance})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
         self.rebuilt_tensor = False
@@ -137,7 +143,8 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
-                                                           PartialValue, ArrayValue)):
+                                                           PartialValue, ArrayValue,
+                                                           IteratorValue)):
             return self.expr(value.source)
         if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
             return self._build_view(value)
@@ -333,6 +340,8 @@ class ResidualWriter(EntryWriter):
             if cell.source is None:
                 raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
             lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
+        for iterator in effects.stepped_iterators():
+            lines.append(f"___advance({self.expr(iterator.source)}, {iterator.position})")
         for function, args, kwargs in effects.replayed_calls:
             arguments = [self.rebuild(arg) for arg in args]
             arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
