@@ -24,6 +24,7 @@ from .values import (
     DictValue,
     FunctionValue,
     GeneratorValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -78,9 +79,12 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return {"func": value.func, "args": SequenceValue(value.args, tuple),
                 "keywords": DictValue(dict(value.keywords))}[name]
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
-        from .values import MethodValue
-
         return MethodValue(value, name)
+    if isinstance(value, MethodValue) and name in ("__name__", "__qualname__", "__self__"):
+        if name == "__self__":
+            return value.receiver
+        return ConstantValue(value.name if name == "__name__" else
+                             f"{value.receiver.python_type().__qualname__}.{value.name}")
     if isinstance(value, TracebackValue):
         from .exceptions import traceback_attribute
 
