@@ -83,7 +83,8 @@ def _awaiting_cleanup(tracer: "Tracer") -> list[GeneratorValue]:
             and generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered]
 
 
-def dropped(tracer: "Tracer", values: list[Value], remaining: list[Value] = (), ending: Frame | None = None) -> None:
+def dropped(tracer: "Tracer", values: list[Value], remaining: list[Value] = (),
+            ending: Frame | None = None) -> None:
     """References to `values` went away (a popped iterator, a local overwritten, the frame
     `ending` returning): a generator among what they reach that awaits cleanup and that
     nothing else reaches any more is collected by CPython right there, which closes it.

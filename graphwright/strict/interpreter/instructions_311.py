@@ -481,7 +481,5 @@ class Instructions311:
     def op_BEFORE_WITH(self, inst):
         manager = self.pop()
         bound = self.instructions[self.index].opname != "POP_TOP"
-        exit_function, entered = contexts.enter(self.tracer, manager, bound)
-        self.push(exit_function)
-        self.push(entered)
+        self.push(contexts.enter(self.tracer, manager, bound, self.push))
 
