@@ -13,6 +13,7 @@ from . import (
     cases_counters,
     cases_data_dependent,
     cases_exceptions,
+    cases_generators,
     cases_floats,
     cases_graph_breaks,
     cases_higher_order,
@@ -37,7 +38,7 @@ ALL_PROGRAMS = [
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
-    *cases_exceptions.PROGRAMS,
+    *cases_exceptions.PROGRAMS, *cases_generators.PROGRAMS,
 ]
 
 
