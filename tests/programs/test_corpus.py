@@ -13,6 +13,8 @@ from . import (
     cases_classes,
     cases_counters,
     cases_data_dependent,
+    cases_exceptions,
+    cases_generators,
     cases_floats,
     cases_graph_breaks,
     cases_higher_order,
@@ -40,6 +42,8 @@ ALL_PROGRAMS = [
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
     *cases_attributes.PROGRAMS,
     *cases_numpy.PROGRAMS,
+    *cases_exceptions.PROGRAMS,
+    *cases_generators.PROGRAMS,
 ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
@@ -70,9 +70,10 @@ def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
     torch._C._set_grad_enabled(enabled)
 
 
-def enter(tracer: "Tracer", manager: Value, bound: bool = True) -> tuple[Value, Value]:
-    """BEFORE_WITH: returns (the exit callable, the value bound by `as`); `bound`: the block
-    uses that value."""
+def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Value], None]) -> Value:
+    """BEFORE_WITH: `push_exit(the exit callable)`, then enter; returns the value bound by
+    `as` (`bound`: the block uses it). The exit callable is on the stack while `__enter__`
+    runs, as in CPython (it holds the manager)."""
     from ..objects import classes
     from . import calls
 
@@ -95,15 +96,18 @@ def enter(tracer: "Tracer", manager: Value, bound: bool = True) -> tuple[Value, 
                 raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
                                          type="warnings.catch_warnings(record=True) whose list is used")
             tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
-        return MethodValue(manager, "__exit__"), NONE
+        push_exit(MethodValue(manager, "__exit__"))
+        return NONE
     if isinstance(manager, ObjectValue) and isinstance(manager.obj, LOCK_TYPES):
         # A lock read from outside (functools.cached_property takes one): the trace runs in
         # one thread and the graph holds no Python state another thread could race on.
-        return MethodValue(ContextValue("lock", ()), "__exit__"), manager
+        push_exit(MethodValue(ContextValue("lock", ()), "__exit__"))
+        return manager
     enter_method = classes.special_method(tracer, manager, "__enter__")
     exit_method = classes.special_method(tracer, manager, "__exit__")
     if enter_method is not None and exit_method is not None:
-        return exit_method, calls.call_value(tracer, enter_method, [], {})
+        push_exit(exit_method)
+        return calls.call_value(tracer, enter_method, [], {})
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"with {manager!r}",
                              type=manager.python_type().__name__)
 

@@ -11,9 +11,12 @@ exceptions (gi_exc_state) while it runs. A `yield` unwinds `Frame.run` with
 `Yielded`; the frame keeps its position and stack, so the next resume simply
 runs it again.
 
-A generator left suspended inside a `try`/`with` block when the compiled
-function returns would run its cleanup when CPython collects it, at a moment
-the tracer cannot place: that is a graph break (`check_left_suspended`).
+A generator suspended inside a `try`/`with` block runs its cleanup when CPython
+collects it: when the last reference goes (a `for` loop left early, a local
+overwritten, a frame returning). The tracer closes such a generator where a
+reference to it is dropped and nothing it can see holds it any more (`dropped`,
+`finish`); where an iterator it cannot see into may hold it, that moment is
+unknown: a graph break.
 """
 from __future__ import annotations
 
@@ -22,7 +25,23 @@ import weakref
 from typing import TYPE_CHECKING
 
 from ..objects import classes, exceptions, operations
-from ..objects.values import NONE, ConstantValue, ExceptionValue, FunctionValue, GeneratorValue, Value
+from ..objects.values import (
+    NONE,
+    CellValue,
+    ConstantValue,
+    DictValue,
+    ExceptionValue,
+    FunctionValue,
+    GeneratorValue,
+    IteratorValue,
+    LazyIteratorValue,
+    MethodValue,
+    PartialValue,
+    SequenceValue,
+    SuperValue,
+    TensorKey,
+    Value,
+)
 from . import graph_breaks as gb
 from .frame import Frame
 from .graph_breaks import UserException
@@ -56,16 +75,126 @@ def make_generator(tracer: "Tracer", function: FunctionValue, local_values: dict
     return generator
 
 
-def check_left_suspended(tracer: "Tracer") -> None:
-    """At the compiled function's return: no generator may wait inside a `try`/`with` block,
-    whose cleanup Python runs when the generator is collected."""
-    for generator in _MADE.get(tracer, ()):
-        frame = generator.frame
-        if generator.started and not generator.done and frame.instructions[frame.index - 1].offset in frame.covered:
-            name = frame.code.co_name
-            raise tracer.graph_break(gb.GENERATOR, f"{name} left suspended in a try/with block",
-                                     name=f"{name} (left suspended inside a `try`/`with` block, whose cleanup "
-                                          "runs when Python collects it)")
+def _awaiting_cleanup(tracer: "Tracer") -> list[GeneratorValue]:
+    """The generators suspended inside a `try`/`with` block, whose cleanup Python runs when
+    the generator is collected (not running now)."""
+    return [generator for generator in _MADE.get(tracer, ()) if generator.started and not generator.done
+            and not generator.running
+            and generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered]
+
+
+def dropped(tracer: "Tracer", values: list[Value], remaining: list[Value] = (),
+            ending: Frame | None = None) -> None:
+    """References to `values` went away (a popped iterator, a local overwritten, the frame
+    `ending` returning): a generator among what they reach that awaits cleanup and that
+    nothing else reaches any more is collected by CPython right there, which closes it.
+    `remaining` are values still held that no frame shows (a frame's return value)."""
+    waiting = _awaiting_cleanup(tracer)
+    if not waiting:
+        return
+    candidates = _reached(values, {id(generator) for generator in waiting})
+    if not candidates:  # none, or unknown (the tracer cannot see what an iterator holds)
+        return
+    held = _reached([*_held_by_tracer(tracer, ending), *remaining], candidates)
+    if held is None:
+        return  # perhaps still held: `finish` decides
+    for generator in waiting:
+        if id(generator) in candidates and id(generator) not in held:
+            _close_collected(tracer, generator)
+
+
+def finish(tracer: "Tracer", frame: Frame, result: Value) -> None:
+    """The compiled function returns `result`: the generators awaiting cleanup that nothing
+    holds any more are closed; one that leaves with the result or a side effect is rebuilt
+    by the residual code; any other was dropped where the tracer could not tell: a break."""
+    dropped(tracer, [*frame.locals.values(), *frame.cells.values(), *frame.stack], [result], frame)
+    waiting = _awaiting_cleanup(tracer)
+    if not waiting:
+        return
+    held = _reached([result, *_held_by_tracer(tracer, frame)], {id(generator) for generator in waiting})
+    for generator in waiting:
+        if held is None or id(generator) not in held:
+            raise _left_suspended(tracer, generator)
+
+
+def _left_suspended(tracer: "Tracer", generator: GeneratorValue) -> Exception:
+    name = generator.frame.code.co_name
+    return tracer.graph_break(gb.GENERATOR, f"{name} left suspended in a try/with block",
+                              name=f"{name} (left suspended inside a `try`/`with` block, held by an iterator the "
+                                   "tracer cannot see into, so the moment Python collects it is unknown)")
+
+
+def _close_collected(tracer: "Tracer", generator: GeneratorValue) -> None:
+    """CPython's finalizer: close(); what it raises is only printed ('Exception ignored'),
+    which the tracer does not reproduce: a graph break."""
+    try:
+        close(tracer, generator)
+    except UserException:
+        name = generator.frame.code.co_name
+        raise tracer.graph_break(gb.GENERATOR, f"{name} raised while collected",
+                                 name=f"{name} (its cleanup raises when Python collects it)") from None
+
+
+def _held_by_tracer(tracer: "Tracer", ending: Frame | None) -> list[Value]:
+    """What the running frames (but `ending`) and the recorded side effects hold."""
+    effects = tracer.side_effects
+    held: list[Value] = [*effects.mutated.values(), *effects.cell_stores.values()]
+    held += [value for _, _, value in effects.attribute_stores.values() if value is not None]
+    held += [value for _, _, value in effects.global_stores.values()]
+    held += [value for overlay in effects.shared_overlays.values() for value in overlay.values()]
+    held += [arg for _, args, kwargs in effects.replayed_calls for arg in [*args, *kwargs.values()]]
+    for frame in tracer.frames:
+        if frame is not ending:
+            held += [*frame.locals.values(), *frame.cells.values(), *frame.closure, *frame.stack]
+    return held
+
+
+def _reached(roots: list, targets: set[int]) -> set[int] | None:
+    """Which of `targets` (ids of values) the values `roots` reach; None when they reach an
+    iterator made by a helper (map, zip...) whose references the tracer cannot see."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    pending = list(roots)
+    while pending:
+        value = pending.pop()
+        if not isinstance(value, Value) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if id(value) in targets:
+            found.add(id(value))
+        children = _references(value)
+        if children is None:
+            return None
+        pending += children
+    return found
+
+
+def _references(value: Value) -> list | None:
+    """The values `value` holds (None: unknown, an iterator over a closure)."""
+    if isinstance(value, GeneratorValue):
+        frame = value.frame
+        return [*frame.locals.values(), *frame.cells.values(), *frame.closure, *frame.stack]
+    if isinstance(value, LazyIteratorValue):
+        return None
+    held = list(getattr(value, "overlay", {}).values())
+    if isinstance(value, SequenceValue):
+        held += value.items
+    elif isinstance(value, DictValue):
+        held += [*value._items.values(), *(key.value for key in value._items if isinstance(key, TensorKey))]
+    elif isinstance(value, ExceptionValue):
+        held += [*value.args, value.cause, value.context]
+    elif isinstance(value, FunctionValue):
+        held += [*value.closure, *value.defaults, *value.kwdefaults.values(), value.bound_self,
+                 *value.attributes.values(), *value.special.values()]
+    elif isinstance(value, CellValue):
+        held.append(value.contents)
+    elif isinstance(value, PartialValue):
+        held += [value.func, *value.args, *value.keywords.values()]
+    elif isinstance(value, (MethodValue, SuperValue)):
+        held.append(value.receiver)
+    elif isinstance(value, IteratorValue):
+        held += value.items[value.position:]
+    return held
 
 
 def resume(generator: GeneratorValue, sent: Value, thrown: UserException | None = None) -> Value | None:

@@ -23,6 +23,7 @@ from ..objects.values import (
     IteratorValue,
     LazyIteratorValue,
     SequenceValue,
+    TensorValue,
 )
 from . import calls, contexts
 from . import graph_breaks as gb
@@ -40,6 +41,13 @@ BINARY_OPS = [_NB_FUNCTIONS[symbol] for _, symbol in dis._nb_ops]
 COMPARE_OPS = [operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
 
 
+def _generators():
+    """`generators`, whose frames are frames: imported when first needed."""
+    from . import generators
+
+    return generators
+
+
 class Instructions311:
     # -- stack manipulation ------------------------------------------------------------
     def op_NOP(self, inst):
@@ -48,7 +56,9 @@ class Instructions311:
     op_RESUME = op_PRECALL = op_EXTENDED_ARG = op_CACHE = op_NOP
 
     def op_POP_TOP(self, inst):
-        self.pop()
+        dropped = self.pop()
+        if not isinstance(dropped, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [dropped])
 
     def op_PUSH_NULL(self, inst):
         self.push(NULL)
@@ -71,10 +81,13 @@ class Instructions311:
         self.push(value)
 
     def op_STORE_FAST(self, inst):
+        replaced = self.locals.get(inst.argval)
         self.locals[inst.argval] = self.pop()
+        if replaced is not None and not isinstance(replaced, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [replaced])
 
     def op_DELETE_FAST(self, inst):
-        del self.locals[inst.argval]
+        _generators().dropped(self.tracer, [self.locals.pop(inst.argval)])
 
     def op_LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
@@ -339,11 +352,13 @@ class Instructions311:
             self.push(item)
 
     def op_RETURN_VALUE(self, inst):
+        result = self.pop()
         if self.is_root:
-            from . import generators
-
-            generators.check_left_suspended(self.tracer)
-        self.result = self.pop()
+            _generators().finish(self.tracer, self, result)
+        else:  # the frame's locals go: generators only they held are collected
+            _generators().dropped(self.tracer, [*self.locals.values(), *self.cells.values(), *self.stack],
+                               [result], self)
+        self.result = result
 
     def op_LOAD_BUILD_CLASS(self, inst):
         # a class statement: calling __build_class__ is a graph break the function splits at
@@ -398,10 +413,8 @@ class Instructions311:
             self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
 
     def op_SEND(self, inst):
-        from . import generators  # generators' frames are frames: imported late
-
         sent = self.pop()
-        item, returned = generators.delegate(self.tracer, self.stack[-1], sent)
+        item, returned = _generators().delegate(self.tracer, self.stack[-1], sent)
         if item is None:
             self.stack[-1] = returned
             self.jump_to(inst.argval)
@@ -483,7 +496,5 @@ class Instructions311:
     def op_BEFORE_WITH(self, inst):
         manager = self.pop()
         bound = self.instructions[self.index].opname != "POP_TOP"
-        exit_function, entered = contexts.enter(self.tracer, manager, bound)
-        self.push(exit_function)
-        self.push(entered)
+        self.push(contexts.enter(self.tracer, manager, bound, self.push))
 

@@ -40,6 +40,7 @@ from .values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -177,6 +178,9 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         tracer.side_effects.mutate(sequence)
         if name == "append":
             items.append(args[0])
+        elif name == "extend" and isinstance(args[0], LazyIteratorValue):
+            while (item := args[0].next_item()) is not None:  # each item appended before the next is made
+                items.append(item)
         elif name == "extend":
             items.extend(operations.iterate(tracer, args[0]))
         elif name == "insert":

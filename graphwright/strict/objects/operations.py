@@ -13,7 +13,7 @@ import collections
 import functools
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -429,7 +429,10 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
         return python_value(tracer, item) in container.value
-    for element in iterate(tracer, container):
+    # an iterator is consumed only up to the item found, as Python's `in` consumes it
+    elements = _pull(container) if isinstance(container, (IteratorValue, LazyIteratorValue)) \
+        else iterate(tracer, container)
+    for element in elements:
         if is_same(tracer, element, item):
             return True
         if isinstance(element, TensorValue) or isinstance(item, TensorValue):
@@ -438,6 +441,11 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
                 and python_value(tracer, element) == python_value(tracer, item):
             return True
     return False
+
+
+def _pull(iterator: IteratorValue | LazyIteratorValue) -> Iterator[Value]:
+    while (element := iterator.next_item()) is not None:
+        yield element
 
 
 def iterate(tracer: "Tracer", value: Value) -> list[Value]:

@@ -32,6 +32,7 @@ from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
+    NULL,
     ArrayValue,
     CellValue,
     ConstantValue,
@@ -41,6 +42,7 @@ from ..objects.values import (
     DictViewValue,
     ExceptionValue,
     FunctionValue,
+    GeneratorValue,
     IteratorValue,
     MethodValue,
     ModuleValue,
@@ -52,6 +54,8 @@ from ..objects.values import (
     ValueKey,
     holds_value_keys,
 )
+from .liveness import live_locals
+from .resume import NULL_SLOT, SENT_SLOT, VALUE_SLOT, ResumeLayout, resume_code
 from .side_effects import SideEffects
 
 _LITERAL_TYPES = (int, str, bool, type(None))
@@ -77,6 +81,12 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     for name, value in (attributes or {}).items():  # stored in the region (functools.wraps...)
         setattr(function, name, value)
     return function
+
+
+def _finished() -> Any:
+    """A generator function whose generators are exhausted at once: a finished generator."""
+    return
+    yield
 
 
 def _remove_own_attribute(obj: Any, name: str) -> None:
@@ -207,8 +217,46 @@ class ResidualWriter(EntryWriter):
 
             convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
             return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
+        if isinstance(value, GeneratorValue):
+            return self._build_generator(value)
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _build_generator(self, generator: GeneratorValue) -> str:
+        """A generator made in the region, suspended where the trace left it: its code resumed
+        at that point (`resume_code`, a generator function itself) called on its live stack
+        and locals and its cells; one that never started, from its first instruction."""
+        frame = generator.frame
+        if generator.done:
+            return f"{self.ref(_finished)}()"
+        if not (isinstance(generator.handled, ConstantValue) and generator.handled.value is None):
+            raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                 type="generator suspended inside an `except` block")
+        code = frame.code
+        if generator.started:
+            offset, stack, slots = frame.instructions[frame.index].offset, frame.stack, [SENT_SLOT]
+            cells = [frame.cells[name] for name in code.co_cellvars + code.co_freevars]
+        else:
+            first = next(index for index, inst in enumerate(frame.instructions) if inst.opname == "RESUME")
+            offset, stack, slots = frame.instructions[first + 1].offset, [], []
+            cells = [CellValue(frame.locals.get(name)) for name in code.co_cellvars] + list(frame.closure)
+        arguments = []
+        for item in stack:
+            if item is NULL:
+                slots.insert(len(slots) - bool(generator.started), NULL_SLOT)
+                continue
+            if isinstance(item, MethodValue) and isinstance(item.receiver, ContextValue):
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                     type="generator suspended inside a `with` block of grad mode or autocast")
+            slots.insert(len(slots) - bool(generator.started), VALUE_SLOT)
+            arguments.append(self.rebuild(item))
+        live_here = live_locals(code, offset)
+        live = tuple(name for name in code.co_varnames if name in frame.locals and name in live_here)
+        arguments += [self.rebuild(frame.locals[name]) for name in live]
+        resumed = resume_code(code, offset, ResumeLayout(tuple(slots), live))
+        closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in cells) + ")"
+        function = f"___make_function({self.ref(resumed)}, {self.ref(frame.globals)}, (), None, {closure})"
+        return f"{function}({', '.join(arguments)})"
 
     def _build_instance(self, value: Value) -> str:
         """An instance of a user class (or of a dict subclass) made in the region: made empty by
