@@ -189,3 +189,64 @@ class _Callable:
          lambda: (rand(3), _NotCallable(), _Callable()))
 def _(x, plain, calls):
     return x + callable(plain) + 2 * callable(calls), callable(_NotCallable), callable(x)
+
+
+# -- methods of numbers, symbolic ones too ------------------------------------------------
+
+@program("methods_of_a_float_input_that_becomes_symbolic", lambda: (rand(2), 1.0),
+         changed=lambda: (rand(2), 2.5), frames_changed=2)
+def _(x, m):
+    if m.is_integer():
+        x = x * 2
+    return x + m.conjugate(), m.as_integer_ratio()[1] > 0, m.hex()
+
+
+@program("methods_of_an_int_input_that_becomes_symbolic", lambda: (rand(2), 3),
+         changed=lambda: (rand(2), 6), frames_changed=2)
+def _(x, n):
+    return x * n.bit_length() + n.conjugate(), n.as_integer_ratio(), n.real, n.denominator
+
+
+# -- id() of objects passed in --------------------------------------------------------------
+
+class _Plain:
+    pass
+
+
+_FIRST, _SECOND = _Plain(), _Plain()
+
+
+@program("id_of_an_object_passed_in_is_guarded_on_its_identity", lambda: (rand(2), _FIRST, id(_FIRST)),
+         changed=lambda: (rand(2), _SECOND, id(_FIRST)), frames_changed=2)
+def _(x, obj, expected):
+    return x + 1 if id(obj) == expected else x - 1
+
+
+# -- attributes stored on tensors --------------------------------------------------------
+
+@program("attributes_stored_on_input_and_computed_tensors", lambda: (rand(3), True),
+         observe=None)
+def _(x, flag):
+    y = x * 2
+    y.offloading = flag
+    y.grad = x + 1
+    x.seen = flag
+    return y, y.offloading, hasattr(y, "missing"), x.seen
+
+
+@program("tensor_type_names_and_converts", lambda: (rand(3), rand(3)))
+def _(a, b):
+    half = a.type(torch.HalfTensor)
+    return b.type(half.type()), half.type(), b.type("torch.DoubleTensor")
+
+
+# -- text of objects made in the region ----------------------------------------------------
+
+class _Shown:
+    pass
+
+
+@program("str_of_an_object_made_in_the_region_names_its_class", lambda: rand(3))
+def _(x):
+    text = str(_Shown())
+    return x * 2, text.split(" object at")[0]

@@ -18,7 +18,8 @@ import torch
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import callable_attributes, classes, output_calls
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from . import callable_attributes, classes, output_calls, symbolic_numbers
 from .values import (
     ConstantValue,
     DictValue,
@@ -91,6 +92,8 @@ def _method_if(value: Value, name: str, cls: type) -> Value | None:
 
 
 def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | None:
+    if value.overlay is not None and name in value.overlay:
+        return value.overlay[name]
     real = tracer.real_tensors.get(id(value))
     if name in ("is_leaf", "grad_fn") and real is not None:
         # autograd history, which the tensor guard does not check: read on the real input
@@ -115,10 +118,17 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if hasattr(torch.Tensor, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
+    if real is not None:  # an attribute the user stored on the input tensor
+        own = vars(real)
+        if name in own:
+            return tracer.wrap(own[name], AttrSource(value.source, name))
+        tracer.add_guard(value.source, "lacks", name)
     return None
 
 
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
+    if isinstance(value.value, SYMBOLIC_TYPES):
+        return symbolic_numbers.attribute(tracer, value, name)
     stored = tracer.side_effects.load_shared_attr(value.value, name)
     if stored is not None:
         return stored
@@ -228,11 +238,8 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
         callable_attributes.store_on_made_function(tracer, owner, name, value)
         return
-    if isinstance(owner, TensorValue) and name == "requires_grad" and owner.source is None:
-        # on a tensor made in the region, the same as its method (and the same errors)
-        from ..interpreter import calls
-
-        calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
+    if isinstance(owner, TensorValue):
+        _store_on_tensor(tracer, owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
             and name not in vars(types.FunctionType):
@@ -241,6 +248,24 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)
+
+
+def _store_on_tensor(tracer: "Tracer", tensor: TensorValue, name: str, value: Value) -> None:
+    """`t.name = value`. `requires_grad` of a tensor made in the region is its method (and its
+    errors); `grad` and the user's own attributes are kept on the tensor's value, replayed onto
+    an input after the graph or set on the tensor the graph returns; Tensor's others (`data`,
+    `shape`...) are not modelled."""
+    if name == "requires_grad" and tensor.source is None:
+        from ..interpreter import calls
+
+        calls.call_value(tracer, MethodValue(tensor, "requires_grad_"), [value], {})
+        return
+    if name != "grad" and hasattr(torch.Tensor, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set Tensor.{name}", name=f"setting {name}",
+                                 type="Tensor")
+    if tensor.overlay is None:
+        tensor.overlay = {}
+    tracer.side_effects.store_attr(tensor, name, value)
 
 
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:

@@ -35,6 +35,7 @@ from .values import (
     NONE,
     ConstantValue,
     DictValue,
+    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -134,7 +135,24 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
     method = classes.special_method(tracer, value, "__str__") if conversion is str else None
     if method is None and (conversion is repr or _str_is_repr(tracer, value)):
         method = classes.special_method(tracer, value, "__repr__")
+        if method is None:
+            return _identity_repr(tracer, value)
     return None if method is None else calls.call_value(tracer, method, [], {})
+
+
+def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
+    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
+    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
+    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
+    eager run's differs from run to run too). None for any other value."""
+    address = f"0x{id(value):x}"
+    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
+        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
+        return ConstantValue(f"<function {qualname} at {address}>")
+    if isinstance(value, ObjectValue) and value.obj is None and \
+            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
+        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
+    return None
 
 
 def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
@@ -476,7 +494,22 @@ def _print(tracer, args, kwargs):
     return NONE
 
 
-@handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
+@handles(id)
+def _id(tracer, args, kwargs):
+    """`id(obj)` of an object read from outside: its identity now, guarded on the object being
+    the same one (another object recompiles). An object made in the region has no address
+    until it is rebuilt: a graph break."""
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    value = args[0]
+    real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
+    if real is None or value.source is None or operations.is_symbolic(value):
+        raise _unsupported(tracer, "id (of an object made in the region)", args)
+    tracer.add_guard(value.source, "id", real)
+    return ConstantValue(id(real))
+
+
+@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
          builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

@@ -20,7 +20,7 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from .classes import builtin_base, is_instance_value, special_method
+from .classes import builtin_base, find, is_instance_value, special_method
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
     ConstantValue,
@@ -334,8 +334,6 @@ def is_callable(tracer: "Tracer", value: Value) -> bool:
     make its instances callable); a class the region stored `__call__` on counts too."""
     if isinstance(value, ConstantValue):
         return callable(value.value)
-    from .classes import find
-
     return find(tracer, value.python_type(), "__call__") is not None
 
 
@@ -355,7 +353,9 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
-        return lhs.fn is not None and lhs.fn is rhs.fn and lhs.bound_self is rhs.bound_self
+        # a function made in the region is its `__dict__`, which its bound methods share
+        same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
+        return same and lhs.bound_self is rhs.bound_self
     return False
 
 

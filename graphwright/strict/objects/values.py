@@ -79,13 +79,17 @@ class ConstantValue(Value):
 
 
 class TensorValue(Value):
-    __slots__ = ("node", "fake", "cls")
+    """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
+    tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""
+
+    __slots__ = ("node", "fake", "cls", "overlay")
 
     def __init__(self, node: torch.fx.Node, fake: torch.Tensor, source: Source | None = None) -> None:
         super().__init__(source)
         self.node = node
         self.fake = fake
         self.cls: type = torch.Tensor
+        self.overlay: dict[str, Value | None] | None = None
 
     def python_type(self) -> type:
         return self.cls

@@ -111,6 +111,8 @@ class ResidualWriter(EntryWriter):
             if index is None:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
+                for name, item in (value.overlay or {}).items():  # attributes the region stored on it
+                    self.rebuilt.append(f"___setattr(___out[{index}], {name!r}, {self.rebuild(item)})")
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
