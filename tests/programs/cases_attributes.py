@@ -79,7 +79,9 @@ def _(x, log):
     return step(x), step(x + 1)
 
 
-@program("function_made_in_the_region_get_binds_it", lambda: rand(3))
+@program("function_made_in_the_region_get_binds_it", lambda: rand(3),
+         reference={"xfail": "AttributeError: `__get__` of a function made in the region",
+                    "why": "PyTorch 2.13 models `__get__` only on functions read from outside"})
 def _(x):
     def scaled(self, y):
         return y * self.scale
