@@ -6,7 +6,10 @@ identity)."""
 from __future__ import annotations
 
 import collections
+import enum
 import functools
+import sys
+import typing
 
 import torch
 
@@ -252,3 +255,66 @@ class _Shown:
 def _(x):
     text = str(_Shown())
     return x * 2, text.split(" object at")[0]
+
+
+# -- classes made from constants, frames, typing -----------------------------------------
+
+@program("namedtuple_class_made_in_the_region", lambda: (rand(2), rand(2)))
+def _(a, b):
+    Pair = collections.namedtuple("Pair", ["x", "y", "total"], defaults=(None,))
+    pair = Pair(a, b, a + b)
+    return tuple(Pair(pair.x, pair[1], pair.total * 2)), Pair.__name__, Pair._fields, Pair(a, b).total
+
+
+@program("enum_functional_api_in_the_region", lambda: rand(2))
+def _(x):
+    Color = enum.Enum("Color", collections.OrderedDict(red=1, blue=2))
+    return x * Color.blue.value, Color(1).name
+
+
+@program("classes_made_in_the_region_are_named_after_the_callers_module", lambda: rand(2),
+         reference={"xfail": "the classes are named after a module of torch._dynamo",
+                    "why": "PyTorch 2.13 calls the factories from its own frames"})
+def _(x):
+    Pair = collections.namedtuple("Pair", "x y")
+    return x * 2, Pair.__module__, enum.Enum("Color", "red blue").__module__
+
+
+def _caller_module():
+    return sys._getframe(1).f_globals["__name__"], sys._getframe(0).f_code.co_name
+
+
+@program("getframe_reads_the_callers_globals_and_code", lambda: rand(2),
+         reference={"xfail": "Attempted to call function marked as skipped: sys._getframe",
+                    "why": "PyTorch 2.13 does not model frames"})
+def _(x):
+    return x + 1, _caller_module(), typing.TypeVar("U").__name__
+
+
+_T = typing.TypeVar("_T")
+
+
+@program("typing_forms_are_constants_in_annotations_and_dict_keys", lambda: rand(2))
+def _(x):
+    def apply(c: typing.Callable[[_T], _T], y: typing.List[_T]) -> _T:
+        return c(y)
+
+    table = {typing.Union[int, str]: x * 2, typing.Optional[float]: x * 3}
+    return apply(torch.sum, x), table[typing.Union[str, int]]
+
+
+class _Base(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class _Extended(_Base):
+    pass
+
+
+@program("attribute_stored_on_a_namedtuple_subclass", lambda: _Extended(rand(2), rand(2)))
+def _(pair):
+    pair.extra = pair.a + pair.b
+    made = _Extended(pair.b, pair.a)
+    made.extra = pair.extra * 2
+    return pair.extra, made, made.extra

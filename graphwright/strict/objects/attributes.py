@@ -19,10 +19,11 @@ import torch
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import callable_attributes, classes, output_calls, symbolic_numbers
+from . import callable_attributes, classes, introspection, output_calls, symbolic_numbers
 from .values import (
     ConstantValue,
     DictValue,
+    FrameValue,
     FunctionValue,
     GeneratorValue,
     MethodValue,
@@ -81,6 +82,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return callable_attributes.method_attribute(tracer, value, name)
     if isinstance(value, PartialValue):
         return callable_attributes.partial_attribute(tracer, value, name)
+    if isinstance(value, FrameValue):
+        return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
@@ -157,6 +160,10 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         if name in fields:
             index = list(fields).index(name) if hasattr(cls, "_fields") else _structseq_index(cls, name)
             return value.items[index]
+        if classes.has_instance_dict(cls):  # a subclass of a namedtuple: its own attributes
+            own = classes.own_attribute(tracer, value, name)
+            if own is not None:
+                return own
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property) or \
                 (attr is not None and not hasattr(value.kind, name)):
@@ -223,6 +230,9 @@ def _attr(source: Any, name: str) -> Any:
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
         classes.set_attribute(tracer, owner, name, value)
+        return
+    if isinstance(owner, SequenceValue) and owner.cls is not None and classes.has_instance_dict(owner.cls):
+        classes.set_attribute(tracer, owner, name, value)  # a subclass of a namedtuple
         return
     if isinstance(owner, ModuleValue):
         found = classes.find(tracer, type(owner.module), name)

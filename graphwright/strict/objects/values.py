@@ -23,6 +23,7 @@ One class per kind of Python behaviour, not per type:
   made in the region (`GeneratorValue`), or map/zip/filter/enumerate over one.
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
+- `FrameValue`: a frame of the region, as `sys._getframe()` returns it.
 
 Values read from outside carry a `source`; values created while tracing have none.
 Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
@@ -418,6 +419,20 @@ class ContextValue(Value):
 
     def python_type(self) -> type:
         return object
+
+
+class FrameValue(Value):
+    """A frame of the region as `sys._getframe()` gives it: `frame` is the interpreter's frame
+    of an inlined function (its globals, code, line and locals, read when asked)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: Any) -> None:
+        super().__init__(None)
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.FrameType
 
 
 class NullValue(Value):

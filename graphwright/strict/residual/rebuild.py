@@ -134,7 +134,8 @@ class ResidualWriter(EntryWriter):
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
-        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None \
+                or isinstance(value, SequenceValue) and value.overlay:
             return self._build_instance(value)
         text = self._build(value)
         if isinstance(value, SequenceValue) and value.kind is tuple:
