@@ -6,7 +6,10 @@ identity)."""
 from __future__ import annotations
 
 import collections
+import enum
 import functools
+import sys
+import typing
 
 import torch
 
@@ -79,7 +82,9 @@ def _(x, log):
     return step(x), step(x + 1)
 
 
-@program("function_made_in_the_region_get_binds_it", lambda: rand(3))
+@program("function_made_in_the_region_get_binds_it", lambda: rand(3),
+         reference={"xfail": "AttributeError: `__get__` of a function made in the region",
+                    "why": "PyTorch 2.13 models `__get__` only on functions read from outside"})
 def _(x):
     def scaled(self, y):
         return y * self.scale
@@ -189,3 +194,127 @@ class _Callable:
          lambda: (rand(3), _NotCallable(), _Callable()))
 def _(x, plain, calls):
     return x + callable(plain) + 2 * callable(calls), callable(_NotCallable), callable(x)
+
+
+# -- methods of numbers, symbolic ones too ------------------------------------------------
+
+@program("methods_of_a_float_input_that_becomes_symbolic", lambda: (rand(2), 1.0),
+         changed=lambda: (rand(2), 2.5), frames_changed=2)
+def _(x, m):
+    if m.is_integer():
+        x = x * 2
+    return x + m.conjugate(), m.as_integer_ratio()[1] > 0, m.hex()
+
+
+@program("methods_of_an_int_input_that_becomes_symbolic", lambda: (rand(2), 3),
+         changed=lambda: (rand(2), 6), frames_changed=2)
+def _(x, n):
+    return x * n.bit_length() + n.conjugate(), n.as_integer_ratio(), n.real, n.denominator
+
+
+# -- id() of objects passed in --------------------------------------------------------------
+
+class _Plain:
+    pass
+
+
+_FIRST, _SECOND = _Plain(), _Plain()
+
+
+@program("id_of_an_object_passed_in_is_guarded_on_its_identity", lambda: (rand(2), _FIRST, id(_FIRST)),
+         changed=lambda: (rand(2), _SECOND, id(_FIRST)), frames_changed=2)
+def _(x, obj, expected):
+    return x + 1 if id(obj) == expected else x - 1
+
+
+# -- attributes stored on tensors --------------------------------------------------------
+
+@program("attributes_stored_on_input_and_computed_tensors", lambda: (rand(3), True),
+         observe=None)
+def _(x, flag):
+    y = x * 2
+    y.offloading = flag
+    y.grad = x + 1
+    x.seen = flag
+    return y, y.offloading, hasattr(y, "missing"), x.seen
+
+
+@program("tensor_type_names_and_converts", lambda: (rand(3), rand(3)))
+def _(a, b):
+    half = a.type(torch.HalfTensor)
+    return b.type(half.type()), half.type(), b.type("torch.DoubleTensor")
+
+
+# -- text of objects made in the region ----------------------------------------------------
+
+class _Shown:
+    pass
+
+
+@program("str_of_an_object_made_in_the_region_names_its_class", lambda: rand(3))
+def _(x):
+    text = str(_Shown())
+    return x * 2, text.split(" object at")[0]
+
+
+# -- classes made from constants, frames, typing -----------------------------------------
+
+@program("namedtuple_class_made_in_the_region", lambda: (rand(2), rand(2)))
+def _(a, b):
+    Pair = collections.namedtuple("Pair", ["x", "y", "total"], defaults=(None,))
+    pair = Pair(a, b, a + b)
+    return tuple(Pair(pair.x, pair[1], pair.total * 2)), Pair.__name__, Pair._fields, Pair(a, b).total
+
+
+@program("enum_functional_api_in_the_region", lambda: rand(2))
+def _(x):
+    Color = enum.Enum("Color", collections.OrderedDict(red=1, blue=2))
+    return x * Color.blue.value, Color(1).name
+
+
+@program("classes_made_in_the_region_are_named_after_the_callers_module", lambda: rand(2),
+         reference={"xfail": "the classes are named after a module of torch._dynamo",
+                    "why": "PyTorch 2.13 calls the factories from its own frames"})
+def _(x):
+    Pair = collections.namedtuple("Pair", "x y")
+    return x * 2, Pair.__module__, enum.Enum("Color", "red blue").__module__
+
+
+def _caller_module():
+    return sys._getframe(1).f_globals["__name__"], sys._getframe(0).f_code.co_name
+
+
+@program("getframe_reads_the_callers_globals_and_code", lambda: rand(2),
+         reference={"xfail": "Attempted to call function marked as skipped: sys._getframe",
+                    "why": "PyTorch 2.13 does not model frames"})
+def _(x):
+    return x + 1, _caller_module(), typing.TypeVar("U").__name__
+
+
+_T = typing.TypeVar("_T")
+
+
+@program("typing_forms_are_constants_in_annotations_and_dict_keys", lambda: rand(2))
+def _(x):
+    def apply(c: typing.Callable[[_T], _T], y: typing.List[_T]) -> _T:
+        return c(y)
+
+    table = {typing.Union[int, str]: x * 2, typing.Optional[float]: x * 3}
+    return apply(torch.sum, x), table[typing.Union[str, int]]
+
+
+class _Base(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class _Extended(_Base):
+    pass
+
+
+@program("attribute_stored_on_a_namedtuple_subclass", lambda: _Extended(rand(2), rand(2)))
+def _(pair):
+    pair.extra = pair.a + pair.b
+    made = _Extended(pair.b, pair.a)
+    made.extra = pair.extra * 2
+    return pair.extra, made, made.extra

@@ -11,6 +11,7 @@ global-state call.
 """
 from __future__ import annotations
 
+import enum
 import inspect
 import sys
 import types
@@ -225,6 +226,10 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if is_state_guard(cls):
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"instantiate {cls.__qualname__}",
                                  type=f"{cls.__module__}.{cls.__qualname__}")
+    if isinstance(cls, enum.EnumMeta):
+        made = introspection.enum_call(tracer, cls, args, kwargs)
+        if made is not None:
+            return made
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
             and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)

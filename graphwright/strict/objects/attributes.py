@@ -19,13 +19,15 @@ import torch
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import callable_attributes, classes, dict_views, numpy_arrays, output_calls
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from . import callable_attributes, classes, dict_views, introspection, numpy_arrays, output_calls, symbolic_numbers
 from .values import (
     ArrayValue,
     ConstantValue,
     DequeValue,
     DictValue,
     DictViewValue,
+    FrameValue,
     FunctionValue,
     GeneratorValue,
     MethodValue,
@@ -91,6 +93,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return callable_attributes.method_attribute(tracer, value, name)
     if isinstance(value, PartialValue):
         return callable_attributes.partial_attribute(tracer, value, name)
+    if isinstance(value, FrameValue):
+        return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
     if isinstance(value, MethodValue) and name in ("__name__", "__qualname__", "__self__"):
@@ -111,6 +115,8 @@ def _method_if(value: Value, name: str, cls: type) -> Value | None:
 
 
 def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | None:
+    if value.overlay is not None and name in value.overlay:
+        return value.overlay[name]
     real = tracer.real_tensors.get(id(value))
     if real is not None and name in real.__dict__ and not hasattr(type(real), name):
         # an attribute stored on the tensor object itself (`param.add_one = fn`)
@@ -138,10 +144,17 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if hasattr(torch.Tensor, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
+    if real is not None:  # an attribute the user stored on the input tensor
+        own = vars(real)
+        if name in own:
+            return tracer.wrap(own[name], AttrSource(value.source, name))
+        tracer.add_guard(value.source, "lacks", name)
     return None
 
 
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
+    if isinstance(value.value, SYMBOLIC_TYPES):
+        return symbolic_numbers.attribute(tracer, value, name)
     stored = tracer.side_effects.load_shared_attr(value.value, name)
     if stored is not None:
         return stored
@@ -170,6 +183,10 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         if name in fields:
             index = list(fields).index(name) if hasattr(cls, "_fields") else _structseq_index(cls, name)
             return value.items[index]
+        if classes.has_instance_dict(cls):  # a subclass of a namedtuple: its own attributes
+            own = classes.own_attribute(tracer, value, name)
+            if own is not None:
+                return own
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property) or \
                 (attr is not None and not hasattr(value.kind, name)):
@@ -239,6 +256,9 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
         classes.set_attribute(tracer, owner, name, value)
         return
+    if isinstance(owner, SequenceValue) and owner.cls is not None and classes.has_instance_dict(owner.cls):
+        classes.set_attribute(tracer, owner, name, value)  # a subclass of a namedtuple
+        return
     if isinstance(owner, ModuleValue):
         found = classes.find(tracer, type(owner.module), name)
         if found is not None and isinstance(found[1], property):
@@ -253,11 +273,8 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
         callable_attributes.store_on_made_function(tracer, owner, name, value)
         return
-    if isinstance(owner, TensorValue) and name == "requires_grad" and owner.source is None:
-        # on a tensor made in the region, the same as its method (and the same errors)
-        from ..interpreter import calls
-
-        calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
+    if isinstance(owner, TensorValue):
+        _store_on_tensor(tracer, owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
             and name not in vars(types.FunctionType):
@@ -266,6 +283,24 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)
+
+
+def _store_on_tensor(tracer: "Tracer", tensor: TensorValue, name: str, value: Value) -> None:
+    """`t.name = value`. `requires_grad` of a tensor made in the region is its method (and its
+    errors); `grad` and the user's own attributes are kept on the tensor's value, replayed onto
+    an input after the graph or set on the tensor the graph returns; Tensor's others (`data`,
+    `shape`...) are not modelled."""
+    if name == "requires_grad" and tensor.source is None:
+        from ..interpreter import calls
+
+        calls.call_value(tracer, MethodValue(tensor, "requires_grad_"), [value], {})
+        return
+    if name != "grad" and hasattr(torch.Tensor, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set Tensor.{name}", name=f"setting {name}",
+                                 type="Tensor")
+    if tensor.overlay is None:
+        tensor.overlay = {}
+    tracer.side_effects.store_attr(tensor, name, value)
 
 
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:

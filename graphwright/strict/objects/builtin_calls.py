@@ -13,6 +13,7 @@ import collections
 import functools
 import operator
 import re
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -47,6 +48,7 @@ from .values import (
     DictValue,
     DictViewValue,
     ExceptionValue,
+    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -128,7 +130,7 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
@@ -153,6 +155,23 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return calls.call_value(tracer, method, [], {})
     if isinstance(value, ExceptionValue):  # BaseException's own, written in C
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    if conversion is repr or _str_is_repr(tracer, value):
+        return _identity_repr(tracer, value)
+    return None
+
+
+def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
+    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
+    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
+    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
+    eager run's differs from run to run too). None for any other value."""
+    address = f"0x{id(value):x}"
+    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
+        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
+        return ConstantValue(f"<function {qualname} at {address}>")
+    if isinstance(value, ObjectValue) and value.obj is None and \
+            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
+        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
     return None
 
 
@@ -527,7 +546,22 @@ def _print(tracer, args, kwargs):
     return NONE
 
 
-@handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
+@handles(id)
+def _id(tracer, args, kwargs):
+    """`id(obj)` of an object read from outside: its identity now, guarded on the object being
+    the same one (another object recompiles). An object made in the region has no address
+    until it is rebuilt: a graph break."""
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    value = args[0]
+    real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
+    if real is None or value.source is None or operations.is_symbolic(value):
+        raise _unsupported(tracer, "id (of an object made in the region)", args)
+    tracer.add_guard(value.source, "id", real)
+    return ConstantValue(id(real))
+
+
+@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
          builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

@@ -27,6 +27,7 @@ from . import (
     operations,
     output_calls,
     sets,
+    symbolic_numbers,
 )
 from .values import (
     NONE,
@@ -122,6 +123,11 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:
         return _storage_query(tracer, tensor, name)
+    if name == "type" and not args and not kwargs:  # its name ("torch.FloatTensor"): metadata
+        return ConstantValue(tensor.fake.type())
+    if name == "type" and args and isinstance(args[0], ConstantValue) and isinstance(args[0].value, type):
+        # a legacy tensor type (torch.HalfTensor) by its name, which the graph's code can spell
+        args = [ConstantValue(f"{args[0].value.__module__}.{args[0].value.__name__}"), *args[1:]]
     if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
         return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
@@ -245,6 +251,8 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
                      kwargs: dict[str, Value]) -> Value:
     if name == "__iter__" and not args and not kwargs:  # `range(3).__iter__()`: an iterator we can step
         return IteratorValue(operations.iterate(tracer, receiver))
+    if operations.is_symbolic(receiver):
+        return symbolic_numbers.call_method(tracer, receiver, name, args, kwargs)
     python_args = [operations.python_value(tracer, arg, f"{type(receiver.value).__name__}.{name}")
                    for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}

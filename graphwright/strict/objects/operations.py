@@ -21,7 +21,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views, exceptions, numpy_arrays
-from .classes import builtin_base, is_instance_value, special_method
+from .classes import builtin_base, find, is_instance_value, special_method
 from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
@@ -381,8 +381,6 @@ def is_callable(tracer: "Tracer", value: Value) -> bool:
     make its instances callable); a class the region stored `__call__` on counts too."""
     if isinstance(value, ConstantValue):
         return callable(value.value)
-    from .classes import find
-
     return find(tracer, value.python_type(), "__call__") is not None
 
 
@@ -402,8 +400,7 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
-        # a function made in the region is one object however it was reached (bound, then
-        # `__func__`): its copies share the dict of its attributes
+        # a function made in the region is its `__dict__`, which its bound methods share
         same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
         return same and lhs.bound_self is rhs.bound_self
     return False

@@ -30,6 +30,7 @@ One class per kind of Python behaviour, not per type:
   made in the region (`GeneratorValue`), or map/zip/filter/enumerate over one.
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
+- `FrameValue`: a frame of the region, as `sys._getframe()` returns it.
 
 Values read from outside carry a `source`; values created while tracing have none.
 Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
@@ -87,13 +88,17 @@ class ConstantValue(Value):
 
 
 class TensorValue(Value):
-    __slots__ = ("node", "fake", "cls")
+    """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
+    tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""
+
+    __slots__ = ("node", "fake", "cls", "overlay")
 
     def __init__(self, node: torch.fx.Node, fake: torch.Tensor, source: Source | None = None) -> None:
         super().__init__(source)
         self.node = node
         self.fake = fake
         self.cls: type = torch.Tensor
+        self.overlay: dict[str, Value | None] | None = None
 
     def python_type(self) -> type:
         return self.cls
@@ -554,6 +559,20 @@ class ContextValue(Value):
 
     def python_type(self) -> type:
         return object
+
+
+class FrameValue(Value):
+    """A frame of the region as `sys._getframe()` gives it: `frame` is the interpreter's frame
+    of an inlined function (its globals, code, line and locals, read when asked)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: Any) -> None:
+        super().__init__(None)
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.FrameType
 
 
 class NullValue(Value):

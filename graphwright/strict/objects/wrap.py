@@ -69,6 +69,9 @@ _C_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, type
                      types.MethodWrapperType, types.ClassMethodDescriptorType)
 _OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDescriptorType,
                           types.MemberDescriptorType, type, *_TORCH_OPERATOR_TYPES)
+# Modules whose objects are immutable descriptions of types (`typing.List[int]`, a TypeVar):
+# constants, whose operations (subscription, `|`, hashing) run for real.
+_TYPING_MODULES = frozenset({"typing", "typing_extensions"})
 # `autograd.Function.apply` enters C++ autograd: the graph calls it, AOT traces into it.
 _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
@@ -175,14 +178,16 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a graph input: the tensor sharing the array's memory, guarded and dynamic as tensors are
         tracer.add_guard(source, "type", cls)
         return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source)
-    if getattr(cls, "_graphwright_compiled", False):
+    if getattr(cls, "_graphwright_compiled", False) or cls.__module__ in _TYPING_MODULES:
         return _opaque(tracer, real, source)
     if cls is list or cls is tuple or (isinstance(real, tuple) and _is_named_tuple(cls)):
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "len", len(real))
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
-        return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
+        if cls in (list, tuple):
+            return SequenceValue(items, kind, source)
+        return SequenceValue(items, kind, source, cls=cls, obj=real)  # obj: its own attributes
     if cls in _SEQUENCE_ITERATORS:
         return _outside_iterator(tracer, real, source)
     if cls is collections.deque:

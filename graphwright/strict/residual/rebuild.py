@@ -143,6 +143,8 @@ class ResidualWriter(EntryWriter):
             if index is None:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
+                for name, item in (value.overlay or {}).items():  # attributes the region stored on it
+                    self.rebuilt.append(f"___setattr(___out[{index}], {name!r}, {self.rebuild(item)})")
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
@@ -169,7 +171,8 @@ class ResidualWriter(EntryWriter):
             return self._build_exception(value)
         if isinstance(value, ObjectValue) and value.obj is not None:
             return self.ref(value.obj)
-        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None \
+                or isinstance(value, SequenceValue) and value.overlay:
             return self._build_instance(value)
         text = self._build(value)
         if isinstance(value, SequenceValue) and value.kind is tuple:
