@@ -40,6 +40,8 @@ __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynami
 class OptimizedModule(torch.nn.Module):
     """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared."""
 
+    _graphwright_compiled_module = True  # the tracer traces `_orig_mod` when this is called inside a trace
+
     def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod

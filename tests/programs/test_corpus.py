@@ -22,6 +22,7 @@ from . import (
     cases_markers,
     cases_models,
     cases_modules,
+    cases_nested,
     cases_real_models,
     cases_side_effects,
     cases_tensors,
@@ -36,6 +37,7 @@ ALL_PROGRAMS = [
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
+    *cases_nested.PROGRAMS,
 ]
 
 

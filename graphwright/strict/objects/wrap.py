@@ -184,6 +184,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
+        if getattr(cls, "_graphwright_compiled_module", False):
+            # a module compiled on its own, called from compiled code: its original is traced
+            # into, so that its work joins the caller's graph (as a compiled function's does)
+            return wrap(tracer, real._orig_mod, _attr(source, "_orig_mod"))
         return ModuleValue(real, source)
     if cls is types.FunctionType:
         if is_graph_operator(real):
