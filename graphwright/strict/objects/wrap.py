@@ -93,6 +93,12 @@ def is_graph_operator(target: Any) -> bool:
     return False
 
 
+def compiled_original(real: Any) -> Any:
+    """The function a compiled wrapper (`graphwright.compile`'s) compiles, which a trace calls in
+    its place, as it traces into a compiled module's original; None for anything else."""
+    return real._graphwright_original if getattr(type(real), "_graphwright_compiled", False) else None
+
+
 def is_cached_function(real: Any) -> bool:
     """A Python function under `functools.lru_cache`/`cache`."""
     return isinstance(real, functools._lru_cache_wrapper) and type(real.__wrapped__) is types.FunctionType
@@ -203,8 +209,9 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
-        if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
-            return function_value(real.__func__, None).bind(receiver)
+        function = compiled_original(real.__func__) or real.__func__  # a compiled method: its original
+        if type(function) is types.FunctionType and not is_graph_operator(real):
+            return function_value(function, None).bind(receiver)
         if is_cached_function(real.__func__):  # transformers' Logger.warning_once
             return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
