@@ -417,8 +417,9 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
-        unbound = tracer.graph.call("call_method", "unbind", [value], {})
-        return list(unbound.items)
+        # one `x[i]` per row, as TorchDynamo iterates (a symbolic length is specialised)
+        return [tracer.graph.call("call_function", operator.getitem, [value, ConstantValue(index)], {})
+                for index in range(int(value.fake.shape[0]))]
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",

@@ -89,7 +89,9 @@ def is_graph_operator(target: Any) -> bool:
     if isinstance(target, _C_CALLABLE_TYPES):
         if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
             return True
-        return (getattr(target, "__module__", None) or "").startswith("torch")
+        module = getattr(target, "__module__", None) or ""
+        # TorchDynamo's C extension holds its frame hook's machinery, no operator
+        return module.startswith("torch") and not module.startswith("torch._C._dynamo")
     return False
 
 
