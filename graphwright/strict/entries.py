@@ -207,6 +207,7 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
         and result.side_effects.is_empty()
     if graph.op_count() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
+        graph.drop_grad_mode_round_trips(torch.is_grad_enabled())  # the trace is over: the entry's mode
         gm = graph.finish(writer.outputs)
         call = [f"___out = {writer.ref(_compiled_graph(fn, settings, gm, graph))}({', '.join(inputs)})"]
     body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]

@@ -14,17 +14,18 @@ from . import (
     cases_counters,
     cases_data_dependent,
     cases_exceptions,
-    cases_generators,
     cases_floats,
+    cases_generators,
     cases_graph_breaks,
-    cases_higher_order,
     cases_guards,
+    cases_higher_order,
     cases_idioms,
     cases_introspection,
     cases_language,
     cases_markers,
     cases_models,
     cases_modules,
+    cases_nested,
     cases_numpy,
     cases_real_models,
     cases_side_effects,
@@ -44,6 +45,7 @@ ALL_PROGRAMS = [
     *cases_numpy.PROGRAMS,
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
+    *cases_nested.PROGRAMS,
 ]
 
 

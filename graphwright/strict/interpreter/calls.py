@@ -36,7 +36,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
+from ..objects.wrap import compiled_original, function_value, is_cached_function, is_graph_operator, state_source
 from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
@@ -156,9 +156,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return modelled
     if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
-    compiled_original = getattr(target, "_graphwright_original", None)
-    if compiled_original is not None:
-        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
+    original = compiled_original(target)
+    if original is not None:
+        return call_value(tracer, tracer.wrap(original, None), args, kwargs)
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):

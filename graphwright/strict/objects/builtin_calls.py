@@ -194,6 +194,9 @@ for _target in (str, repr, format):
     _HANDLERS[_target] = _text(_target)
 
 
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
 @handles(bool)
 def _bool(tracer, args, kwargs):
     return ConstantValue(operations.truth(tracer, args[0]) if args else False)
@@ -230,8 +233,14 @@ def _len(tracer, args, kwargs):
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
     _two_arguments(tracer, "isinstance", args, kwargs)
-    classinfo = operations.python_value(tracer, args[1])
-    return ConstantValue(issubclass(args[0].python_type(), classinfo))
+    value, classinfo = args[0], operations.python_value(tracer, args[1])
+    if issubclass(value.python_type(), classinfo):
+        return ConstantValue(True)
+    # `torch.FloatTensor` and its kind are no classes of tensors: their instance check asks
+    # the tensor's dtype and device, which the fake tensor has
+    legacy = [cls for cls in (classinfo if type(classinfo) is tuple else (classinfo,))
+              if type(cls) is _LEGACY_TENSOR_TYPE]
+    return ConstantValue(isinstance(value, TensorValue) and any(isinstance(value.fake, cls) for cls in legacy))
 
 
 @handles(issubclass)

@@ -101,8 +101,16 @@ def is_graph_operator(target: Any) -> bool:
     if isinstance(target, _C_CALLABLE_TYPES):
         if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
             return True
-        return (getattr(target, "__module__", None) or "").startswith("torch")
+        module = getattr(target, "__module__", None) or ""
+        # TorchDynamo's C extension holds its frame hook's machinery, no operator
+        return module.startswith("torch") and not module.startswith("torch._C._dynamo")
     return False
+
+
+def compiled_original(real: Any) -> Any:
+    """The function a compiled wrapper (`graphwright.compile`'s) compiles, which a trace calls in
+    its place, as it traces into a compiled module's original; None for anything else."""
+    return real._graphwright_original if getattr(type(real), "_graphwright_compiled", False) else None
 
 
 def is_cached_function(real: Any) -> bool:
@@ -217,6 +225,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
+        if getattr(cls, "_graphwright_compiled_module", False):
+            # a module compiled on its own, called from compiled code: its original is traced
+            # into, so that its work joins the caller's graph (as a compiled function's does)
+            return wrap(tracer, real._orig_mod, _attr(source, "_orig_mod"))
         return ModuleValue(real, source)
     if cls is types.FunctionType:
         if is_graph_operator(real):
@@ -232,8 +244,9 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
-        if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
-            return function_value(real.__func__, None).bind(receiver)
+        function = compiled_original(real.__func__) or real.__func__  # a compiled method: its original
+        if type(function) is types.FunctionType and not is_graph_operator(real):
+            return function_value(function, None).bind(receiver)
         if is_cached_function(real.__func__):  # transformers' Logger.warning_once
             return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):

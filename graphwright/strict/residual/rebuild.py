@@ -313,6 +313,8 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if isinstance(value.value, list) else f"({items})"
         self.rebuilt_tensor = True
         self.outputs.append(value)
+        if isinstance(value.value, torch.SymFloat):  # returned as a 0-d tensor (`GraphBuilder.float_output`)
+            return f"___out[{len(self.outputs) - 1}].item()"
         return f"___out[{len(self.outputs) - 1}]"
 
     def _build_function(self, value: FunctionValue) -> str:
