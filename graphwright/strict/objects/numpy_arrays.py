@@ -288,6 +288,16 @@ def setitem(tracer: "Tracer", array: ArrayValue, key: Value, value: Value) -> No
     apply(tracer, store_items, "setitem", [array, key, value], {})
 
 
+def as_tensor_index(key: Value) -> Value:
+    """An index (or a stored value) of a tensor holding arrays: torch reads an array as the
+    tensor of its elements."""
+    if isinstance(key, ArrayValue):
+        return key.tensor
+    if isinstance(key, SequenceValue) and holds_array(key):
+        return SequenceValue([as_tensor_index(item) for item in key.items], key.kind)
+    return key
+
+
 def iterate(tracer: "Tracer", array: ArrayValue) -> list[Value]:
     """The rows of an array (views), scalars for a 1-d array's items."""
     if array.tensor.fake.dim() == 0:

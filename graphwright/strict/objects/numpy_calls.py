@@ -91,8 +91,8 @@ def _table() -> dict[Any, Handler]:
         if isinstance(target, type) and issubclass(target, numpy.generic) and target.__module__ == "numpy":
             table[target] = _scalar_type(target)
     table[torch.from_numpy] = _from_numpy
-    table[torch.as_tensor] = _constructor(copy=False)
-    table[torch.tensor] = _constructor(copy=True)
+    table[torch.as_tensor] = _constructor(torch.as_tensor, copy=False)
+    table[torch.tensor] = _constructor(torch.tensor, copy=True)
     for legacy in _LEGACY_CONSTRUCTORS:
         table[legacy] = _legacy_constructor(legacy.dtype)
     return table
@@ -172,13 +172,18 @@ def _from_numpy(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -
     return args[0].tensor
 
 
-def _constructor(copy: bool) -> Handler:
-    """`torch.tensor(data)` (a copy) or `torch.as_tensor(data)` of arrays; None when `data`
-    holds none (the call is then an ordinary operator, or a symbol's tensor)."""
+def _constructor(target: Callable, copy: bool) -> Handler:
+    """`torch.tensor(data)` (a copy) or `torch.as_tensor(data)` of arrays, or of a NumPy scalar
+    (the graph takes it as a Python number: its dtype is given); None for other data (the call
+    is then an ordinary operator, or a symbol's tensor)."""
     def handler(tracer, args, kwargs):
         if len(args) == 1 and numpy_arrays.holds_array(args[0]) and set(kwargs) <= {"dtype", "device"} \
                 and _on_cpu(tracer, kwargs.get("device")):
             return numpy_arrays.tensor_of(tracer, args[0], kwargs.get("dtype"), copy)
+        if len(args) == 1 and isinstance(args[0], ConstantValue) and numpy_arrays.is_numpy_scalar(args[0].value) \
+                and "dtype" not in kwargs:
+            dtype = numpy_arrays.tensor_dtype(tracer, args[0].value.dtype)
+            return tracer.graph.call("call_function", target, args, {**kwargs, "dtype": ConstantValue(dtype)})
         from .symbolic_numbers import tensor_of_a_symbol
 
         return tensor_of_a_symbol(tracer, args, kwargs)
