@@ -50,20 +50,18 @@ _LEGACY_CONSTRUCTORS = (torch.DoubleTensor, torch.FloatTensor, torch.HalfTensor,
 
 def handler_for(target: Any) -> Handler | None:
     """What calling `target` means when it belongs to NumPy (or builds a tensor from arrays);
-    None for any other callable, and always while the program has not imported NumPy."""
-    numpy = sys.modules.get("numpy")
-    if numpy is None:
-        return None
+    None for any other callable. The table of NumPy's callables (and torch._numpy) is loaded
+    by the first call of one, never by a program that calls none."""
     try:
-        found = _table().get(target)
+        found = _TORCH_CONSTRUCTORS.get(target)
     except TypeError:  # an unhashable callable
         return None
     if found is not None:
         return found
     module = getattr(target, "__module__", None)
-    if isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")):
-        return _untraceable(target, module)
-    return None
+    if not isinstance(module, str) or not (module == "numpy" or module.startswith("numpy.")):
+        return None
+    return _table().get(target) or _untraceable(target, module)
 
 
 @functools.cache
@@ -90,11 +88,6 @@ def _table() -> dict[Any, Handler]:
         target = getattr(numpy, name)
         if isinstance(target, type) and issubclass(target, numpy.generic) and target.__module__ == "numpy":
             table[target] = _scalar_type(target)
-    table[torch.from_numpy] = _from_numpy
-    table[torch.as_tensor] = _constructor(torch.as_tensor, copy=False)
-    table[torch.tensor] = _constructor(torch.tensor, copy=True)
-    for legacy in _LEGACY_CONSTRUCTORS:
-        table[legacy] = _legacy_constructor(legacy.dtype)
     return table
 
 
@@ -203,3 +196,11 @@ def _legacy_constructor(dtype: torch.dtype) -> Handler:
             return numpy_arrays.tensor_of(tracer, args[0], ConstantValue(dtype), copy=True)
         return None
     return handler
+
+
+_TORCH_CONSTRUCTORS: dict[Any, Handler] = {
+    torch.from_numpy: _from_numpy,
+    torch.as_tensor: _constructor(torch.as_tensor, copy=False),
+    torch.tensor: _constructor(torch.tensor, copy=True),
+    **{legacy: _legacy_constructor(legacy.dtype) for legacy in _LEGACY_CONSTRUCTORS},
+}
