@@ -39,6 +39,11 @@ _ARRAY_MAKERS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray"
                            "zeros_like", "squeeze", "transpose", "real", "imag", "real_if_close", "reshape",
                            "broadcast_to", "where", "cov", "i0", "identity", "eye", "expand_dims",
                            "moveaxis", "swapaxes", "atleast_1d", "atleast_2d", "atleast_3d", "ravel"})
+# functions that make new arrays from sizes: traced even on constants (their result is an array,
+# which may be large)
+_CREATORS = frozenset({"arange", "linspace", "logspace", "geomspace", "tri", "indices", "meshgrid", "diag",
+                       "diagflat", "vander", "hamming", "hanning", "blackman", "bartlett", "kaiser",
+                       "tril_indices", "triu_indices", "diag_indices"}) | _ARRAY_MAKERS
 # pure functions of dtypes and Python values: run for real on constants
 _QUERIES = ("dtype", "iinfo", "finfo", "issubdtype", "isdtype", "promote_types", "can_cast", "result_type",
             "min_scalar_type", "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj",
@@ -77,7 +82,8 @@ def _table() -> dict[Any, Handler]:
             if name.startswith("_") or isinstance(target, type) or not callable(target) \
                     or not callable(counterpart) or isinstance(counterpart, type):
                 continue
-            table[target] = _function(counterpart, f"{prefix}.{name}", name not in _ARRAY_MAKERS)
+            table[target] = _function(target, counterpart, f"{prefix}.{name}", name not in _ARRAY_MAKERS,
+                                      folds=name not in _CREATORS)
     for name in ("array", "asarray"):
         table[getattr(numpy, name)] = _array_constructor(table[getattr(numpy, name)])
     for name in _QUERIES:
@@ -91,10 +97,37 @@ def _table() -> dict[Any, Handler]:
     return table
 
 
-def _function(counterpart: Callable, name: str, scalars: bool) -> Handler:
+def _function(target: Callable, counterpart: Callable, name: str, scalars: bool, folds: bool) -> Handler:
+    """`target` as its torch._numpy `counterpart` on arrays. On constants alone, as Python runs
+    it: computed now, when what it gives is no array (`np.sqrt(64)`, `np.prod((2, 3))`); an
+    array is made in the graph (a new one at each call, as eagerly)."""
     def handler(tracer, args, kwargs):
+        if folds and _all_constant(args, kwargs):
+            folded = _fold(tracer, target, args, kwargs)
+            if folded is not None:
+                return folded
         return numpy_arrays.apply(tracer, counterpart, name, args, kwargs, scalars)
     return handler
+
+
+def _fold(tracer: "Tracer", target: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    from .operations import constant_result, python_value
+
+    name = getattr(target, "__name__", "a NumPy function")
+    python_args = [python_value(tracer, arg, name) for arg in args]
+    python_kwargs = {key: python_value(tracer, arg, name) for key, arg in kwargs.items()}
+    try:
+        result = target(*python_args, **python_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"{name}(...)")
+    return constant_result(result) if _is_immutable(result) else None
+
+
+def _is_immutable(result: Any) -> bool:
+    """A NumPy scalar, a number, or a tuple or list of them: a result kept as a constant."""
+    if type(result) in (tuple, list):
+        return all(_is_immutable(item) for item in result)
+    return numpy_arrays.is_numpy_constant(result) or type(result) in (int, float, bool, complex, str, type(None))
 
 
 def _array_constructor(counterpart: Handler) -> Handler:
