@@ -19,7 +19,6 @@ would run or inline it:
 from __future__ import annotations
 
 import functools
-import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
