@@ -52,6 +52,11 @@ def _():
     return grid * 2, np.linspace(0.0, 1.0, 5), np.ones((2, 2), dtype=np.float32)
 
 
+@program("numpy_function_of_constants_is_computed_while_tracing", lambda: rand(3))
+def _(x):
+    return x / np.sqrt(64) + np.prod((2, 3)), np.arange(3) * 2
+
+
 @program("integer_division_of_arrays_gives_float64_as_in_numpy", lambda: integers(2, 3),
          reference=dict(xfail="2.13 divides integer arrays in float32, torch's default dtype (a wrong dtype)",
                         why="PyTorch's true division of integer arrays is float32"))

@@ -172,8 +172,9 @@ def _result(value: Value, arguments: list[Value], scalars: bool) -> Value:
         return ArrayValue(value, scalar=scalar)
     if isinstance(value, SequenceValue):
         return SequenceValue([_result(item, arguments, scalars) for item in value.items], value.kind, cls=value.cls)
-    if isinstance(value, ConstantValue) and type(value.value).__module__.startswith("torch._numpy"):
-        return ConstantValue(numpy_dtype(value.value.torch_dtype))  # a dtype of torch._numpy
+    if isinstance(value, ConstantValue) and type(value.value).__name__ == "DType" \
+            and type(value.value).__module__ == "torch._numpy._dtypes":  # `np.result_type(a, b)`
+        return ConstantValue(numpy_dtype(value.value.torch_dtype))
     return value
 
 
@@ -288,6 +289,16 @@ def setitem(tracer: "Tracer", array: ArrayValue, key: Value, value: Value) -> No
     apply(tracer, store_items, "setitem", [array, key, value], {})
 
 
+def as_tensor_index(key: Value) -> Value:
+    """An index (or a stored value) of a tensor holding arrays: torch reads an array as the
+    tensor of its elements."""
+    if isinstance(key, ArrayValue):
+        return key.tensor
+    if isinstance(key, SequenceValue) and holds_array(key):
+        return SequenceValue([as_tensor_index(item) for item in key.items], key.kind)
+    return key
+
+
 def iterate(tracer: "Tracer", array: ArrayValue) -> list[Value]:
     """The rows of an array (views), scalars for a 1-d array's items."""
     if array.tensor.fake.dim() == 0:
@@ -311,6 +322,8 @@ def from_tensor(tracer: "Tracer", tensor: TensorValue, kwargs: dict[str, Value])
     if tensor.fake.requires_grad and not force:
         raise tracer.user_error(RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                              "Use tensor.detach().numpy() instead."))
+    if tensor.fake.dtype not in _DTYPES.values():
+        raise tracer.user_error(TypeError(f"Got unsupported ScalarType {str(tensor.fake.dtype)[6:]}"))
     detached = tracer.graph.call("call_method", "detach", [tensor], {})
     if force and detached.fake.device.type != "cpu":
         detached = tracer.graph.call("call_method", "cpu", [detached], {})

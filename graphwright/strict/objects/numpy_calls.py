@@ -19,7 +19,6 @@ would run or inline it:
 from __future__ import annotations
 
 import functools
-import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -39,6 +38,11 @@ _ARRAY_MAKERS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray"
                            "zeros_like", "squeeze", "transpose", "real", "imag", "real_if_close", "reshape",
                            "broadcast_to", "where", "cov", "i0", "identity", "eye", "expand_dims",
                            "moveaxis", "swapaxes", "atleast_1d", "atleast_2d", "atleast_3d", "ravel"})
+# functions that make new arrays from sizes: traced even on constants (their result is an array,
+# which may be large)
+_CREATORS = frozenset({"arange", "linspace", "logspace", "geomspace", "tri", "indices", "meshgrid", "diag",
+                       "diagflat", "vander", "hamming", "hanning", "blackman", "bartlett", "kaiser",
+                       "tril_indices", "triu_indices", "diag_indices"}) | _ARRAY_MAKERS
 # pure functions of dtypes and Python values: run for real on constants
 _QUERIES = ("dtype", "iinfo", "finfo", "issubdtype", "isdtype", "promote_types", "can_cast", "result_type",
             "min_scalar_type", "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj",
@@ -50,20 +54,18 @@ _LEGACY_CONSTRUCTORS = (torch.DoubleTensor, torch.FloatTensor, torch.HalfTensor,
 
 def handler_for(target: Any) -> Handler | None:
     """What calling `target` means when it belongs to NumPy (or builds a tensor from arrays);
-    None for any other callable, and always while the program has not imported NumPy."""
-    numpy = sys.modules.get("numpy")
-    if numpy is None:
-        return None
+    None for any other callable. The table of NumPy's callables (and torch._numpy) is loaded
+    by the first call of one, never by a program that calls none."""
     try:
-        found = _table().get(target)
+        found = _TORCH_CONSTRUCTORS.get(target)
     except TypeError:  # an unhashable callable
         return None
     if found is not None:
         return found
     module = getattr(target, "__module__", None)
-    if isinstance(module, str) and (module == "numpy" or module.startswith("numpy.")):
-        return _untraceable(target, module)
-    return None
+    if not isinstance(module, str) or not (module == "numpy" or module.startswith("numpy.")):
+        return None
+    return _table().get(target) or _untraceable(target, module)
 
 
 @functools.cache
@@ -79,7 +81,8 @@ def _table() -> dict[Any, Handler]:
             if name.startswith("_") or isinstance(target, type) or not callable(target) \
                     or not callable(counterpart) or isinstance(counterpart, type):
                 continue
-            table[target] = _function(counterpart, f"{prefix}.{name}", name not in _ARRAY_MAKERS)
+            table[target] = _function(target, counterpart, f"{prefix}.{name}", name not in _ARRAY_MAKERS,
+                                      folds=name not in _CREATORS)
     for name in ("array", "asarray"):
         table[getattr(numpy, name)] = _array_constructor(table[getattr(numpy, name)])
     for name in _QUERIES:
@@ -90,18 +93,40 @@ def _table() -> dict[Any, Handler]:
         target = getattr(numpy, name)
         if isinstance(target, type) and issubclass(target, numpy.generic) and target.__module__ == "numpy":
             table[target] = _scalar_type(target)
-    table[torch.from_numpy] = _from_numpy
-    table[torch.as_tensor] = _constructor(copy=False)
-    table[torch.tensor] = _constructor(copy=True)
-    for legacy in _LEGACY_CONSTRUCTORS:
-        table[legacy] = _legacy_constructor(legacy.dtype)
     return table
 
 
-def _function(counterpart: Callable, name: str, scalars: bool) -> Handler:
+def _function(target: Callable, counterpart: Callable, name: str, scalars: bool, folds: bool) -> Handler:
+    """`target` as its torch._numpy `counterpart` on arrays. On constants alone, as Python runs
+    it: computed now, when what it gives is no array (`np.sqrt(64)`, `np.prod((2, 3))`); an
+    array is made in the graph (a new one at each call, as eagerly)."""
     def handler(tracer, args, kwargs):
+        if folds and _all_constant(args, kwargs):
+            folded = _fold(tracer, target, args, kwargs)
+            if folded is not None:
+                return folded
         return numpy_arrays.apply(tracer, counterpart, name, args, kwargs, scalars)
     return handler
+
+
+def _fold(tracer: "Tracer", target: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    from .operations import constant_result, python_value
+
+    name = getattr(target, "__name__", "a NumPy function")
+    python_args = [python_value(tracer, arg, name) for arg in args]
+    python_kwargs = {key: python_value(tracer, arg, name) for key, arg in kwargs.items()}
+    try:
+        result = target(*python_args, **python_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"{name}(...)")
+    return constant_result(result) if _is_immutable(result) else None
+
+
+def _is_immutable(result: Any) -> bool:
+    """A NumPy scalar, a number, or a tuple or list of them: a result kept as a constant."""
+    if type(result) in (tuple, list):
+        return all(_is_immutable(item) for item in result)
+    return numpy_arrays.is_numpy_constant(result) or type(result) in (int, float, bool, complex, str, type(None))
 
 
 def _array_constructor(counterpart: Handler) -> Handler:
@@ -172,13 +197,18 @@ def _from_numpy(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -
     return args[0].tensor
 
 
-def _constructor(copy: bool) -> Handler:
-    """`torch.tensor(data)` (a copy) or `torch.as_tensor(data)` of arrays; None when `data`
-    holds none (the call is then an ordinary operator, or a symbol's tensor)."""
+def _constructor(target: Callable, copy: bool) -> Handler:
+    """`torch.tensor(data)` (a copy) or `torch.as_tensor(data)` of arrays, or of a NumPy scalar
+    (the graph takes it as a Python number: its dtype is given); None for other data (the call
+    is then an ordinary operator, or a symbol's tensor)."""
     def handler(tracer, args, kwargs):
         if len(args) == 1 and numpy_arrays.holds_array(args[0]) and set(kwargs) <= {"dtype", "device"} \
                 and _on_cpu(tracer, kwargs.get("device")):
             return numpy_arrays.tensor_of(tracer, args[0], kwargs.get("dtype"), copy)
+        if len(args) == 1 and isinstance(args[0], ConstantValue) and numpy_arrays.is_numpy_scalar(args[0].value) \
+                and "dtype" not in kwargs:
+            dtype = numpy_arrays.tensor_dtype(tracer, args[0].value.dtype)
+            return tracer.graph.call("call_function", target, args, {**kwargs, "dtype": ConstantValue(dtype)})
         from .symbolic_numbers import tensor_of_a_symbol
 
         return tensor_of_a_symbol(tracer, args, kwargs)
@@ -198,3 +228,11 @@ def _legacy_constructor(dtype: torch.dtype) -> Handler:
             return numpy_arrays.tensor_of(tracer, args[0], ConstantValue(dtype), copy=True)
         return None
     return handler
+
+
+_TORCH_CONSTRUCTORS: dict[Any, Handler] = {
+    torch.from_numpy: _from_numpy,
+    torch.as_tensor: _constructor(torch.as_tensor, copy=False),
+    torch.tensor: _constructor(torch.tensor, copy=True),
+    **{legacy: _legacy_constructor(legacy.dtype) for legacy in _LEGACY_CONSTRUCTORS},
+}

@@ -432,7 +432,7 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     for element in elements:
         if is_same(tracer, element, item):
             return True
-        if isinstance(element, TensorValue) or isinstance(item, TensorValue):
+        if isinstance(element, (TensorValue, ArrayValue)) or isinstance(item, (TensorValue, ArrayValue)):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "`in` comparing tensors by value")
         if is_constant_tree(element) and is_constant_tree(item) \
                 and python_value(tracer, element) == python_value(tracer, item):
@@ -548,6 +548,7 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         selected = index_by_symbolic_ints(tracer, container, key)
         if selected is not None:
             return selected
+        key = numpy_arrays.as_tensor_index(key)
         return tracer.graph.call("call_function", operator.getitem, [container, key], {})
     if isinstance(container, DequeValue):
         return deques.getitem(tracer, container, key)
@@ -605,6 +606,7 @@ def setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> Non
 def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> None:
     _check_supports(tracer, container, "__setitem__", "does not support item assignment")
     if isinstance(container, TensorValue):
+        key, value = numpy_arrays.as_tensor_index(key), numpy_arrays.as_tensor_index(value)
         tracer.graph.call("call_function", operator.setitem, [container, key, value], {})
         return
     if isinstance(container, DequeValue):
