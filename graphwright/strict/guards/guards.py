@@ -114,6 +114,8 @@ class Guard:
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
+            if isinstance(expected, (float, complex)) and expected != expected:  # NaN equals nothing
+                return f"___type({value}) is {ref(type(expected))} and {value} != {value}"
             return f"___type({value}) is {ref(type(expected))} and {value} == {literal(expected, ref)}"
         if kind == "len":
             return f"___len({value}) == {expected}"

@@ -11,6 +11,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+import torch
+
 
 class ExprWriter(Protocol):
     """What a source needs from the code generator."""
@@ -316,3 +318,33 @@ class OwnItemSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}[{key_name(self.key)}]"
+
+
+def array_as_tensor(array: Any) -> Any:
+    """The tensor a NumPy array argument is to the graph: `torch.from_numpy`, which shares the
+    array's memory (a write in the region reaches the caller's array). A read-only array, or
+    one with negative strides, is copied first: a tensor made from it would be writable (PyTorch
+    warns), or cannot be made. A NumPy scalar (read-only) is a 0-d tensor of its dtype."""
+    if array.flags.writeable:
+        try:
+            return torch.from_numpy(array)
+        except ValueError:  # negative strides
+            pass
+    return torch.as_tensor(array.copy())
+
+
+@dataclass(frozen=True)
+class NumpyTensorSource(Source):
+    """The tensor standing for the NumPy array `base` reads (`array_as_tensor`), made anew at
+    each read: the graph's input for that array, and what its tensor guard checks."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(array_as_tensor)}({writer.expr(self.base)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return array_as_tensor(self.base.read(fn, local_values))
+
+    def name(self) -> str:
+        return self.base.name()

@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, classes, operations, sets
+from ..objects import attributes, builtin_calls, classes, exceptions, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -20,14 +20,13 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
-    GeneratorValue,
     IteratorValue,
     LazyIteratorValue,
     SequenceValue,
+    TensorValue,
 )
 from . import calls, contexts
 from . import graph_breaks as gb
-from .graph_breaks import UserException
 
 _NB_FUNCTIONS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -42,6 +41,13 @@ BINARY_OPS = [_NB_FUNCTIONS[symbol] for _, symbol in dis._nb_ops]
 COMPARE_OPS = [operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
 
 
+def _generators():
+    """`generators`, whose frames are frames: imported when first needed."""
+    from . import generators
+
+    return generators
+
+
 class Instructions311:
     # -- stack manipulation ------------------------------------------------------------
     def op_NOP(self, inst):
@@ -50,7 +56,9 @@ class Instructions311:
     op_RESUME = op_PRECALL = op_EXTENDED_ARG = op_CACHE = op_NOP
 
     def op_POP_TOP(self, inst):
-        self.pop()
+        dropped = self.pop()
+        if not isinstance(dropped, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [dropped])
 
     def op_PUSH_NULL(self, inst):
         self.push(NULL)
@@ -73,10 +81,13 @@ class Instructions311:
         self.push(value)
 
     def op_STORE_FAST(self, inst):
+        replaced = self.locals.get(inst.argval)
         self.locals[inst.argval] = self.pop()
+        if replaced is not None and not isinstance(replaced, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [replaced])
 
     def op_DELETE_FAST(self, inst):
-        del self.locals[inst.argval]
+        _generators().dropped(self.tracer, [self.locals.pop(inst.argval)])
 
     def op_LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
@@ -339,11 +350,13 @@ class Instructions311:
             self.push(item)
 
     def op_RETURN_VALUE(self, inst):
+        result = self.pop()
         if self.is_root:
-            from . import generators
-
-            generators.check_left_suspended(self.tracer)
-        self.result = self.pop()
+            _generators().finish(self.tracer, self, result)
+        else:  # the frame's locals go: generators only they held are collected
+            _generators().dropped(self.tracer, [*self.locals.values(), *self.cells.values(), *self.stack],
+                               [result], self)
+        self.result = result
 
     def op_LOAD_BUILD_CLASS(self, inst):
         # a class statement: calling __build_class__ is a graph break the function splits at
@@ -353,43 +366,37 @@ class Instructions311:
         self.push(ConstantValue(AssertionError))
 
     def op_RAISE_VARARGS(self, inst):
-        if inst.arg == 2:
-            self.pop()  # `from cause`: the cause does not change which handler runs
         if inst.arg == 0:
-            if not self.handling:
+            handled = self.tracer.handled.current()
+            if operations.is_none(handled):
                 raise self.tracer.user_error(RuntimeError("No active exception to reraise"))
-            raise UserException(self.handling[-1], "re-raise", self.tracer.user_stack())
-        exception = self.pop()
-        real = operations.python_value(self.tracer, exception, "raise") \
-            if isinstance(exception, ConstantValue) else None
-        if isinstance(real, type) and issubclass(real, BaseException):
-            real = real()
-        if not isinstance(real, BaseException):
-            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"raise {exception!r}",
-                                          op="raise", types=exception.python_type().__name__)
-        raise self.tracer.user_error(real, f"raise {type(real).__name__}")
+            raise exceptions.reraise(self.tracer, handled, "raise")
+        cause = self.pop() if inst.arg == 2 else None
+        exception = exceptions.to_raise(self.tracer, self.pop())
+        if cause is not None:
+            exceptions.set_cause(self.tracer, exception, cause)
+        raise exceptions.raised(self.tracer, exception, f"raise {exception.cls.__name__}")
 
     # -- exception handlers (reached through the exception table) -------------------------
     def op_PUSH_EXC_INFO(self, inst):
         exception = self.pop()
-        self.push(self.handling[-1] if self.handling else NONE)
-        self.handling.append(exception)
+        self.push(self.tracer.handled.enter(exception))
         self.push(exception)
 
     def op_POP_EXCEPT(self, inst):
-        self.pop()
-        self.handling.pop()
+        self.tracer.handled.leave(self.pop())
 
     def op_CHECK_EXC_MATCH(self, inst):
-        classes = operations.python_value(self.tracer, self.pop())
-        self.push(ConstantValue(isinstance(self.stack[-1].value, classes)))
+        handler = self.pop()
+        self.push(ConstantValue(exceptions.matches(self.tracer, self.stack[-1], handler)))
 
     def op_RERAISE(self, inst):
-        raise UserException(self.pop(), "re-raise", self.tracer.user_stack())
+        exception = self.pop()
+        raise exceptions.reraise(self.tracer, exception, "re-raise")
 
     def op_WITH_EXCEPT_START(self, inst):
         exception, exit_function = self.stack[-1], self.stack[-4]
-        arguments = [ConstantValue(type(exception.value)), exception, NONE]
+        arguments = [ConstantValue(exception.python_type()), exception, exception.traceback]
         self.push(calls.call_value(self.tracer, exit_function, arguments, {}))
 
     def op_RETURN_GENERATOR(self, inst):
@@ -404,13 +411,10 @@ class Instructions311:
             self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
 
     def op_SEND(self, inst):
-        from . import generators  # generators' frames are frames: imported late
-
         sent = self.pop()
-        item = generators.delegate(self.tracer, self.stack[-1], sent)
+        item, returned = _generators().delegate(self.tracer, self.stack[-1], sent)
         if item is None:
-            receiver = self.stack[-1]
-            self.stack[-1] = receiver.returned if isinstance(receiver, GeneratorValue) else NONE
+            self.stack[-1] = returned
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -489,7 +493,6 @@ class Instructions311:
     # -- context managers ----------------------------------------------------------------
     def op_BEFORE_WITH(self, inst):
         manager = self.pop()
-        exit_function, entered = contexts.enter(self.tracer, manager)
-        self.push(exit_function)
-        self.push(entered)
+        bound = self.instructions[self.index].opname != "POP_TOP"
+        self.push(contexts.enter(self.tracer, manager, bound, self.push))
 

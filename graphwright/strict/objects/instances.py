@@ -16,7 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
-from . import dicts, operations, sets
+from . import dicts, exceptions, operations, sets
 from .classes import (
     DICT_BASES,
     MODELLED_BASES,
@@ -27,7 +27,7 @@ from .classes import (
     generic_set,
     is_python_function,
 )
-from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value, key_value
+from .values import ConstantValue, DictValue, ExceptionValue, ObjectValue, SequenceValue, Value, key_value
 from .wrap import function_value
 
 if TYPE_CHECKING:
@@ -64,14 +64,14 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     (also what a metaclass's own `__call__` reaches through super())."""
     cls_value = class_value(cls)
     base = builtin_base(cls)
-    if base not in MODELLED_BASES:
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base):
         raise _unmodelled_base(tracer, cls, base)
     owner, raw = find(tracer, cls, "__new__")
     new = raw.__func__ if isinstance(raw, staticmethod) else raw
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
-    elif new in BUILTIN_NEW:
+    elif new in BUILTIN_NEW or exceptions.is_builtin_new(new):
         instance = new_instance(tracer, cls, args, kwargs)
     else:
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
@@ -95,6 +95,8 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     are given to `__new__`)."""
     base = builtin_base(cls)
     plain = cls is base
+    if exceptions.is_exception_class(base):
+        return exceptions.new_exception(cls, args)
     if base is object:
         _check_abstract(tracer, cls)
         if args or kwargs:
@@ -138,6 +140,9 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     and list's fill the items (OrderedDict's through the instance's own `__setitem__`)."""
     cls = instance.python_type()
     base = builtin_base(cls)
+    if isinstance(instance, ExceptionValue):
+        exceptions.init_exception(tracer, instance, args, kwargs)
+        return
     if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
         if args or kwargs:
             if find(tracer, cls, "__init__")[1] is not object.__init__:

@@ -1,31 +1,51 @@
 """Methods of the values the tracer models natively.
 
 Tensor methods become `call_method` nodes (or a graph break when they need
-data or run autograd); list and dict methods change the symbolic container
+data or run autograd; `numpy()` makes an array of the tensor); methods of NumPy
+arrays are `numpy_arrays`'; list and dict methods change the symbolic container
 and report the mutation; methods of immutable constants are computed; module
 iteration helpers return the modelled children; logger methods are recorded
 for replay after the graph.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import operator
 from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, deques, dict_views, dicts, operations, output_calls, sets
+from . import (
+    callable_attributes,
+    classes,
+    deques,
+    dict_views,
+    dicts,
+    exceptions,
+    numpy_arrays,
+    operations,
+    output_calls,
+    sets,
+    symbolic_numbers,
+)
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     ContextValue,
     DequeValue,
     DictValue,
     DictViewValue,
+    ExceptionValue,
+    FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -44,14 +64,22 @@ _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "
 
 def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value]) -> Value:
+    if isinstance(receiver, ExceptionValue) and name in exceptions.METHODS:
+        return exceptions.call_method(tracer, receiver, name, args, kwargs)
     if name in _OBJECT_METHODS and isinstance(receiver, (ObjectValue, DictValue, SequenceValue, ModuleValue)):
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
+        if result is not None:
+            return result
+    if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
+        result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
     if isinstance(receiver, TensorValue):
         return _tensor_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DequeValue):
         return deques.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ArrayValue):
+        return numpy_arrays.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, SequenceValue):
         return _sequence_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictValue):
@@ -85,6 +113,8 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
                    kwargs: dict[str, Value]) -> Value:
     if name in _CAPTURABLE_SCALARS and tracer.data_dependence.scalars:
         return _captured_scalars(tracer, tensor)
+    if name == "numpy" and not args:
+        return numpy_arrays.from_tensor(tracer, tensor, kwargs)
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
@@ -93,6 +123,11 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:
         return _storage_query(tracer, tensor, name)
+    if name == "type" and not args and not kwargs:  # its name ("torch.FloatTensor"): metadata
+        return ConstantValue(tensor.fake.type())
+    if name == "type" and args and isinstance(args[0], ConstantValue) and isinstance(args[0].value, type):
+        # a legacy tensor type (torch.HalfTensor) by its name, which the graph's code can spell
+        args = [ConstantValue(f"{args[0].value.__module__}.{args[0].value.__name__}"), *args[1:]]
     if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
         return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
@@ -149,6 +184,9 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         tracer.side_effects.mutate(sequence)
         if name == "append":
             items.append(args[0])
+        elif name == "extend" and isinstance(args[0], LazyIteratorValue):
+            while (item := args[0].next_item()) is not None:  # each item appended before the next is made
+                items.append(item)
         elif name == "extend":
             items.extend(operations.iterate(tracer, args[0]))
         elif name == "insert":
@@ -213,6 +251,8 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
                      kwargs: dict[str, Value]) -> Value:
     if name == "__iter__" and not args and not kwargs:  # `range(3).__iter__()`: an iterator we can step
         return IteratorValue(operations.iterate(tracer, receiver))
+    if operations.is_symbolic(receiver):
+        return symbolic_numbers.call_method(tracer, receiver, name, args, kwargs)
     python_args = [operations.python_value(tracer, arg, f"{type(receiver.value).__name__}.{name}")
                    for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
@@ -269,19 +309,26 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
     named = name.startswith("named_")
     if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
         method = getattr(real, name if named else "named_" + name)
-        python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
-        pairs = list(method(**python_kwargs))
-        table = "_parameters" if "parameters" in name else "_buffers"
-        _guard_tables(tracer, module, (table,), python_kwargs.get("recurse", True))
+        table = ("_parameters" if "parameters" in name else "_buffers",)
     else:
         method = getattr(real, "named_modules" if name in ("modules", "named_modules") else "named_children")
-        pairs = list(method())
-        _guard_tables(tracer, module, (), name in ("modules", "named_modules"))
+        table = ()
+    try:  # the walk's arguments as the method binds them (a wrong one is the user's TypeError)
+        options = inspect.signature(getattr(real, name)).bind(
+            *[operations.python_value(tracer, arg) for arg in args],
+            **{key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}).arguments
+    except TypeError as error:
+        raise tracer.user_error(error) from None
+    prefix = options.pop("prefix", "")  # names only: the walk below goes from the module itself
+    pairs = list(method(**options))
+    _guard_tables(tracer, module, table, options.get("recurse", name in ("modules", "named_modules")
+                                                                or bool(table)))
     entries = []
     for path, _ in pairs:
         value: Value = module
         for part in path.split(".") if path else []:
             value = attributes.load_attr(tracer, value, part)
-        entries.append(SequenceValue([ConstantValue(path), value], tuple) if named else value)
+        shown = f"{prefix}.{path}" if prefix and path else prefix or path
+        entries.append(SequenceValue([ConstantValue(shown), value], tuple) if named else value)
     return IteratorValue(entries)
 

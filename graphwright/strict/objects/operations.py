@@ -1,7 +1,7 @@
 """Python's operators on symbolic values: arithmetic, comparison, truth, items, iteration.
 
 Tensors go into the graph (the operator function is the node's target);
-constants are computed now; lists, tuples and dicts are modelled item by
+NumPy arrays too, with NumPy's meaning (`numpy_arrays`); constants are computed now; lists, tuples and dicts are modelled item by
 item. A special method that a user class defines in Python (`__getitem__`,
 `__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
 the `native_*` functions are the builtin behaviour it may reach through
@@ -10,20 +10,22 @@ super(). Anything else is a graph break naming the operation and the types.
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views
-from .classes import builtin_base, callable_text, is_instance_value, special_method, type_name
+from . import deques, dict_views, exceptions, numpy_arrays
+from .classes import builtin_base, callable_text, find, is_instance_value, special_method, type_name
 from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
+    ArrayValue,
     ConstantValue,
     DequeValue,
     DictValue,
@@ -33,6 +35,7 @@ from .values import (
     LazyIteratorValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -131,10 +134,18 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return value.fn
     if isinstance(value, DictViewValue):
         return dict_views.python_value(tracer, value, purpose)
+    if isinstance(value, PartialValue):
+        real = tracer.real_by_value.get(id(value))
+        if real is not None:
+            return real
+        return functools.partial(python_value(tracer, value.func, purpose),
+                                 *(python_value(tracer, arg, purpose) for arg in value.args),
+                                 **{key: python_value(tracer, arg, purpose) for key, arg in value.keywords.items()})
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
-    if isinstance(value, TensorValue):
-        what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
+    if isinstance(value, (TensorValue, ArrayValue)):
+        kind = "a tensor" if isinstance(value, TensorValue) else "a NumPy array"
+        what = f"using {kind} in {purpose}" if purpose else f"converting {kind} to a Python value"
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"python value of {value!r}",
                              op=purpose or "a Python-level operation",
@@ -160,6 +171,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
+    if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
+        return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
@@ -333,6 +346,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
         return _call(tracer, method, [])
     if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.unary(tracer, op, value)
     if isinstance(value, ConstantValue):
         try:
             return ConstantValue(op(value.value))
@@ -348,6 +363,8 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         return bool(value.value)
     if isinstance(value, TensorValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
+    if isinstance(value, ArrayValue):
+        raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
     for name in ("__bool__", "__len__"):
         method = special_method(tracer, value, name)
         if method is not None:
@@ -359,6 +376,14 @@ def truth(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
     return True
+
+
+def is_callable(tracer: "Tracer", value: Value) -> bool:
+    """`callable(value)`: whether its type defines `__call__` (a class's metaclass does not
+    make its instances callable); a class the region stored `__call__` on counts too."""
+    if isinstance(value, ConstantValue):
+        return callable(value.value)
+    return find(tracer, value.python_type(), "__call__") is not None
 
 
 def is_none(value: Value) -> bool:
@@ -377,7 +402,9 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
-        return lhs.fn is not None and lhs.fn is rhs.fn and lhs.bound_self is rhs.bound_self
+        # a function made in the region is its `__dict__`, which its bound methods share
+        same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
+        return same and lhs.bound_self is rhs.bound_self
     return False
 
 
@@ -401,15 +428,23 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
         return python_value(tracer, item) in container.value
-    for element in iterate(tracer, container):
+    # an iterator is consumed only up to the item found, as Python's `in` consumes it
+    elements = _pull(container) if isinstance(container, (IteratorValue, LazyIteratorValue)) \
+        else iterate(tracer, container)
+    for element in elements:
         if is_same(tracer, element, item):
             return True
-        if isinstance(element, TensorValue) or isinstance(item, TensorValue):
+        if isinstance(element, (TensorValue, ArrayValue)) or isinstance(item, (TensorValue, ArrayValue)):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "`in` comparing tensors by value")
         if is_constant_tree(element) and is_constant_tree(item) \
                 and python_value(tracer, element) == python_value(tracer, item):
             return True
     return False
+
+
+def _pull(iterator: IteratorValue | LazyIteratorValue) -> Iterator[Value]:
+    while (element := iterator.next_item()) is not None:
+        yield element
 
 
 def iterate(tracer: "Tracer", value: Value) -> list[Value]:
@@ -434,7 +469,7 @@ def drain(tracer: "Tracer", iterator: Value) -> list[Value]:
         try:
             items.append(_call(tracer, next_method, []))
         except UserException as raised:
-            if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
+            if exceptions.caught(raised, StopIteration):
                 return items
             raise
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, "endless user iterator",
@@ -476,6 +511,8 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         length = python_value(tracer, ConstantValue(value.fake.shape[0]))  # a symbolic length is specialised
         return [tracer.graph.call("call_function", operator.getitem, [value, ConstantValue(index)], {})
                 for index in range(length)]
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",
@@ -524,11 +561,14 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         selected = index_by_symbolic_ints(tracer, container, key)
         if selected is not None:
             return selected
+        key = numpy_arrays.as_tensor_index(key)
         return tracer.graph.call("call_function", operator.getitem, [container, key], {})
     if isinstance(container, DequeValue):
         return deques.getitem(tracer, container, key)
     if isinstance(container, DictViewValue):
         return dict_views.getitem(tracer, container, key)
+    if isinstance(container, ArrayValue):
+        return numpy_arrays.getitem(tracer, container, key)
     if isinstance(container, SequenceValue):
         index = python_value(tracer, key, "an index")
         try:
@@ -579,10 +619,13 @@ def setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> Non
 def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> None:
     _check_supports(tracer, container, "__setitem__", "does not support item assignment")
     if isinstance(container, TensorValue):
+        key, value = numpy_arrays.as_tensor_index(key), numpy_arrays.as_tensor_index(value)
         tracer.graph.call("call_function", operator.setitem, [container, key, value], {})
         return
     if isinstance(container, DequeValue):
         deques.call_method(tracer, container, "__setitem__", [key, value], {})
+    if isinstance(container, ArrayValue):
+        numpy_arrays.setitem(tracer, container, key, value)
         return
     if isinstance(container, SequenceValue) and container.kind is list:
         index = python_value(tracer, key, "an index")

@@ -5,6 +5,8 @@ One class per kind of Python behaviour, not per type:
 - `ConstantValue`: an immutable Python value or an opaque object used by
   identity (numbers, strings, dtypes, classes, builtins, torch functions).
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
+- `ArrayValue`: a NumPy ndarray (or a NumPy scalar computed in the region): a tensor
+  of the graph with NumPy's face (`numpy_arrays.py` gives it NumPy's behaviour).
 - `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
   of user subclasses of list and tuple: items here, attributes in the overlay).
 - `DictValue`: a dict, or a set or frozenset (keys only); instances of user subclasses
@@ -14,10 +16,12 @@ One class per kind of Python behaviour, not per type:
 - `DictViewValue`: a live view of a dict's keys, values or items, or a mappingproxy of it.
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
-- `PartialValue`: a `functools.partial` made in the region around non-constant values.
+- `PartialValue`: a `functools.partial`, its function and stored arguments as values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
+- `ExceptionValue`: an exception (an `ObjectValue` with the state CPython keeps on every
+  exception; its behaviour is in `exceptions.py`), and `TracebackValue`, one entry of its traceback.
 - `SuperValue`: `super(cls, receiver)`, whose lookups start after `cls` in the MRO.
 - `MethodValue`: a method of a value the tracer models natively (list.append,
   Tensor.add, str.format, Logger.info).
@@ -26,6 +30,7 @@ One class per kind of Python behaviour, not per type:
   made in the region (`GeneratorValue`), or map/zip/filter/enumerate over one.
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
+- `FrameValue`: a frame of the region, as `sys._getframe()` returns it.
 
 Values read from outside carry a `source`; values created while tracing have none.
 Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
@@ -83,16 +88,38 @@ class ConstantValue(Value):
 
 
 class TensorValue(Value):
-    __slots__ = ("node", "fake", "cls")
+    """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
+    tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""
+
+    __slots__ = ("node", "fake", "cls", "overlay")
 
     def __init__(self, node: torch.fx.Node, fake: torch.Tensor, source: Source | None = None) -> None:
         super().__init__(source)
         self.node = node
         self.fake = fake
         self.cls: type = torch.Tensor
+        self.overlay: dict[str, Value | None] | None = None
 
     def python_type(self) -> type:
         return self.cls
+
+
+class ArrayValue(Value):
+    """A NumPy array: `tensor` holds its data in the graph (an array and the tensor it came
+    from, or that came from it, share that value, as they share memory). `scalar`: a NumPy
+    scalar (`np.float64`...) computed in the region, a 0-d array with a scalar's face."""
+
+    __slots__ = ("tensor", "scalar")
+
+    def __init__(self, tensor: TensorValue, source: Source | None = None, scalar: bool = False) -> None:
+        super().__init__(source)
+        self.tensor = tensor
+        self.scalar = scalar
+
+    def python_type(self) -> type:
+        from .numpy_arrays import scalar_type, ndarray_type
+
+        return scalar_type(self.tensor.fake.dtype) if self.scalar else ndarray_type()
 
 
 class SequenceValue(Value):
@@ -344,13 +371,14 @@ class FunctionValue(Value):
 
 
 class PartialValue(Value):
-    """`functools.partial(func, *args, **keywords)` made in the region around values that are
-    not constants (a partial of constants is a `ConstantValue` of the real one)."""
+    """`functools.partial(func, *args, **keywords)`: made in the region, or read from outside
+    (then its function and stored arguments are read by source)."""
 
     __slots__ = ("func", "args", "keywords")
 
-    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value]) -> None:
-        super().__init__(None)
+    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value],
+                 source: Source | None = None) -> None:
+        super().__init__(source)
         self.func = func
         self.args = args
         self.keywords = keywords
@@ -386,6 +414,41 @@ class ObjectValue(Value):
         return self.cls
 
 
+class ExceptionValue(ObjectValue):
+    """An exception: its class, `args`, and what CPython keeps on every exception
+    (`cause`, `context`, `suppress_context`, `traceback`: values, NONE when unset). A user
+    subclass's own attributes are in the overlay. `obj` is the real exception when it was made
+    outside the trace: read from outside (by `source`), or raised by a real call."""
+
+    __slots__ = ("args", "cause", "context", "suppress_context", "traceback")
+
+    def __init__(self, cls: type, args: list[Value], obj: Any = None, source: Source | None = None) -> None:
+        super().__init__(obj, cls, source)
+        self.args = list(args)
+        self.cause: Value = NONE
+        self.context: Value = NONE
+        self.suppress_context = False
+        self.traceback: Value = NONE
+
+    def __repr__(self) -> str:
+        return f"ExceptionValue({self.cls.__name__})"
+
+
+class TracebackValue(Value):
+    """One entry of an exception's `__traceback__`: the line a frame of the trace was running
+    when the exception passed through it, and the entry of the next (inner) frame."""
+
+    __slots__ = ("summary", "next")
+
+    def __init__(self, summary: Any, next_entry: Value) -> None:
+        super().__init__(None)
+        self.summary = summary
+        self.next = next_entry
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+
 class SuperValue(Value):
     """`super(cls, receiver)`: `receiver` is an instance of `cls`, or (in a classmethod or
     `__new__`) a `ConstantValue` holding a subclass of it."""
@@ -401,7 +464,16 @@ class SuperValue(Value):
         return super
 
 
+# What reading a method from a class's `__dict__` through an instance gives.
+BOUND_METHOD_TYPES = {types.MethodDescriptorType: types.BuiltinMethodType,
+                      types.ClassMethodDescriptorType: types.BuiltinMethodType,
+                      types.WrapperDescriptorType: types.MethodWrapperType,
+                      types.FunctionType: types.MethodType}
+
+
 class MethodValue(Value):
+    """A method of a value the tracer models natively, bound to it (`d.clear`, `t.add`)."""
+
     __slots__ = ("receiver", "name")
 
     def __init__(self, receiver: Value, name: str) -> None:
@@ -410,6 +482,9 @@ class MethodValue(Value):
         self.name = name
 
     def python_type(self) -> type:
+        for klass in self.receiver.python_type().__mro__:
+            if self.name in klass.__dict__:
+                return BOUND_METHOD_TYPES.get(type(klass.__dict__[self.name]), types.MethodType)
         return types.MethodType
 
 
@@ -461,7 +536,7 @@ class GeneratorValue(LazyIteratorValue):
     """A generator made in the region: `frame` runs its code and is suspended at each `yield`
     (`interpreter/generators.py` resumes it); `returned` is its return value once done."""
 
-    __slots__ = ("frame", "started", "returned")
+    __slots__ = ("frame", "started", "returned", "handled", "running")
 
     def __init__(self, frame: Any) -> None:
         from ..interpreter.generators import resume
@@ -470,11 +545,13 @@ class GeneratorValue(LazyIteratorValue):
         self.frame = frame
         self.started = False
         self.returned: Value = NONE
+        self.handled: Value = NONE  # the exception its suspended frame is handling (gi_exc_state)
+        self.running = False
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast", or "lock" and
-    "profiler" (no-ops)."""
+    """A context manager the tracer models: `kind` is "grad", "autocast", "warnings"
+    (replayed), or "lock" and "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 
@@ -486,6 +563,20 @@ class ContextValue(Value):
 
     def python_type(self) -> type:
         return object
+
+
+class FrameValue(Value):
+    """A frame of the region as `sys._getframe()` gives it: `frame` is the interpreter's frame
+    of an inlined function (its globals, code, line and locals, read when asked)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: Any) -> None:
+        super().__init__(None)
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.FrameType
 
 
 class NullValue(Value):

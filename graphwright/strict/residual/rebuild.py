@@ -17,6 +17,7 @@ or into the `__dict__` where a descriptor would take that: their class's
 from __future__ import annotations
 
 import collections
+import functools
 import types
 import weakref
 from typing import Any, Callable
@@ -29,26 +30,34 @@ from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, instance_dict_of, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
+from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty
 from ..objects.sets import keys_in_order, new_set
 from ..objects.values import (
+    NULL,
+    ArrayValue,
     CellValue,
     ConstantValue,
     ContextValue,
     DequeValue,
     DictValue,
     DictViewValue,
+    ExceptionValue,
     FunctionValue,
+    GeneratorValue,
     IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
     ValueKey,
     holds_value_keys,
 )
+from .liveness import live_locals
+from .resume import NULL_SLOT, SENT_SLOT, VALUE_SLOT, ResumeLayout, resume_code
 from .side_effects import SideEffects
 
 _LITERAL_TYPES = (int, str, bool, type(None))
@@ -74,6 +83,12 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     for name, value in (attributes or {}).items():  # stored in the region (functools.wraps...)
         setattr(function, name, value)
     return function
+
+
+def _finished() -> Any:
+    """A generator function whose generators are exhausted at once: a finished generator."""
+    return
+    yield
 
 
 def _remove_own_attribute(obj: Any, name: str) -> None:
@@ -118,6 +133,7 @@ class ResidualWriter(EntryWriter):
                                "___instance_dict": instance_dict_of,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
+                               "___make_exception": make_real,
                                "___advance": _advance})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
@@ -138,6 +154,8 @@ class ResidualWriter(EntryWriter):
             if index is None:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
+                for name, item in (value.overlay or {}).items():  # attributes the region stored on it
+                    self.rebuilt.append(f"___setattr(___out[{index}], {name!r}, {self.rebuild(item)})")
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
@@ -148,6 +166,7 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
+                                                           PartialValue, ArrayValue,
                                                            IteratorValue)):
             return self.expr(value.source)
         if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
@@ -156,12 +175,15 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
-        if isinstance(value, ObjectValue) and value.obj is not None:
-            return self.ref(value.obj)
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
-        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        if isinstance(value, ExceptionValue):
+            return self._build_exception(value)
+        if isinstance(value, ObjectValue) and value.obj is not None:
+            return self.ref(value.obj)
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None \
+                or isinstance(value, SequenceValue) and value.overlay:
             return self._build_instance(value)
         text = self._build(value)
         if isinstance(value, SequenceValue) and value.kind is tuple:
@@ -196,12 +218,59 @@ class ResidualWriter(EntryWriter):
             return self._build_function(value)
         if isinstance(value, MethodValue) and not isinstance(value.receiver, ContextValue):
             return f"{self.rebuild(value.receiver)}.{value.name}"
+        if isinstance(value, PartialValue):
+            stored = "".join(self.rebuild(item) + ", " for item in [value.func, *value.args])
+            keywords = ", ".join(f"{key!r}: {self.rebuild(item)}" for key, item in value.keywords.items())
+            return f"{self.ref(functools.partial)}({stored}**{{{keywords}}})"
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):
             return self._build_cell(value)
+        if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
+            from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
+
+            convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
+            return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
+        if isinstance(value, GeneratorValue):
+            return self._build_generator(value)
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _build_generator(self, generator: GeneratorValue) -> str:
+        """A generator made in the region, suspended where the trace left it: its code resumed
+        at that point (`resume_code`, a generator function itself) called on its live stack
+        and locals and its cells; one that never started, from its first instruction."""
+        frame = generator.frame
+        if generator.done:
+            return f"{self.ref(_finished)}()"
+        if not (isinstance(generator.handled, ConstantValue) and generator.handled.value is None):
+            raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                 type="generator suspended inside an `except` block")
+        code = frame.code
+        if generator.started:
+            offset, stack, slots = frame.instructions[frame.index].offset, frame.stack, [SENT_SLOT]
+            cells = [frame.cells[name] for name in code.co_cellvars + code.co_freevars]
+        else:
+            first = next(index for index, inst in enumerate(frame.instructions) if inst.opname == "RESUME")
+            offset, stack, slots = frame.instructions[first + 1].offset, [], []
+            cells = [CellValue(frame.locals.get(name)) for name in code.co_cellvars] + list(frame.closure)
+        arguments = []
+        for item in stack:
+            if item is NULL:
+                slots.insert(len(slots) - bool(generator.started), NULL_SLOT)
+                continue
+            if isinstance(item, MethodValue) and isinstance(item.receiver, ContextValue):
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                     type="generator suspended inside a `with` block of grad mode or autocast")
+            slots.insert(len(slots) - bool(generator.started), VALUE_SLOT)
+            arguments.append(self.rebuild(item))
+        live_here = live_locals(code, offset)
+        live = tuple(name for name in code.co_varnames if name in frame.locals and name in live_here)
+        arguments += [self.rebuild(frame.locals[name]) for name in live]
+        resumed = resume_code(code, offset, ResumeLayout(tuple(slots), live))
+        closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in cells) + ")"
+        function = f"___make_function({self.ref(resumed)}, {self.ref(frame.globals)}, (), None, {closure})"
+        return f"{function}({', '.join(arguments)})"
 
     def _build_instance(self, value: Value) -> str:
         """An instance of a user class (or of a dict subclass) made in the region: made empty by
@@ -230,6 +299,22 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")
         return built
 
+    def _build_exception(self, value: ExceptionValue) -> str:
+        """An exception made in the region: made by its builtin base with its arguments, then
+        given its chaining state and attributes (its traceback, the tracer's frames, is not)."""
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
+        args = "(" + "".join(self.rebuild(arg) + ", " for arg in value.args) + ")"
+        self.rebuilt.append(f"{built} = ___make_exception({self.ref(value.cls)}, {args})")
+        for name, attribute in (("__cause__", value.cause), ("__context__", value.context)):
+            if not (isinstance(attribute, ConstantValue) and attribute.value is None):
+                self.rebuilt.append(f"{built}.{name} = {self.rebuild(attribute)}")
+        state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                          if item is not None)
+        self.rebuilt.append(f"___fill({built}, None, None, {{{state}}})")
+        self.rebuilt.append(f"{built}.__suppress_context__ = {value.suppress_context}")
+        return built
+
     def _rebuild_symbolic(self, value: ConstantValue) -> str:
         """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
         if isinstance(value.value, (tuple, list)):
@@ -239,6 +324,8 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if isinstance(value.value, list) else f"({items})"
         self.rebuilt_tensor = True
         self.outputs.append(value)
+        if isinstance(value.value, torch.SymFloat):  # returned as a 0-d tensor (`GraphBuilder.float_output`)
+            return f"___out[{len(self.outputs) - 1}].item()"
         return f"___out[{len(self.outputs) - 1}]"
 
     def _build_function(self, value: FunctionValue) -> str:
