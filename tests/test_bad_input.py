@@ -134,9 +134,19 @@ def asks_for_an_id(x):
     return x + (id(x) > 0)  # bad:id
 
 
-@bad("GB017", "generator")
-def returns_a_generator_made_inside(x):
-    return (item * 2 for item in [x, x])  # bad:generator
+def _yields_while_handling(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        yield x * 2
+        yield x * 3
+
+
+@bad("GB017", "handling")
+def returns_a_generator_suspended_while_handling_an_exception(x):
+    numbers = _yields_while_handling(x)
+    next(numbers)
+    return numbers  # bad:handling
 
 
 class _WithBackwardHook(nn.Module):

@@ -96,7 +96,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             raise import_error(brk) from None
         if settings.fullgraph:
             events.compile_failed(fn, brk)
-            raise brk.to_unsupported() from None
+            raise brk.to_unsupported() from brk.user_error  # the program's own exception, if any
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
@@ -207,6 +207,7 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
         and result.side_effects.is_empty()
     if graph.op_count() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
+        graph.drop_grad_mode_round_trips(torch.is_grad_enabled())  # the trace is over: the entry's mode
         gm = graph.finish(writer.outputs)
         call = [f"___out = {writer.ref(_compiled_graph(fn, settings, gm, graph))}({', '.join(inputs)})"]
     body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]

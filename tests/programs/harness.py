@@ -98,7 +98,10 @@ class Program:
     through the outputs and compares gradients; `reference` overrides fields
     for the PyTorch run and must say `why` (its `xfail` names a PyTorch bug);
     `xfail` names what the strict tracer still lacks (a strict xfail, so a
-    fix is noticed).
+    fix is noticed); `nested(world, compile)` returns the world with a part
+    of it compiled on its own by `compile` (the same backend and counter;
+    eagerly, the identity), for programs whose compiled code calls code
+    compiled separately (a training step calling a compiled model).
     """
 
     name: str
@@ -117,6 +120,7 @@ class Program:
     options: dict = dataclasses.field(default_factory=dict)
     reference: dict = dataclasses.field(default_factory=dict)
     xfail: str | None = None
+    nested: Callable[[Any, Callable[[Any], Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.reference and "why" not in self.reference:
@@ -198,6 +202,13 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
     sees it. A list target is a list of modules compiled one by one, sharing
     the counter.
     """
+    compile_fn, counter = counting_compiler(fullgraph=fullgraph, **options)
+    return compile_fn(target), counter
+
+
+def counting_compiler(*, fullgraph: bool, **options: Any) -> tuple[Callable[[Any], Any], Any]:
+    """(a function compiling its target with a counting backend, the counter); see
+    `compile_counted`."""
     if REFERENCE:
         import torch._dynamo.testing
 
@@ -208,9 +219,13 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
         compile_fn = graphwright.compile
     counter = testing.CompileCounterWithBackend(BACKEND) if BACKEND else testing.CompileCounter()
     backend = _contract_checked(counter)
-    if isinstance(target, list):
-        return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target], counter
-    return compile_fn(target, backend=backend, fullgraph=fullgraph, **options), counter
+
+    def compile_target(target: Any) -> Any:
+        if isinstance(target, list):
+            return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target]
+        return compile_fn(target, backend=backend, fullgraph=fullgraph, **options)
+
+    return compile_target, counter
 
 
 class _RecordingHandler(logging.Handler):
@@ -351,11 +366,12 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
         program.reset()
     torch.manual_seed(0)
     world = program.make()
+    compile_fn, counter = counting_compiler(fullgraph=program.fullgraph, **program.options) if compiled \
+        else (_the_world, None)
+    if program.nested is not None:
+        world = program.nested(world, compile_fn)
     target = program.target(world)
-    counter = None
-    callee = target
-    if compiled:
-        callee, counter = compile_counted(target, fullgraph=program.fullgraph, **program.options)
+    callee = compile_fn(target)
     makers = [program.inputs] * program.repeats
     if program.changed is not None:
         makers.append(program.changed)

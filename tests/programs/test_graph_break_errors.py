@@ -215,10 +215,17 @@ def library_call(x):
     return x + len(text)
 
 
-@pytest.mark.skipif(REFERENCE, reason="PyTorch lists the library's frames under `from user code:`")
-def test_break_inside_a_library_names_the_users_call_as_the_innermost_frame():
+def test_break_inside_a_library_shows_the_users_call_then_the_librarys_innermost_line():
     error = _raise_under_fullgraph(library_call)
-    _assert_user_stack(str(error), ["library"])
+    lines = str(error).splitlines()
+    stack = lines[lines.index("from user code:") + 1:]
+    headers = [line.strip() for line in stack if line.lstrip().startswith("File ")]
+    number, _ = _line("library")
+    users = [i for i, header in enumerate(headers) if header.startswith(f'File "{__file__}", line {number}, in ')]
+    assert users, str(error)
+    assert os.path.dirname(json.__file__) in headers[-1], str(error)  # where capture stopped
+    assert users[-1] < len(headers) - 1
+    assert not any(os.path.dirname(graphwright.__file__) in header for header in headers), str(error)
 
 
 def test_explicit_graph_break_has_the_title_api_md_fixes():

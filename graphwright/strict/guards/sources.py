@@ -252,6 +252,23 @@ class ConstantSource(Source):
         return getattr(self.value, "__qualname__", repr(self.value))
 
 
+@dataclass(frozen=True)
+class KeyListSource(Source):
+    """The keys of a dict as a list, in its order: its i-th key, re-read as `ItemSource(this, i)`,
+    is how a key that is itself an input (a tensor) is read again."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(list)}({writer.expr(self.base)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return list(self.base.read(fn, local_values))
+
+    def name(self) -> str:
+        return f"the keys of {self.base.name()}"
+
+
 def builtin_contents(container: Any, base: type) -> Any:
     """The items of an instance of a dict, list or tuple subclass as its builtin base keeps them
     (so that no overridden `__iter__` or `__getitem__` runs): a dict's keys, as a live view of

@@ -386,9 +386,31 @@ class GraphBuilder:
         raise self._on_break(gb.UNSUPPORTED_OPERATION, f"argument {value!r} of {name}",
                              op=name, types=value.python_type().__name__)
 
+    def drop_grad_mode_round_trips(self, grad_enabled: bool) -> None:
+        """Remove each grad-mode switch that the next node switches back (`set_grad_enabled(False)`
+        then `(True)` with nothing between), as TorchDynamo cleans its graphs; `grad_enabled`
+        is the mode the graph starts in."""
+        nodes = list(self.graph.nodes)
+        for first, second in zip(nodes, nodes[1:]):
+            if first.target is torch._C._set_grad_enabled and first.args == (not grad_enabled,) \
+                    and not first._erased:
+                grad_enabled = first.args[0]
+                if second.target is torch._C._set_grad_enabled and second.args == (not grad_enabled,):
+                    grad_enabled = second.args[0]
+                    self.graph.erase_node(first)
+                    self.graph.erase_node(second)
+
+    def float_output(self, value: Value) -> Value:
+        """`value` as the graph returns it: a symbolic float as `torch.scalar_tensor(value,
+        dtype=torch.float64)`, which the entry turns back into a float, as TorchDynamo does."""
+        if isinstance(value, ConstantValue) and isinstance(value.value, torch.SymFloat):
+            return self.call("call_function", torch.scalar_tensor, [value], {"dtype": ConstantValue(torch.float64)})
+        return value
+
     def finish(self, outputs: list[Value]) -> torch.fx.GraphModule:
-        """The graph module returning `outputs` (tensors, or symbolic sizes)."""
-        self.graph.output(tuple(self._node_arg(value) for value in outputs))
+        """The graph module returning `outputs` (tensors, or symbolic sizes). A symbolic float
+        leaves as a 0-d float64 tensor (`float_output`): backends return tensors and sizes."""
+        self.graph.output(tuple(self._node_arg(self.float_output(value)) for value in outputs))
         self.graph.lint()
         root = torch.nn.Module()
         for name, module in self.submodules.items():
