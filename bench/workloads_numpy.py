@@ -8,6 +8,12 @@ Target (issue 19): graphwright's steady state at most 1.0x torch.compile's on th
   moved to the mean of its points.
 - `numpy/pairwise_distances/inductor`: the Euclidean distance matrix between 10,000 points
   and 256 queries (float64), through the `|a|^2 - 2ab + |b|^2` expansion.
+- `numpy/pairwise_distances_small/inductor`: the same on 100 points and 25 queries, where the
+  time is the compiled call's own (guards, converting arrays to tensors and back) more than
+  the kernels'.
+
+Both sides generate the same kernels for the two large workloads (the same aten graph reaches
+Inductor), so their rows differ by the call path and by noise.
 """
 from __future__ import annotations
 
@@ -64,3 +70,11 @@ def pairwise(side: str):
     points, queries = _data((10_000, 16), (256, 16))
     run = _compiled(side, pairwise_distances)
     return lambda: per_call(lambda: run(points, queries), CALLS)
+
+
+@workload("numpy/pairwise_distances_small/inductor", sides=SIDES)
+def pairwise_small(side: str):
+    """distance matrix 100 points x 25 queries, 16 dims (float64): the call path, steady state"""
+    points, queries = _data((100, 16), (25, 16))
+    run = _compiled(side, pairwise_distances)
+    return lambda: per_call(lambda: run(points, queries), 100 * CALLS)

@@ -426,7 +426,10 @@ def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
     if isinstance(expected, (np.ndarray, np.generic)):
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
-        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8, equal_nan=True, err_msg=path)
+        if expected.dtype.kind in "biufc":
+            np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8, equal_nan=True, err_msg=path)
+        else:  # objects, strings
+            assert np.array_equal(actual, expected), f"{path}: {actual!r} != {expected!r}"
         return
     if isinstance(expected, (list, tuple)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"

@@ -68,6 +68,18 @@ def is_numpy_scalar(real: Any) -> bool:
     return numpy is not None and isinstance(real, numpy.generic) and real.dtype.name in _DTYPES
 
 
+def untraceable_array_break(tracer: "Tracer", operation: str, values: tuple[Value, ...]) -> Exception | None:
+    """The graph break for `operation` applied to an array no tensor can hold (objects,
+    strings, `uint16`...: modelled as an opaque object), if one of `values` is such an array."""
+    for value in values:
+        real = getattr(value, "obj", None)
+        if is_array(real):
+            return tracer.graph_break(gb.NUMPY_UNTRACEABLE, f"{operation} on ndarray[{real.dtype}]", name=operation,
+                                      reason=f"applied to an array of dtype {real.dtype} works on elements "
+                                             "that no tensor can hold")
+    return None
+
+
 def is_machine_limits(real: Any) -> bool:
     """`np.iinfo(...)` or `np.finfo(...)`: equal when their dtypes are."""
     numpy = sys.modules.get("numpy")
@@ -151,6 +163,9 @@ def _argument(tracer: "Tracer", name: str, value: Value, dtype: bool = False) ->
             return ConstantValue(tensor_dtype(tracer, real))
         return value
     if isinstance(value, TensorValue):
+        if value.fake.requires_grad:  # NumPy reads a tensor through `Tensor.numpy()`
+            raise tracer.user_error(RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                                                 "Use tensor.detach().numpy() instead."))
         return value
     raise tracer.graph_break(gb.NUMPY_UNTRACEABLE, f"{name} of {value!r}", name=name,
                              reason=f"was given a `{value.python_type().__name__}`, which is not an array "

@@ -158,6 +158,9 @@ def _user_error(tracer: "Tracer", error: Exception, what: str) -> Exception:
 
 def _unsupported(tracer: "Tracer", op: Callable, *values: Value) -> Exception:
     name = getattr(op, "__name__", repr(op))
+    untraceable = numpy_arrays.untraceable_array_break(tracer, name, values)
+    if untraceable is not None:
+        return untraceable
     types = ", ".join(f"`{value.python_type().__name__}`" for value in values)
     return tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{name}{values!r}", op=name, types=types)
 
