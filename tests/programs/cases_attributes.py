@@ -9,6 +9,7 @@ import collections
 import enum
 import functools
 import sys
+import threading
 import typing
 
 import torch
@@ -318,3 +319,103 @@ def _(pair):
     made = _Extended(pair.b, pair.a)
     made.extra = pair.extra * 2
     return pair.extra, made, made.extra
+
+
+# -- descriptors ----------------------------------------------------------------------------
+
+class _Doubling:
+    def __set__(self, obj, value):
+        obj.__dict__["field"] += value * 2
+
+
+class _WithSetter:
+    field = _Doubling()
+
+    def __init__(self):
+        self.__dict__["field"] = 0
+
+
+@program("descriptor_set_runs_once_and_the_dict_entry_is_replayed", lambda: (rand(2), _WithSetter()),
+         observe=None)
+def _(x, obj):
+    obj.field = 10
+    return x + obj.field, obj.__dict__["field"]
+
+
+def _read_field(obj):
+    return obj.__dict__["field"]
+
+
+class _ReadOnly:
+    field = property(_read_field)
+
+    def __init__(self, n):
+        self.__dict__["field"] = n
+
+
+@program("read_only_property_over_a_dict_entry_of_an_object_made_in_the_region", lambda: rand(2))
+def _(x):
+    obj = _ReadOnly(42)
+    return x + obj.field, obj.field
+
+
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+
+
+class _Namespace:
+    a = 1
+    b = 2
+
+
+@program("descriptors_of_c_types_called_directly", lambda: rand(2, 3))
+def _(x):
+    shape = torch.Tensor.shape.__get__(x)
+    namespace = _CLASS_DICT(_Namespace)
+    return x * namespace["b"], tuple(shape), "a" in namespace, _ReadOnly.field.__get__(_ReadOnly(3))
+
+
+# -- builtin classes and metaclasses --------------------------------------------------------
+
+@program("struct_sequences_made_in_the_region", lambda: (rand(3, 2), rand(2, 4)))
+def _(x, y):
+    pair = torch.return_types.max((x, y))
+    return pair.values * 2, pair.indices, tuple(torch.return_types.qr((2 * x, y - 1)))
+
+
+_LOCAL = threading.local()
+
+
+@program("attribute_stored_on_a_thread_local_object", lambda: rand(2),
+         observe=lambda world: getattr(_LOCAL, "seen", None))
+def _(x):
+    _LOCAL.seen = x * 2
+    return x + 1
+
+
+class _Always(type):
+    def __instancecheck__(cls, instance):
+        return True
+
+
+class _Anything(metaclass=_Always):
+    pass
+
+
+@program("isinstance_asks_the_metaclass_instancecheck",
+         lambda: (rand(2), torch.nn.Parameter(rand(2)), _Namespace()))
+def _(x, p, obj):
+    return (x + 1 if isinstance(obj, _Anything) else x - 1, isinstance(p, torch.nn.Parameter),
+            isinstance(x, torch.nn.Parameter))
+
+
+@program("grad_mode_context_manager_decorates_a_nested_function", lambda: rand(2, requires_grad=True))
+def _(x):
+    @torch.no_grad()
+    def frozen(y):
+        return (y + 1) * 2
+
+    @torch.enable_grad()
+    def tracked(y):
+        return y * 3
+
+    return frozen(x), tracked(x), frozen.__name__

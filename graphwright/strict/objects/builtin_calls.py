@@ -8,6 +8,7 @@ computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 """
 from __future__ import annotations
 
+import abc
 import builtins
 import functools
 import operator
@@ -206,8 +207,24 @@ def _len(tracer, args, kwargs):
 
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
-    classinfo = operations.python_value(tracer, args[1])
-    return ConstantValue(issubclass(args[0].python_type(), classinfo))
+    return ConstantValue(_is_instance(tracer, args[0], operations.python_value(tracer, args[1])))
+
+
+def _is_instance(tracer: "Tracer", value: Value, classinfo: Any) -> bool:
+    """`isinstance(value, classinfo)`: by the value's class, or by the `__instancecheck__` a
+    metaclass defines in Python (ABCMeta's asks the class, as `issubclass` does)."""
+    if isinstance(classinfo, tuple):
+        return any(_is_instance(tracer, value, item) for item in classinfo)
+    cls = value.python_type()
+    if cls is classinfo:
+        return True
+    check = classes.find(tracer, type(classinfo), "__instancecheck__") if isinstance(classinfo, type) else None
+    if check is not None and classes.is_python_function(check[1]) and check[1] is not abc.ABCMeta.__instancecheck__:
+        from ..interpreter import calls
+
+        method = classes.bind(tracer, *check, "__instancecheck__", classes.class_value(classinfo), type(classinfo))
+        return operations.truth(tracer, calls.call_value(tracer, method, [value], {}))
+    return issubclass(cls, classinfo)
 
 
 @handles(issubclass)

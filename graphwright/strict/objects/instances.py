@@ -25,6 +25,7 @@ from .classes import (
     class_value,
     find,
     generic_set,
+    instance_dict_of,
     is_python_function,
 )
 from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value, key_value
@@ -63,6 +64,8 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     (also what a metaclass's own `__call__` reaches through super())."""
     cls_value = class_value(cls)
     base = builtin_base(cls)
+    if base is cls and issubclass(cls, tuple) and hasattr(cls, "n_sequence_fields"):
+        return _structseq(tracer, cls, args, kwargs)
     if base not in MODELLED_BASES:
         raise _unmodelled_base(tracer, cls, base)
     owner, raw = find(tracer, cls, "__new__")
@@ -87,6 +90,19 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     else:
         init_builtin(tracer, instance, args, kwargs)
     return instance
+
+
+def _structseq(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.return_types.max((values, indices))`, `os.stat_result(...)`: a struct sequence
+    (a C tuple type with named fields) made from a sequence of its fields."""
+    if len(args) != 1 or kwargs or cls.n_fields != cls.n_sequence_fields:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"{cls.__qualname__} with fields outside its sequence")
+    items = operations.iterate(tracer, args[0])
+    if len(items) != cls.n_fields:
+        raise tracer.user_error(TypeError(f"{cls.__module__}.{cls.__name__}() takes a {cls.n_fields}-sequence "
+                                          f"({len(items)}-sequence given)"))
+    return SequenceValue(items, tuple, cls=cls)
 
 
 def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -177,14 +193,26 @@ def make_empty(cls: type, base: type, items: tuple | None) -> Any:
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
     """Give an instance made by `make_empty` its items and attributes as the builtin base and
-    `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    `store_own` store them (no overridden `__setitem__` or `__setattr__` runs)."""
     if isinstance(contents, dict):
         for key, value in contents.items():
             base.__setitem__(instance, key, value)
     elif contents is not None:
         list.extend(instance, contents)
     for name, value in state.items():
-        object.__setattr__(instance, name, value)
+        store_own(instance, name, value)
+
+
+def store_own(instance: Any, name: str, value: Any) -> None:
+    """Store `name` in the instance's own state, its slot or its `__dict__`, as the region's
+    stores did: no descriptor (a read-only property over a `__dict__` entry, a descriptor whose
+    `__set__` already ran in the trace) and no `__setattr__` of its class runs again."""
+    for klass in type(instance).__mro__:
+        raw = klass.__dict__.get(name)
+        if type(raw) is types.MemberDescriptorType:
+            raw.__set__(instance, value)
+            return
+    instance_dict_of(instance)[name] = value
 
 
 def handle_builtin_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:

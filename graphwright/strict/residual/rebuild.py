@@ -10,8 +10,8 @@ anew is built once, into a `___rN` variable, so that two places holding the
 same list still hold the same list; an instance of a user class is made
 empty by its builtin base and then given its items and attributes without
 running the user's code. `replay_lines` writes the side effects (stores on
-instances of user classes as `object.__setattr__`: their `__setattr__` ran
-in the trace).
+instances of user classes straight into their own state: their `__setattr__`
+and descriptors ran in the trace).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
-from ..objects.instances import fill, make_empty
+from ..objects.instances import fill, make_empty, store_own
 from ..objects.values import (
     CellValue,
     ConstantValue,
@@ -90,6 +90,7 @@ class ResidualWriter(EntryWriter):
         super().__init__(code)
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
+                               "___store_own": store_own,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function})
         self.outputs: list[Value] = []
@@ -266,7 +267,7 @@ class ResidualWriter(EntryWriter):
                 if not raw:
                     lines.append(f"___delattr({target}, {name!r})")
             elif raw:
-                lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
+                lines.append(f"___store_own({target}, {name!r}, {self.rebuild(value)})")
             else:
                 lines.append(f"{target}.{name} = {self.rebuild(value)}")
         for f_globals, name, value in effects.global_stores.values():
