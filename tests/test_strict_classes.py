@@ -5,6 +5,7 @@ these are the ones it refuses, each with the graph-break id, the class or
 attribute at fault, and the user's line.
 """
 import collections
+import dataclasses
 
 import pytest
 import torch
@@ -70,16 +71,18 @@ def test_store_through_a_modules_dict_names_the_module():
     assert "GB012" in text and "writing an item of a module's `__dict__`" in text and "Identity" in text
 
 
+@dataclasses.dataclass(frozen=True)
 class Key:
-    pass
+    name: str
 
 
-def test_user_object_as_a_dict_key_names_the_operation_and_class():
-    def table(x):
-        return {Key(): x}
+def test_object_made_in_the_region_looked_up_in_a_dict_from_outside_names_the_operation():
+    def lookup(x, table):
+        return table.get(Key("a"), x)
 
-    text = _unsupported(table, torch.ones(2))
-    assert "GB020" in text and "using as a dict key" in text and "Key" in text
+    text = _unsupported(lookup, torch.ones(2), {"a": torch.zeros(2)})
+    assert "GB020" in text and "looking an object compared by its `__eq__` up in a dict" in text
+    assert "Key" in text and "return table.get(Key(\"a\"), x)" in text
 
 
 def test_objects_that_escape_keep_their_identity():

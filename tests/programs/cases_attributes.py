@@ -6,6 +6,7 @@ identity)."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import functools
 import sys
@@ -419,3 +420,36 @@ def _(x):
         return y * 3
 
     return frozen(x), tracked(x), frozen.__name__
+
+
+# -- instances of user classes as dict keys ----------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+    x: float
+    y: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outer:
+    inner: _Inner
+    n: int
+
+
+@program("frozen_dataclasses_made_in_the_region_are_dict_keys_by_value", lambda: rand(2))
+def _(x):
+    table = {_Outer(_Inner(1.0, 2.0), 3): x * 2, _Outer(_Inner(1.0, 2.5), 3): x * 3}
+    key = _Outer(_Inner(1.0, 2.0), 3)
+    return table[key] + len(table), key in table, _Outer(_Inner(0.0, 0.0), 1) in table, \
+        hash(key) == hash(_Outer(_Inner(1.0, 2.0), 3))
+
+
+class _Token:
+    pass
+
+
+@program("object_made_in_the_region_is_a_dict_key_by_identity", lambda: rand(2))
+def _(x):
+    first, second = _Token(), _Token()
+    table = {first: x, second: x * 2}
+    return table[second], first in table, _Token() in table, len(table)

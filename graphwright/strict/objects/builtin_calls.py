@@ -116,7 +116,7 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(round, divmod, pow, chr, ord, complex, frozenset, slice, ascii, bin, hex, oct, int, float, sys.intern)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
@@ -174,6 +174,13 @@ def _text(function: Callable) -> Handler:
 
 for _target in (str, repr, format):
     _HANDLERS[_target] = _text(_target)
+
+
+@handles(hash)
+def _hash(tracer, args, kwargs):
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
+    return ConstantValue(operations.value_hash(tracer, args[0]))
 
 
 @handles(bool)

@@ -32,6 +32,8 @@ from .values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    VALUE_KEYS,
+    HashedKey,
     TensorKey,
     TensorValue,
     Value,
@@ -109,9 +111,9 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
             return value.cls(*items) if hasattr(value.cls, "_fields") else value.cls(items)
         return value.kind(items)
     if isinstance(value, DictValue):
-        if any(isinstance(key, TensorKey) for key in value.items):
-            what = f"using a dict keyed by tensors in {purpose}" if purpose else \
-                "converting a dict keyed by tensors to a Python value"
+        if any(isinstance(key, VALUE_KEYS) for key in value.items):
+            what = f"using a dict keyed by tensors or objects in {purpose}" if purpose else \
+                "converting a dict keyed by tensors or objects to a Python value"
             raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
         if value.kind is not dict:
             return value.kind(value.items)
@@ -139,8 +141,12 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
 
 
 def hashable_key(tracer: "Tracer", value: Value) -> Any:
-    """`value` as a key of a modelled dict: a constant, an object compared by identity, or a
-    tensor (`TensorKey`)."""
+    """`value` as a key of a modelled dict: a constant, an object compared by identity, a
+    tensor (`TensorKey`), or an instance of a user class hashed and compared by its class
+    (`HashedKey`)."""
+    cls = value.python_type()
+    if cls.__hash__ is None and not is_instance_value(value):  # a list, dict or set
+        raise tracer.user_error(TypeError(f"unhashable type: '{cls.__name__}'"))
     if isinstance(value, (ConstantValue, SequenceValue)) and is_constant_tree(value):
         return python_value(tracer, value)
     if isinstance(value, TensorValue):
@@ -151,8 +157,46 @@ def hashable_key(tracer: "Tracer", value: Value) -> Any:
     if real is not None and is_identity_key(real):
         tracer.add_guard(value.source, "id", real)  # found by identity: the same object
         return real
+    if is_instance_value(value):
+        return HashedKey(value, value_hash(tracer, value),
+                         lambda lhs, rhs: truth(tracer, binary(tracer, operator.eq, lhs, rhs)))
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
+
+
+class _Hashed:
+    """Stands for an item of a tuple being hashed: CPython's tuple hash combines its items'."""
+
+    __slots__ = ("hash",)
+
+    def __init__(self, hash: int) -> None:
+        self.hash = hash
+
+    def __hash__(self) -> int:
+        return self.hash
+
+
+def value_hash(tracer: "Tracer", value: Value) -> int:
+    """`hash(value)`: by the `__hash__` its class defines in Python, a tuple's from its items'
+    hashes, a constant's its own; an instance made in the region hashed by identity gets its
+    value's (its real object's id is not known yet, and only equal hashes matter)."""
+    cls = value.python_type()
+    if is_instance_value(value):
+        found = find(tracer, cls, "__hash__")
+        if found is not None and found[1] is None:
+            raise tracer.user_error(TypeError(f"unhashable type: '{cls.__name__}'"))
+        method = special_method(tracer, value, "__hash__")
+        if method is not None:
+            result = _call(tracer, method, [])
+            if not (isinstance(result, ConstantValue) and isinstance(result.value, int)):
+                raise tracer.user_error(TypeError("__hash__ method should return an integer"))
+            return hash(result.value)
+        if value.source is None and found is not None and found[1] is object.__hash__:
+            return hash(id(value))
+    if isinstance(value, SequenceValue) and value.kind is tuple and not is_constant_tree(value):
+        return hash(tuple(_Hashed(value_hash(tracer, item)) for item in value.items))
+    key = hashable_key(tracer, value)
+    return hash(key)
 
 
 def _user_error(tracer: "Tracer", error: Exception, what: str) -> Exception:
@@ -197,10 +241,22 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
         except Exception as error:
             raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
+    if op in (operator.eq, operator.ne) and isinstance(lhs, SequenceValue) and isinstance(rhs, SequenceValue):
+        equal = _sequences_equal(tracer, lhs, rhs)
+        return ConstantValue(equal if op is operator.eq else not equal)
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _sequences_equal(tracer: "Tracer", lhs: SequenceValue, rhs: SequenceValue) -> bool:
+    """`lhs == rhs` for lists or tuples holding values the region made: item by item, each the
+    same object or equal by `==`, as CPython compares them."""
+    if lhs.kind is not rhs.kind or len(lhs.items) != len(rhs.items):
+        return False
+    return all(is_same(tracer, a, b) or truth(tracer, binary(tracer, operator.eq, a, b))
+               for a, b in zip(lhs.items, rhs.items))
 
 
 def is_operator_of_syntax(op: Any) -> bool:

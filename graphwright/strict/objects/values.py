@@ -200,9 +200,39 @@ class TensorKey:
         return f"TensorKey({self.value.source.name() if self.value.source else 'a tensor made in the region'})"
 
 
+class HashedKey:
+    """An instance of a user class used as a dict key (a frozen dataclass made in the region):
+    it hashes as its class's `__hash__` answered when it became a key, and compares with
+    another such key by its class's `__eq__` (`equal`, which runs it in the trace), as a
+    dict does when two hashes agree."""
+
+    __slots__ = ("value", "hash", "equal")
+
+    def __init__(self, value: Value, hash: int, equal: Callable[[Value, Value], bool]) -> None:
+        self.value = value
+        self.hash = hash
+        self.equal = equal
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HashedKey):
+            return NotImplemented
+        return self.value is other.value or self.equal(self.value, other.value)
+
+    def __repr__(self) -> str:
+        return f"HashedKey({self.value!r})"
+
+
+# keys of a modelled dict that stand for a value, not a Python constant
+VALUE_KEYS = (TensorKey, HashedKey)
+
+
 def key_value(key: Any) -> Value:
-    """The value of a key of a modelled dict: the tensor of a `TensorKey`, else the constant."""
-    return key.value if isinstance(key, TensorKey) else ConstantValue(key)
+    """The value of a key of a modelled dict: the value of a `TensorKey` or `HashedKey`, else
+    the constant."""
+    return key.value if isinstance(key, VALUE_KEYS) else ConstantValue(key)
 
 
 class DictReader(Protocol):

@@ -37,6 +37,7 @@ from .values import (
     ConstantValue,
     DictValue,
     FunctionValue,
+    HashedKey,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -278,6 +279,11 @@ class OutsideDict:
     def read_key(self, key: Any) -> Value | None:
         if isinstance(key, TensorKey):
             return self._read_tensor_key(key.value)
+        if isinstance(key, HashedKey):
+            raise self.tracer.graph_break(
+                gb.UNSUPPORTED_OPERATION, f"{key!r} in {self.source.name() if self.source else 'a dict'}",
+                op="looking an object compared by its `__eq__` up in a dict from outside the region",
+                types=key.value.python_type().__name__)
         # re-reading the value fails the guards once the key is gone
         if self._has(key):
             return self._item(key)

@@ -40,7 +40,7 @@ from ..objects.values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
-    TensorKey,
+    VALUE_KEYS,
     TensorValue,
     Value,
 )
@@ -236,7 +236,7 @@ class ResidualWriter(EntryWriter):
 
     def key(self, key: Any) -> str:
         """A key of a modelled dict: a tensor key is its tensor, rebuilt; any other a literal."""
-        return self.rebuild(key.value) if isinstance(key, TensorKey) else self.literal(key)
+        return self.rebuild(key.value) if isinstance(key, VALUE_KEYS) else self.literal(key)
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
