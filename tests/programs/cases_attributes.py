@@ -16,6 +16,7 @@ import typing
 import torch
 
 from .harness import program_decorator, rand
+from .markers import allow_in_graph
 
 PROGRAMS = []
 
@@ -453,3 +454,30 @@ def _(x):
     first, second = _Token(), _Token()
     table = {first: x, second: x * 2}
     return table[second], first in table, _Token() in table, len(table)
+
+
+# -- frozen dataclasses passed to allow_in_graph functions -----------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Batch:
+    x: torch.Tensor
+    y: torch.Tensor
+    scale: int = dataclasses.field(kw_only=True, default=2)
+    offsets: list = dataclasses.field(default_factory=lambda: [5])
+
+
+@allow_in_graph
+def _combine(batch):
+    return batch.x * batch.y * batch.scale + batch.offsets[0]
+
+
+@program("frozen_dataclass_made_in_the_region_is_an_allow_in_graph_argument",
+         lambda: (rand(2, requires_grad=True), rand(2)), grad=True)
+def _(x, y):
+    return _combine(_Batch(x, y, scale=3))
+
+
+@program("frozen_dataclass_passed_in_is_an_allow_in_graph_argument",
+         lambda: (rand(2), _Batch(rand(2), rand(2))))
+def _(x, batch):
+    return _combine(batch) + x
