@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -133,9 +134,19 @@ def asks_for_an_id(x):
     return x + (id(x) > 0)  # bad:id
 
 
-@bad("GB017", "generator")
-def returns_a_generator_made_inside(x):
-    return (item * 2 for item in [x, x])  # bad:generator
+def _yields_while_handling(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        yield x * 2
+        yield x * 3
+
+
+@bad("GB017", "handling")
+def returns_a_generator_suspended_while_handling_an_exception(x):
+    numbers = _yields_while_handling(x)
+    next(numbers)
+    return numbers  # bad:handling
 
 
 class _WithBackwardHook(nn.Module):
@@ -189,6 +200,11 @@ def defines_a_class(x):
     class Local:  # bad:class
         scale = 2
     return x * Local.scale
+
+
+@bad("GB060", "numpy-interp", lambda: (np.array([0.0, 2.5, 7.0]),))
+def numpy_function_without_a_tensor_counterpart(a):
+    return np.interp(a, [0.0, 10.0], [1.0, 2.0]) * 2  # bad:numpy-interp
 
 
 @bad("GB040", "side-effect")

@@ -6,24 +6,50 @@ import torch
 import graphwright
 
 
-def test_generator_left_suspended_inside_try_finally_breaks_the_graph():
-    log = []
+def _numbers(log):
+    try:
+        yield 1
+        yield 2
+    finally:
+        log.append("closed")  # runs when Python collects the generator
 
-    def numbers():
-        try:
-            yield 1
-            yield 2
-        finally:
-            log.append("closed")  # runs when Python collects the generator
 
-    def first_only(x):
-        for number in numbers():
-            return x * number
+def test_generator_left_early_is_closed_where_python_collects_it():
+    def first_only(x, log):
+        for number in _numbers(log):
+            break  # the loop's iterator is dropped here: CPython closes the generator now
+        log.append("after the loop")
+        return x * number
+
+    eager_log, compiled_log = [], []
+    expected = first_only(torch.ones(2), eager_log)
+    result = graphwright.compile(first_only, backend="eager", fullgraph=True)(torch.ones(2), compiled_log)
+    assert torch.equal(result, expected) and compiled_log == eager_log == ["closed", "after the loop"]
+
+
+def test_generator_held_by_a_local_is_closed_when_the_function_returns():
+    def keep(x, log):
+        numbers = _numbers(log)
+        first = next(numbers)
+        log.append("before return")
+        return x * first
+
+    eager_log, compiled_log = [], []
+    expected = keep(torch.ones(2), eager_log)
+    result = graphwright.compile(keep, backend="eager", fullgraph=True)(torch.ones(2), compiled_log)
+    assert torch.equal(result, expected) and compiled_log == eager_log == ["before return", "closed"]
+
+
+def test_generator_dropped_inside_an_iterator_the_tracer_cannot_see_into_breaks_the_graph():
+    def zipped(x, log):
+        for number, _ in zip(_numbers(log), [0, 0]):
+            break  # the zip, and the generator it holds, are dropped here
+        return x * number
 
     with pytest.raises(graphwright.Unsupported, match="left suspended inside a `try`/`with` block"):
-        graphwright.compile(first_only, backend="eager", fullgraph=True)(torch.ones(2))
-    log.clear()
-    result = graphwright.compile(first_only, backend="eager")(torch.ones(2))
+        graphwright.compile(zipped, backend="eager", fullgraph=True)(torch.ones(2), [])
+    log = []
+    result = graphwright.compile(zipped, backend="eager")(torch.ones(2), log)
     assert torch.equal(result, torch.ones(2)) and log == ["closed"]
 
 

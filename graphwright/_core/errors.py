@@ -69,11 +69,12 @@ class GraphwrightError(Exception):
         return "\n".join(parts)
 
 
-class Unsupported(GraphwrightError):
+class Unsupported(GraphwrightError, RuntimeError):
     """The strict tracer met something it cannot capture (a graph break).
 
     Raised under `fullgraph=True`; otherwise the break splits the graph.
-    `gb_id` is the stable id of the graph-break kind (e.g. "GB001").
+    `gb_id` is the stable id of the graph-break kind (e.g. "GB001"). A RuntimeError, as
+    PyTorch's `Unsupported` is (code that catches that keeps working).
     """
 
     def __init__(self, title: str, *, gb_id: str = "", **details) -> None:

@@ -37,6 +37,11 @@ def is_user_file(filename: str) -> bool:
     return not os.path.abspath(filename).startswith(_INTERNAL_DIRS)
 
 
+def is_graphwright_file(filename: str) -> bool:
+    """True for graphwright's own files, the only frames a traced program's stack never shows."""
+    return os.path.abspath(filename).startswith(_INTERNAL_DIRS[0])
+
+
 def user_frames_of_stack(frame: FrameType | None = None) -> list[traceback.FrameSummary]:
     """The user's frames of the live stack, outermost first.
 

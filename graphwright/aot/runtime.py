@@ -202,6 +202,9 @@ def make_training_function(
         @staticmethod
         def forward(ctx, *args):
             values = forward(list(args))
+            # a backward run under deterministic algorithms for a forward run without is
+            # refused, as PyTorch refuses it (its saved values came from nondeterministic kernels)
+            ctx.deterministic = torch.are_deterministic_algorithms_enabled()
             saved = values[num_forward:]
             ctx.save_for_backward(*saved[:num_saved_tensors])
             ctx.saved_other = saved[num_saved_tensors:]
@@ -215,6 +218,11 @@ def make_training_function(
 
         @staticmethod
         def backward(ctx, *grad_outputs):
+            if not ctx.deterministic and torch.are_deterministic_algorithms_enabled():
+                raise RuntimeError(
+                    "This compiled backward function is being run with torch.use_deterministic_algorithms(True), "
+                    "but it was previously generated during the forward function while "
+                    "torch.use_deterministic_algorithms(False) was set.")
             tangents = [grad_outputs[i] for i in differentiable]
             missing = {k for k, tangent in enumerate(tangents) if tangent is None}
             if missing:

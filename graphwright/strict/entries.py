@@ -29,6 +29,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .objects.numpy_arrays import is_numpy_scalar
 from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
@@ -95,7 +96,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             raise import_error(brk) from None
         if settings.fullgraph:
             events.compile_failed(fn, brk)
-            raise brk.to_unsupported() from None
+            raise brk.to_unsupported() from brk.user_error  # the program's own exception, if any
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
@@ -206,6 +207,7 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
         and result.side_effects.is_empty()
     if graph.op_count() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
+        graph.drop_grad_mode_round_trips(torch.is_grad_enabled())  # the trace is over: the entry's mode
         gm = graph.finish(writer.outputs)
         call = [f"___out = {writer.ref(_compiled_graph(fn, settings, gm, graph))}({', '.join(inputs)})"]
     body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]
@@ -319,7 +321,7 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
 
 
 def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
-    if guard.kind == "const" and type(guard.expected) in (int, float):
+    if guard.kind == "const" and (type(guard.expected) in (int, float) or is_numpy_scalar(guard.expected)):
         if type(actual) is type(guard.expected) and actual != guard.expected:
             changed[guard.source] = SCALAR
     if guard.kind != "tensor":

@@ -26,7 +26,16 @@ from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, descriptors, instances, introspection, methods, operations
+from ..objects import (
+    builtin_calls,
+    classes,
+    descriptors,
+    instances,
+    introspection,
+    methods,
+    numpy_calls,
+    operations,
+)
 from ..objects.values import (
     ConstantValue,
     ContextValue,
@@ -38,7 +47,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
+from ..objects.wrap import compiled_original, function_value, is_cached_function, is_graph_operator, state_source
 from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
@@ -117,7 +126,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
-    handler = builtin_calls.handler_for(target) or operators.handler_for(target)  # before markings
+    handler = numpy_calls.handler_for(target) or builtin_calls.handler_for(target) \
+        or operators.handler_for(target)  # before markings
     if handler is not None:
         return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)
@@ -164,9 +174,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return modelled
     if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
-    compiled_original = getattr(target, "_graphwright_original", None)
-    if compiled_original is not None:
-        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
+    original = compiled_original(target)
+    if original is not None:
+        return call_value(tracer, tracer.wrap(original, None), args, kwargs)
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
@@ -218,8 +228,17 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
-    if issubclass(cls, BaseException) or cls in builtin_calls.GETTER_TYPES:
+    if cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
+    if issubclass(cls, BaseException):
+        return instances.call_class(tracer, cls, args, kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
+        # a structseq (torch.return_types.max...): a tuple of its one argument's items
+        items = operations.iterate(tracer, args[0])
+        if len(items) != cls.n_sequence_fields:
+            raise tracer.user_error(TypeError(f"{cls.__module__}.{cls.__name__}() takes a "
+                                              f"{cls.n_sequence_fields}-sequence ({len(items)}-sequence given)"))
+        return SequenceValue(items, tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if is_state_guard(cls):

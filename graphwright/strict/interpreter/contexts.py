@@ -1,6 +1,9 @@
 """`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
 grad-mode context managers used as decorators.
 
+`warnings.catch_warnings` is entered and left by the residual code, among the warnings
+it replays (`output_calls`); the list `record=True` gives is only known then.
+
 Grad mode and autocast change how later operations behave, so entering one
 both records a node in the graph (the compiled graph switches the mode at
 run time, as eager would) and switches the real mode while tracing (so fake
@@ -11,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import TYPE_CHECKING, Any
+import warnings
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -23,6 +27,7 @@ from ..objects.values import (
     ObjectValue,
     Value,
 )
+from ..objects import output_calls
 from . import graph_breaks as gb
 
 if TYPE_CHECKING:
@@ -33,7 +38,7 @@ GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
 AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
 # Profiler ranges: the graph does not record them (PyTorch ignores them too, with a warning).
 PROFILER_CLASSES = (torch.autograd.profiler.record_function,)
-MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES)
+MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, warnings.catch_warnings)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
@@ -55,6 +60,10 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
         return ContextValue("autocast", (cls(*args, **kwargs),))
     if cls in PROFILER_CLASSES:
         return ContextValue("profiler", ())
+    if cls is warnings.catch_warnings:
+        if args:
+            raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
+        return ContextValue("warnings", (kwargs,))
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
 
 
@@ -84,8 +93,10 @@ def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
     torch._C._set_grad_enabled(enabled)
 
 
-def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
-    """BEFORE_WITH: returns (the exit callable, the value bound by `as`)."""
+def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Value], None]) -> Value:
+    """BEFORE_WITH: `push_exit(the exit callable)`, then enter; returns the value bound by
+    `as` (`bound`: the block uses it). The exit callable is on the stack while `__enter__`
+    runs, as in CPython (it holds the manager)."""
     from ..objects import classes
     from . import calls
 
@@ -102,15 +113,24 @@ def enter(tracer: "Tracer", manager: Value) -> tuple[Value, Value]:
                 [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
             real.__enter__()
             tracer.open_contexts.append(real)
-        return MethodValue(manager, "__exit__"), NONE
+        elif manager.kind == "warnings":
+            options = manager.args[0]
+            if options.get("record") and bound:
+                raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
+                                         type="warnings.catch_warnings(record=True) whose list is used")
+            tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
+        push_exit(MethodValue(manager, "__exit__"))
+        return NONE
     if isinstance(manager, ObjectValue) and isinstance(manager.obj, LOCK_TYPES):
         # A lock read from outside (functools.cached_property takes one): the trace runs in
         # one thread and the graph holds no Python state another thread could race on.
-        return MethodValue(ContextValue("lock", ()), "__exit__"), manager
+        push_exit(MethodValue(ContextValue("lock", ()), "__exit__"))
+        return manager
     enter_method = classes.special_method(tracer, manager, "__enter__")
     exit_method = classes.special_method(tracer, manager, "__exit__")
     if enter_method is not None and exit_method is not None:
-        return exit_method, calls.call_value(tracer, enter_method, [], {})
+        push_exit(exit_method)
+        return calls.call_value(tracer, enter_method, [], {})
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"with {manager!r}",
                              type=manager.python_type().__name__)
 
@@ -122,4 +142,6 @@ def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
         tracer.graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
         real = tracer.open_contexts.pop()
         real.__exit__(None, None, None)
+    elif context.kind == "warnings":
+        tracer.side_effects.replay_call(output_calls.exit_catch_warnings, [], {})
     return ConstantValue(None)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
+from ..objects import exceptions
 from ..objects.values import CellValue, ConstantValue, Value
 from . import graph_breaks as gb
 from .instructions_311 import Instructions311
@@ -80,7 +81,6 @@ class Frame(Instructions311):
         self.stack: list[Value] = []
         self.kw_names: tuple[str, ...] = ()
         self.instructions, self.offset_index, self.exception_table, self.covered = decoded(code)
-        self.handling: list[Value] = []
         self.index = 0
         self.steps = 0
         self.stop_at: int | None = None  # the step to stop before (a re-trace of the compiled function)
@@ -113,6 +113,7 @@ class Frame(Instructions311):
                 try:
                     handler(inst)
                 except gb.UserException as raised:
+                    exceptions.add_traceback(raised, self)
                     self.unwind_to_handler(inst.offset, raised)
                 except GuardOnDataDependentSymNode as error:  # Python asked a value only data decides
                     raise self.tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, str(error).splitlines()[0]) from None

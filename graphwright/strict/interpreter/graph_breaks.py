@@ -34,7 +34,7 @@ class GraphBreak(Exception):
         self.user_stack = user_stack
         self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
         self.split_note = ""  # set when the function could not be split here: what runs instead
-        self.user_error: BaseException | None = None  # the program's own exception (USER_EXCEPTION)
+        self.user_error: BaseException | None = None  # the program's own exception (OBSERVED_EXCEPTION)
         # An operator rejected the types of its traced arguments (a TypeError on fake tensors).
         # What it was given may come from code that asks `torch.compiler.is_compiling()` (the
         # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
@@ -52,22 +52,23 @@ class GraphBreak(Exception):
 class UserException(Exception):
     """An exception the traced program raised (`value` is its symbolic value).
 
-    The program's own `try`/`except` handlers may catch it; escaping the
-    compiled function it becomes a USER_EXCEPTION graph break.
-    """
+    The program's own `try`/`except` handlers may catch it; escaping the compiled function
+    it becomes an OBSERVED_EXCEPTION graph break. `in_traceback`: the frame it is in
+    already has its traceback entry (it re-raised the exception)."""
 
     def __init__(self, value, debug_context: str, user_stack: list[traceback.FrameSummary]) -> None:
         super().__init__(debug_context)
         self.value = value
         self.debug_context = debug_context
         self.user_stack = user_stack
+        self.in_traceback = False
 
-    def to_graph_break(self) -> GraphBreak:
-        error = self.value.value
-        text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else repr(error)
-        brk = GraphBreak(USER_EXCEPTION, USER_EXCEPTION.explanation.format(error=text),
-                         self.debug_context, self.user_stack)
-        brk.user_error = error if isinstance(error, BaseException) else None
+    def to_graph_break(self, description: str, real: BaseException | None) -> GraphBreak:
+        """The break for this exception escaping the compiled function; `description` is
+        `Type: message`, `real` a real exception like it (None when there is none)."""
+        brk = GraphBreak(OBSERVED_EXCEPTION, OBSERVED_EXCEPTION.explanation.format(error=description),
+                         f"raised {description}", self.user_stack)
+        brk.user_error = real
         return brk
 
 
@@ -136,11 +137,14 @@ FAKE_TENSOR_ERROR = define_kind(
     "`{op}` raised while running on fake tensors: {error}",
     "Check that the call also works eagerly with the same inputs.",
     "If the operator has no fake implementation, register one with `torch.library`.")
-USER_EXCEPTION = define_kind(
-    "GB011", "Exception raised in traced code",
-    "The traced code raised `{error}`; the tracer does not model exceptions.",
-    "Make sure the compiled code does not raise for these inputs.",
-    "Move exception handling out of the compiled region.")
+OBSERVED_EXCEPTION = define_kind(
+    "GB011", "Observed exception",
+    "The traced code raised `{error}` and no handler in the compiled function catches it. "
+    "Without fullgraph=True the function runs in Python instead, where the exception is raised only "
+    "if eager Python raises it too (code that asks `torch.compiler.is_compiling()` may take another path "
+    "there).",
+    "Check whether the function raises this exception when it runs eagerly, with the same inputs.",
+    "Catch the exception inside the compiled function, or move the code that raises it out of it.")
 UNSUPPORTED_ATTRIBUTE = define_kind(
     "GB012", "Unsupported attribute or method",
     "The tracer cannot model `{name}` on a value of type `{type}`.",
@@ -220,6 +224,12 @@ RECURRENT_MODULE = define_kind(
     "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "
     "default), so it runs eagerly between two graphs.",
     "Set `graphwright.config.allow_rnn = True` (graphwright's default) to trace it into the graph.")
+NUMPY_UNTRACEABLE = define_kind(
+    "GB060", "NumPy operation that cannot run on tensors",
+    "`{name}` {reason}, so the tracer cannot record it as tensor operations.",
+    "Write this step with torch operations, or compute it outside the compiled region and pass "
+    "the result in.",
+    "For random numbers, draw them with torch (`torch.rand`, a `torch.Generator`) or pass them in.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, operations
+from ..objects import attributes, builtin_calls, exceptions, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -20,14 +20,13 @@ from ..objects.values import (
     ConstantValue,
     DictValue,
     FunctionValue,
-    GeneratorValue,
     IteratorValue,
     LazyIteratorValue,
     SequenceValue,
+    TensorValue,
 )
 from . import calls, contexts
 from . import graph_breaks as gb
-from .graph_breaks import UserException
 
 _NB_FUNCTIONS = {
     "+": operator.add, "&": operator.and_, "//": operator.floordiv, "<<": operator.lshift,
@@ -42,6 +41,13 @@ BINARY_OPS = [_NB_FUNCTIONS[symbol] for _, symbol in dis._nb_ops]
 COMPARE_OPS = [operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge]
 
 
+def _generators():
+    """`generators`, whose frames are frames: imported when first needed."""
+    from . import generators
+
+    return generators
+
+
 class Instructions311:
     # -- stack manipulation ------------------------------------------------------------
     def op_NOP(self, inst):
@@ -50,7 +56,9 @@ class Instructions311:
     op_RESUME = op_PRECALL = op_EXTENDED_ARG = op_CACHE = op_NOP
 
     def op_POP_TOP(self, inst):
-        self.pop()
+        dropped = self.pop()
+        if not isinstance(dropped, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [dropped])
 
     def op_PUSH_NULL(self, inst):
         self.push(NULL)
@@ -73,10 +81,13 @@ class Instructions311:
         self.push(value)
 
     def op_STORE_FAST(self, inst):
+        replaced = self.locals.get(inst.argval)
         self.locals[inst.argval] = self.pop()
+        if replaced is not None and not isinstance(replaced, (ConstantValue, TensorValue)):
+            _generators().dropped(self.tracer, [replaced])
 
     def op_DELETE_FAST(self, inst):
-        del self.locals[inst.argval]
+        _generators().dropped(self.tracer, [self.locals.pop(inst.argval)])
 
     def op_LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
@@ -195,8 +206,7 @@ class Instructions311:
         self.push(SequenceValue(self.popn(inst.arg), list))
 
     def op_BUILD_SET(self, inst):
-        items = self.popn(inst.arg)
-        self.push(DictValue({operations.hashable_key(self.tracer, item): item for item in items}, set))
+        self.push(DictValue(sets.members(self.tracer, self.popn(inst.arg)), set))
 
     def op_BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -227,32 +237,48 @@ class Instructions311:
             value = conversion(value)
         self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))
 
+    def _built(self, depth: int):
+        """The container an instruction adds to: made by an earlier instruction, or (in a resume
+        function) passed in, when the change is replayed on the real one."""
+        target = self.stack[-depth]
+        self.tracer.side_effects.mutate(target)
+        return target
+
     def op_LIST_APPEND(self, inst):
         item = self.pop()
-        self.stack[-inst.arg].items.append(item)
+        self._built(inst.arg).items.append(item)
 
     def op_SET_ADD(self, inst):
         item = self.pop()
-        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, item)] = item
+        self._built(inst.arg).items.setdefault(operations.hashable_key(self.tracer, item), item)
 
     def op_MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, key)] = value
+        self._built(inst.arg).items[operations.hashable_key(self.tracer, key)] = value
 
     def op_LIST_EXTEND(self, inst):
         items = operations.iterate(self.tracer, self.pop())
-        self.stack[-inst.arg].items.extend(items)
+        self._built(inst.arg).items.extend(items)
 
     def op_SET_UPDATE(self, inst):
-        target = self.stack[-(inst.arg + 1)]
-        for item in operations.iterate(self.tracer, self.pop()):
-            target.items[operations.hashable_key(self.tracer, item)] = item
+        added = sets.table(self.tracer, self.pop())
+        target = self._built(inst.arg)
+        for key, item in added.items():
+            target.items.setdefault(key, item)
 
     def op_DICT_UPDATE(self, inst):
-        source = self.pop()
-        self.stack[-inst.arg].items.update(operations.dict_items(self.tracer, source))
+        items = operations.dict_items(self.tracer, self.pop())
+        self._built(inst.arg).items.update(items)
 
-    op_DICT_MERGE = op_DICT_UPDATE
+    def op_DICT_MERGE(self, inst):
+        items = operations.dict_items(self.tracer, self.pop())
+        target = self._built(inst.arg)
+        for key in items:
+            if target.lookup(key) is not None:  # `f(**a, **b)` with a key in both
+                function = self.stack[-inst.arg - 2]
+                name = getattr(function, "name", None) or function.python_type().__name__
+                raise self.tracer.user_error(TypeError(f"{name}() got multiple values for keyword argument '{key}'"))
+        target.items.update(items)
 
     def op_LIST_TO_TUPLE(self, inst):
         self.push(SequenceValue(self.pop().items, tuple))
@@ -326,11 +352,13 @@ class Instructions311:
             self.push(item)
 
     def op_RETURN_VALUE(self, inst):
+        result = self.pop()
         if self.is_root:
-            from . import generators
-
-            generators.check_left_suspended(self.tracer)
-        self.result = self.pop()
+            _generators().finish(self.tracer, self, result)
+        else:  # the frame's locals go: generators only they held are collected
+            _generators().dropped(self.tracer, [*self.locals.values(), *self.cells.values(), *self.stack],
+                               [result], self)
+        self.result = result
 
     def op_LOAD_BUILD_CLASS(self, inst):
         # a class statement: calling __build_class__ is a graph break the function splits at
@@ -340,43 +368,37 @@ class Instructions311:
         self.push(ConstantValue(AssertionError))
 
     def op_RAISE_VARARGS(self, inst):
-        if inst.arg == 2:
-            self.pop()  # `from cause`: the cause does not change which handler runs
         if inst.arg == 0:
-            if not self.handling:
+            handled = self.tracer.handled.current()
+            if operations.is_none(handled):
                 raise self.tracer.user_error(RuntimeError("No active exception to reraise"))
-            raise UserException(self.handling[-1], "re-raise", self.tracer.user_stack())
-        exception = self.pop()
-        real = operations.python_value(self.tracer, exception, "raise") \
-            if isinstance(exception, ConstantValue) else None
-        if isinstance(real, type) and issubclass(real, BaseException):
-            real = real()
-        if not isinstance(real, BaseException):
-            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"raise {exception!r}",
-                                          op="raise", types=exception.python_type().__name__)
-        raise self.tracer.user_error(real, f"raise {type(real).__name__}")
+            raise exceptions.reraise(self.tracer, handled, "raise")
+        cause = self.pop() if inst.arg == 2 else None
+        exception = exceptions.to_raise(self.tracer, self.pop())
+        if cause is not None:
+            exceptions.set_cause(self.tracer, exception, cause)
+        raise exceptions.raised(self.tracer, exception, f"raise {exception.cls.__name__}")
 
     # -- exception handlers (reached through the exception table) -------------------------
     def op_PUSH_EXC_INFO(self, inst):
         exception = self.pop()
-        self.push(self.handling[-1] if self.handling else NONE)
-        self.handling.append(exception)
+        self.push(self.tracer.handled.enter(exception))
         self.push(exception)
 
     def op_POP_EXCEPT(self, inst):
-        self.pop()
-        self.handling.pop()
+        self.tracer.handled.leave(self.pop())
 
     def op_CHECK_EXC_MATCH(self, inst):
-        classes = operations.python_value(self.tracer, self.pop())
-        self.push(ConstantValue(isinstance(self.stack[-1].value, classes)))
+        handler = self.pop()
+        self.push(ConstantValue(exceptions.matches(self.tracer, self.stack[-1], handler)))
 
     def op_RERAISE(self, inst):
-        raise UserException(self.pop(), "re-raise", self.tracer.user_stack())
+        exception = self.pop()
+        raise exceptions.reraise(self.tracer, exception, "re-raise")
 
     def op_WITH_EXCEPT_START(self, inst):
         exception, exit_function = self.stack[-1], self.stack[-4]
-        arguments = [ConstantValue(type(exception.value)), exception, NONE]
+        arguments = [ConstantValue(exception.python_type()), exception, exception.traceback]
         self.push(calls.call_value(self.tracer, exit_function, arguments, {}))
 
     def op_RETURN_GENERATOR(self, inst):
@@ -391,13 +413,10 @@ class Instructions311:
             self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
 
     def op_SEND(self, inst):
-        from . import generators  # generators' frames are frames: imported late
-
         sent = self.pop()
-        item = generators.delegate(self.tracer, self.stack[-1], sent)
+        item, returned = _generators().delegate(self.tracer, self.stack[-1], sent)
         if item is None:
-            receiver = self.stack[-1]
-            self.stack[-1] = receiver.returned if isinstance(receiver, GeneratorValue) else NONE
+            self.stack[-1] = returned
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -476,7 +495,6 @@ class Instructions311:
     # -- context managers ----------------------------------------------------------------
     def op_BEFORE_WITH(self, inst):
         manager = self.pop()
-        exit_function, entered = contexts.enter(self.tracer, manager)
-        self.push(exit_function)
-        self.push(entered)
+        bound = self.instructions[self.index].opname != "POP_TOP"
+        self.push(contexts.enter(self.tracer, manager, bound, self.push))
 

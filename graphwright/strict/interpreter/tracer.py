@@ -20,7 +20,7 @@ import torch
 from ..._core import config
 from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
-from ..._core.user_stack import is_user_file
+from ..._core.user_stack import is_graphwright_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
     AttrSource,
@@ -30,10 +30,12 @@ from ..guards.sources import (
     ItemSource,
     LocalSource,
     ModuleDictSource,
+    NumpyTensorSource,
     Source,
 )
+from ..objects import exceptions
 from ..objects import wrap as wrapping
-from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+from ..objects.values import CellValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
@@ -69,6 +71,7 @@ class Tracer:
         self.real_tensors: dict[int, torch.Tensor] = {}
         self.open_contexts: list = []
         self.cells_by_id: dict[int, CellValue] = {}
+        self.handled = exceptions.HandledExceptions()
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
@@ -90,15 +93,21 @@ class Tracer:
                        "Rewrite the line so that it does not depend on the exact size."],
                 user_stack=self.user_stack())
 
-    def user_error(self, error: BaseException, debug_context: str = "") -> UserException:
-        """The exception to raise when the traced program raises `error` (catchable by it)."""
-        return UserException(ConstantValue(error), debug_context or f"{type(error).__name__}: {error}",
-                             self.user_stack())
+    def user_error(self, error: BaseException, debug_context: str = "") -> Exception:
+        """The exception to raise when the traced program raises `error` (catchable by it), as
+        Python raises it: chained to the exception being handled. A graph break (or another
+        error of the tracer's) met while computing the operation is itself, never the program's."""
+        if isinstance(error, (GraphBreak, UserException, GraphwrightError, StopTrace)):
+            return error
+        return exceptions.raised(self, exceptions.from_error(self, error),
+                                 debug_context or f"{type(error).__name__}: {error}")
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        """The interpreted frames in the user's files (torch's and the library's are skipped)."""
+        """The interpreted frames, outermost first: the user's and those of the libraries it
+        calls (torch's Python code included), so that the innermost line is where capture
+        stopped, as torch.compile shows it; graphwright's own frames are left out."""
         frames = [frame.frame_summary() for frame in self.frames]
-        return [summary for summary in frames if is_user_file(summary.filename)] or frames
+        return [summary for summary in frames if not is_graphwright_file(summary.filename)] or frames
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:
@@ -196,7 +205,8 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
     except GraphwrightError:
         raise
     except UserException as raised:
-        brk = raised.to_graph_break()
+        brk = raised.to_graph_break(exceptions.describe(tracer, raised.value),
+                                    exceptions.as_real(tracer, raised.value))
         brk.guards = tracer.guards
         raise brk from None
     except Exception as error:
@@ -225,7 +235,9 @@ def add_size_guards(tracer: Tracer) -> None:
 def add_distinct_input_guards(tracer: Tracer) -> None:
     """Tensors passed as distinct arguments must stay distinct: aliasing changes what in-place
     operations mean. Parameters and buffers are left out (they cannot alias arguments cheaply)."""
-    sources = [source for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
+    # an array's tensor is made anew by every read: its array is what must stay distinct
+    sources = [source.base if isinstance(source, NumpyTensorSource) else source
+               for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
     if len(sources) > _MAX_DISTINCT_CHECKED:
         return
     for index, source in enumerate(sources):

@@ -10,6 +10,7 @@ never to the real object.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import types
 from typing import TYPE_CHECKING, Any
@@ -19,10 +20,13 @@ import torch
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import callable_attributes, classes, introspection, output_calls, symbolic_numbers
+from . import callable_attributes, classes, dict_views, introspection, numpy_arrays, output_calls, symbolic_numbers
 from .values import (
+    ArrayValue,
     ConstantValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     FrameValue,
     FunctionValue,
     GeneratorValue,
@@ -33,6 +37,7 @@ from .values import (
     SequenceValue,
     SuperValue,
     TensorValue,
+    TracebackValue,
     Value,
 )
 from .wrap import is_constant
@@ -62,6 +67,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return classes.class_value(value.python_type())
     if isinstance(value, TensorValue):
         return _tensor_attr(tracer, value, name)
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.attribute(tracer, value, name)
     if isinstance(value, ModuleValue):
         return _module_attr(tracer, value, name)
     if isinstance(value, ObjectValue):
@@ -70,10 +77,14 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _constant_attr(tracer, value, name)
     if classes.is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
         return classes.get_attribute(tracer, value, name)
+    if isinstance(value, DequeValue):
+        return ConstantValue(value.maxlen) if name == "maxlen" else _method_if(value, name, collections.deque)
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
         return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
+    if isinstance(value, DictViewValue):
+        return dict_views.attribute(tracer, value, name)
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):
@@ -86,6 +97,10 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
+    if isinstance(value, TracebackValue):
+        from .exceptions import traceback_attribute
+
+        return traceback_attribute(tracer, value, name)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value!r}.{name}", name=name,
                              type=value.python_type().__name__)
 
@@ -98,6 +113,9 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     if value.overlay is not None and name in value.overlay:
         return value.overlay[name]
     real = tracer.real_tensors.get(id(value))
+    if real is not None and name in real.__dict__ and not hasattr(type(real), name):
+        # an attribute stored on the tensor object itself (`param.add_one = fn`)
+        return tracer.wrap(real.__dict__[name], AttrSource(value.source, name))
     if name in ("is_leaf", "grad_fn") and real is not None:
         # autograd history, which the tensor guard does not check: read on the real input
         if getattr(real, name) is not None and name == "grad_fn":
@@ -195,8 +213,10 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     entry = module_table_entry(tracer, value, name)
     if entry is not None:
         return entry
-    if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
-                "named_children", "modules", "named_modules", "items", "keys", "values"):
+    overridden = found is not None and classes.is_python_function(found[1]) \
+        and not found[0].__module__.startswith("torch.")  # the user's module class defines its own
+    if not overridden and name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
+                                   "named_children", "modules", "named_modules", "items", "keys", "values"):
         return MethodValue(value, name)
     if found is not None:
         classes.guard_not_own(tracer, value, name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import collections
 import functools
 import operator
 import re
@@ -21,22 +22,33 @@ import torch
 
 from ..._core import config
 from ..interpreter import graph_breaks as gb
+from ..interpreter.graph_breaks import UserException
 from . import (
     attributes,
     checks,
     classes,
     copying,
+    deques,
+    dict_views,
+    dicts,
+    exceptions,
+    hashing,
     instances,
     introspection,
     iteration,
+    numpy_arrays,
     operations,
     output_calls,
+    sets,
     symbolic_numbers,
 )
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     DictValue,
+    DictViewValue,
+    ExceptionValue,
     FunctionValue,
     ModuleValue,
     ObjectValue,
@@ -51,7 +63,8 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 Handler = Callable[["Tracer", list, dict], Value]
-_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS}
+_HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
+                                  **exceptions.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -65,9 +78,12 @@ def handles(*targets: Any) -> Callable[[Handler], Handler]:
 
 def handler_for(target: Any) -> Handler | None:
     try:
-        return _HANDLERS.get(target)
+        found = _HANDLERS.get(target)
     except TypeError:  # unhashable callable
         return None
+    if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
+        return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    return found
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)
@@ -89,8 +105,7 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     """Call `target` now on the Python values of its arguments (operators on tensors: a node;
     `operator.ge(a, b)` on objects: `a >= b`, by their special methods)."""
     if getattr(target, "__module__", "") in ("operator", "_operator"):
-        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
-                and not all(operations.is_constant_tree(arg) for arg in args):
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs:
             return operations.binary(tracer, target, args[0], args[1])
         if any(isinstance(arg, TensorValue) for arg in args):
             return tracer.graph.call("call_function", target, args, kwargs)
@@ -116,15 +131,15 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, frozenset, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
 
 def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
     """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
-    or `__format__` of the value's class (object's `__str__` calls `__repr__`); None when
-    no Python method applies."""
+    or `__format__` of the value's class (object's `__str__` calls `__repr__`), or an
+    exception's builtin ones; None when no such method applies."""
     from ..interpreter import calls
 
     if conversion is format:
@@ -137,9 +152,13 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
     method = classes.special_method(tracer, value, "__str__") if conversion is str else None
     if method is None and (conversion is repr or _str_is_repr(tracer, value)):
         method = classes.special_method(tracer, value, "__repr__")
-        if method is None:
-            return _identity_repr(tracer, value)
-    return None if method is None else calls.call_value(tracer, method, [], {})
+    if method is not None:
+        return calls.call_value(tracer, method, [], {})
+    if isinstance(value, ExceptionValue):  # BaseException's own, written in C
+        return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    if conversion is repr or _str_is_repr(tracer, value):
+        return _identity_repr(tracer, value)
+    return None
 
 
 def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
@@ -176,11 +195,7 @@ for _target in (str, repr, format):
     _HANDLERS[_target] = _text(_target)
 
 
-@handles(hash)
-def _hash(tracer, args, kwargs):
-    if len(args) != 1 or kwargs:
-        raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
-    return ConstantValue(operations.value_hash(tracer, args[0]))
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 
 @handles(bool)
@@ -205,6 +220,10 @@ def _len(tracer, args, kwargs):
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
+    if isinstance(value, DictViewValue):
+        return ConstantValue(dict_views.size(tracer, value))
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.length(tracer, value)
     if isinstance(value, ConstantValue):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):
@@ -214,6 +233,7 @@ def _len(tracer, args, kwargs):
 
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
+    _two_arguments(tracer, "isinstance", args, kwargs)
     return ConstantValue(_is_instance(tracer, args[0], operations.python_value(tracer, args[1])))
 
 
@@ -225,6 +245,10 @@ def _is_instance(tracer: "Tracer", value: Value, classinfo: Any) -> bool:
     cls = value.python_type()
     if cls is classinfo:
         return True
+    if type(classinfo) is _LEGACY_TENSOR_TYPE:
+        # `torch.FloatTensor` and its kind are no classes of tensors: their instance check asks
+        # the tensor's dtype and device, which the fake tensor has
+        return isinstance(value, TensorValue) and isinstance(value.fake, classinfo)
     check = classes.find(tracer, type(classinfo), "__instancecheck__") if isinstance(classinfo, type) else None
     if check is not None and classes.is_python_function(check[1]) and check[1] is not abc.ABCMeta.__instancecheck__:
         from ..interpreter import calls
@@ -236,7 +260,15 @@ def _is_instance(tracer: "Tracer", value: Value, classinfo: Any) -> bool:
 
 @handles(issubclass)
 def _issubclass(tracer, args, kwargs):
+    _two_arguments(tracer, "issubclass", args, kwargs)
     return evaluate(tracer, issubclass, args, kwargs)
+
+
+def _two_arguments(tracer: "Tracer", name: str, args: list[Value], kwargs: dict[str, Value]) -> None:
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{name}() takes no keyword arguments"))
+    if len(args) != 2:
+        raise tracer.user_error(TypeError(f"{name} expected 2 arguments, got {len(args)}"))
 
 
 @handles(type)
@@ -260,22 +292,35 @@ def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
         tracer.add_guard(owner.source, "lacks", name)
 
 
+def _lookup_or_none(tracer: "Tracer", owner: Value, name: str) -> Value | None:
+    """The attribute, or None where reading it raises AttributeError (what `hasattr` and
+    `getattr` with a default catch, a property's or `__getattr__`'s included)."""
+    try:
+        return attributes.lookup(tracer, owner, name)
+    except UserException as raised:
+        if exceptions.caught(raised, AttributeError):
+            return None
+        raise
+
+
 @handles(getattr)
 def _getattr(tracer, args, kwargs):
+    if kwargs or not 2 <= len(args) <= 3:
+        raise tracer.user_error(TypeError(f"getattr expected 2 or 3 arguments, got {len(args) + len(kwargs)}"))
     name = operations.python_value(tracer, args[1])
-    found = attributes.lookup(tracer, args[0], name)
+    if len(args) == 2:
+        return attributes.load_attr(tracer, args[0], name)
+    found = _lookup_or_none(tracer, args[0], name)
     if found is not None:
         return found
-    if len(args) > 2:
-        _guard_lacks(tracer, args[0], name)
-        return args[2]
-    return attributes.load_attr(tracer, args[0], name)
+    _guard_lacks(tracer, args[0], name)
+    return args[2]
 
 
 @handles(hasattr)
 def _hasattr(tracer, args, kwargs):
     name = operations.python_value(tracer, args[1])
-    found = attributes.lookup(tracer, args[0], name) is not None
+    found = _lookup_or_none(tracer, args[0], name) is not None
     if not found:
         _guard_lacks(tracer, args[0], name)
     return ConstantValue(found)
@@ -405,17 +450,12 @@ _HANDLERS.update(copying.HANDLERS)
 _HANDLERS[torch.tensor] = _HANDLERS[torch.as_tensor] = symbolic_numbers.tensor_of_a_symbol
 
 
-@handles(set)
-def _set(tracer, args, kwargs):
-    items = operations.iterate(tracer, args[0]) if args else []
-    return DictValue({operations.hashable_key(tracer, item): item for item in items}, set)
-
-
-@handles(dict)
-def _dict(tracer, args, kwargs):
-    items = operations.mapping_items(tracer, args[0]) if args else {}
-    items.update(kwargs)
-    return DictValue(items)
+_HANDLERS[set] = lambda tracer, args, kwargs: sets.build(tracer, set, args, kwargs)
+_HANDLERS[frozenset] = lambda tracer, args, kwargs: sets.build(tracer, frozenset, args, kwargs)
+_HANDLERS[dict] = dicts.build
+_HANDLERS[collections.deque] = deques.make
+_HANDLERS[types.MappingProxyType] = dict_views.mapping_proxy
+_HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 
 
 @handles(functools.partial)
@@ -498,6 +538,17 @@ def call_getter(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[s
     method = attributes.load_attr(tracer, target, name)
     return calls.call_value(tracer, method, [tracer.wrap(arg, None) for arg in call_args],
                             {key: tracer.wrap(arg, None) for key, arg in call_kwargs.items()})
+
+
+@handles(torch.autograd._is_checkpoint_valid)
+def _autograd_state_query(tracer, args, kwargs):
+    """Whether checkpointed recomputation may run now (not inside a backward pass): asked of
+    autograd now, and again before each call."""
+    from ..guards.sources import FunctionSource
+
+    answer = torch.autograd._is_checkpoint_valid()
+    tracer.add_guard(FunctionSource(), "query", (torch.autograd._is_checkpoint_valid, answer))
+    return ConstantValue(answer)
 
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)

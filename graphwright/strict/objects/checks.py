@@ -1,7 +1,7 @@
 """`torch._check` and its family on traced values: facts about data-dependent values.
 
 `torch._check(cond)` on a plain bool is checked now (a failing one raises the user's error,
-as eager does). On a symbolic condition (a comparison of `.item()` results or unbacked sizes)
+as eager does, with the message its message function, traced, gives). On a symbolic condition (a comparison of `.item()` results or unbacked sizes)
 it is called for real on the symbolic value, which tells the ShapeEnv the fact (so that later
 code may branch on it), and the graph gets the aten operator that checks it at run time
 (`_assert_scalar`, or `sym_constrain_range_for_size` for `_check_is_size`), which ahead-of-time
@@ -36,6 +36,11 @@ def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str
         python_args = [*leading, operations.python_value(tracer, condition)]
         if message is not None and isinstance(message, ConstantValue):
             python_args.append(message.value)
+        elif message is not None and not python_args[-1]:  # the user's message function, traced
+            from ..interpreter import calls
+
+            text = operations.python_value(tracer, calls.call_value(tracer, message, [], {}))
+            python_args.append(lambda: text)
         try:
             check(*python_args)
         except Exception as error:

@@ -1,8 +1,8 @@
 """Python's object protocol for user classes, on symbolic instances.
 
 An instance of a user class is an `ObjectValue`, or, when its class derives
-from dict, OrderedDict, defaultdict, list or tuple, a `DictValue` or
-`SequenceValue` whose `cls` is that class: the builtin base's items live in
+from dict, OrderedDict, defaultdict, set, frozenset, list or tuple, a
+`DictValue` or `SequenceValue` whose `cls` is that class: the builtin base's items live in
 the value (every native container operation applies to them) and the
 instance's attributes in its `overlay`. This module decides, as CPython does:
 
@@ -42,6 +42,7 @@ from ..interpreter.graph_breaks import UserException
 from .values import (
     ConstantValue,
     DictValue,
+    ExceptionValue,
     FunctionValue,
     MethodValue,
     ModuleValue,
@@ -58,13 +59,15 @@ if TYPE_CHECKING:
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
 DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
 MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.defaultdict, list, tuple,
-                            types.SimpleNamespace})
+                            set, frozenset, types.SimpleNamespace})
 _BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # C classes whose attribute stores are object's generic ones (a thread-local object's go to the
 # calling thread's `__dict__`: the thread the replay runs in)
-_GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__, threading.local.__setattr__)
-_GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__, threading.local.__delattr__)
+_GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__, BaseException.__dict__["__setattr__"],
+                    threading.local.__setattr__)
+_GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__, BaseException.__dict__["__delattr__"],
+                    threading.local.__delattr__)
 _MODULE_CALL = torch.nn.Module.__dict__["__call__"]
 _TYPE_CALL = type.__dict__["__call__"]
 
@@ -172,6 +175,12 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
         if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
             return raw.bind(instance)
         return raw
+    if isinstance(instance, ExceptionValue):
+        from . import exceptions
+
+        found = exceptions.bind_builtin(tracer, instance, owner, raw, name)
+        if found is not None:
+            return found
     if isinstance(instance, ModuleValue) and (raw is torch.nn.Module.__getattr__ or raw is _MODULE_CALL):
         return MethodValue(instance, name)  # nn.Module's own, modelled: its tables, its hooks
     if raw is _TYPE_CALL and isinstance(instance, ConstantValue) and isinstance(instance.value, type):
@@ -289,10 +298,12 @@ def user_getattr(tracer: "Tracer", instance: Value, name: str) -> Value | None:
 
 
 def _unless_attribute_error(tracer: "Tracer", read: Any) -> Value | None:
+    from . import exceptions
+
     try:
         return read()
     except UserException as raised:
-        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, AttributeError):
+        if exceptions.caught(raised, AttributeError):
             return None
         raise
 
@@ -394,7 +405,8 @@ def _slot_value(tracer: "Tracer", instance: Value, name: str) -> Value | None:
         return instance.overlay[name]
     real = real_object(instance)
     if real is None:
-        return None
+        # no weak reference to an object made in the region exists (`weakref.ref` of one breaks)
+        return ConstantValue(None) if name == "__weakref__" else None
     value = getattr(real, name, _MISSING)
     return None if value is _MISSING else tracer.wrap(value, _attr(instance.source, name))
 
@@ -484,6 +496,11 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
     cls = instance.python_type()
     found = find(tracer, cls, name)
     raw = None if found is None else found[1]
+    if isinstance(instance, ExceptionValue) and type(raw) is types.GetSetDescriptorType:
+        from . import exceptions
+
+        if exceptions.write_slot(tracer, instance, found[0], name, value):
+            return
     if raw is not None and not isinstance(raw, Value) and hasattr(type(raw), "__set__"):
         if isinstance(raw, property):
             tracer.add_guard(_entry_source(found[0], name), "id", raw)
@@ -621,10 +638,9 @@ def _name(tracer: "Tracer", value: Value) -> str:
 def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
                          kwargs: dict[str, Value]) -> Value | None:
     """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`,
-    `set.union(a, b)`: a method of a modelled builtin base (or of set) called on a modelled
-    value; None for other calls."""
-    if not isinstance(target, _BUILTIN_METHODS) or not args or \
-            target.__objclass__ not in MODELLED_BASES and target.__objclass__ is not set:
+    `set.union(a, b)`: a method of a modelled builtin base called on a modelled value; None for
+    other calls."""
+    if not isinstance(target, _BUILTIN_METHODS) or not args or target.__objclass__ not in MODELLED_BASES:
         return None
     receiver = args[0]
     if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):

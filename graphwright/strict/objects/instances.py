@@ -4,8 +4,8 @@
 defines one (Enum's), else `__new__` and then, when `__new__` returned an
 instance of `cls`, `__init__`, each found through the MRO. Python-level
 `__new__` and `__init__` are inlined; the builtin ones of the modelled bases
-(object, dict, OrderedDict, defaultdict, list, tuple) are modelled here: a
-new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
+(object, dict, OrderedDict, defaultdict, set, frozenset, list, tuple) are
+modelled here: a new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
 whose state the inlined code then fills. Instances of other builtin bases
 (int, str, Tensor...) are a graph break naming the base.
 """
@@ -16,7 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
-from . import operations
+from . import dicts, exceptions, operations, sets
 from .classes import (
     DICT_BASES,
     MODELLED_BASES,
@@ -28,13 +28,14 @@ from .classes import (
     instance_dict_of,
     is_python_function,
 )
-from .values import ConstantValue, DictValue, ObjectValue, SequenceValue, Value, key_value
+from .values import ConstantValue, DictValue, ExceptionValue, ObjectValue, SequenceValue, Value, key_value
 from .wrap import function_value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
-BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, types.SimpleNamespace.__new__)
+BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, set.__new__, frozenset.__new__,
+               types.SimpleNamespace.__new__)
 
 
 def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -64,16 +65,14 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     (also what a metaclass's own `__call__` reaches through super())."""
     cls_value = class_value(cls)
     base = builtin_base(cls)
-    if base is cls and issubclass(cls, tuple) and hasattr(cls, "n_sequence_fields"):
-        return _structseq(tracer, cls, args, kwargs)
-    if base not in MODELLED_BASES:
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base):
         raise _unmodelled_base(tracer, cls, base)
     owner, raw = find(tracer, cls, "__new__")
     new = raw.__func__ if isinstance(raw, staticmethod) else raw
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
-    elif new in BUILTIN_NEW:
+    elif new in BUILTIN_NEW or exceptions.is_builtin_new(new):
         instance = new_instance(tracer, cls, args, kwargs)
     else:
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
@@ -92,24 +91,13 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     return instance
 
 
-def _structseq(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """`torch.return_types.max((values, indices))`, `os.stat_result(...)`: a struct sequence
-    (a C tuple type with named fields) made from a sequence of its fields."""
-    if len(args) != 1 or kwargs or cls.n_fields != cls.n_sequence_fields:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
-                                 name=f"{cls.__qualname__} with fields outside its sequence")
-    items = operations.iterate(tracer, args[0])
-    if len(items) != cls.n_fields:
-        raise tracer.user_error(TypeError(f"{cls.__module__}.{cls.__name__}() takes a {cls.n_fields}-sequence "
-                                          f"({len(items)}-sequence given)"))
-    return SequenceValue(items, tuple, cls=cls)
-
-
 def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """What the builtin `__new__` of `cls`'s base returns: an empty instance (a tuple's items
     are given to `__new__`)."""
     base = builtin_base(cls)
     plain = cls is base
+    if exceptions.is_exception_class(base):
+        return exceptions.new_exception(cls, args)
     if base is object:
         _check_abstract(tracer, cls)
         if args or kwargs:
@@ -126,6 +114,9 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     if base is tuple:
         items = operations.iterate(tracer, args[0]) if args else []
         return SequenceValue(items, tuple, cls=None if plain else cls)
+    if base in (set, frozenset):  # a frozenset's members are given to __new__, a set's to __init__
+        members = sets.table(tracer, args[0]) if args and base is frozenset else {}
+        return DictValue(dict(members), base, cls=None if plain else cls)
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
     raise _unmodelled_base(tracer, cls, base)
@@ -151,7 +142,10 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     and list's fill the items (OrderedDict's through the instance's own `__setitem__`)."""
     cls = instance.python_type()
     base = builtin_base(cls)
-    if base in (object, tuple):  # tuple has no __init__ of its own
+    if isinstance(instance, ExceptionValue):
+        exceptions.init_exception(tracer, instance, args, kwargs)
+        return
+    if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
         if args or kwargs:
             if find(tracer, cls, "__init__")[1] is not object.__init__:
                 raise tracer.user_error(TypeError(
@@ -170,13 +164,18 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
             raise tracer.user_error(TypeError("list expected at most 1 argument"))
         instance.items[:] = operations.iterate(tracer, args[0]) if args else []
         return
+    if base is set:
+        if kwargs or len(args) > 1:
+            raise tracer.user_error(TypeError(f"set expected at most 1 argument, got {len(args)}"))
+        instance.items = dict(sets.table(tracer, args[0])) if args else {}
+        return
     if base is collections.defaultdict:
         factory = args[0] if args else ConstantValue(None)
         generic_set(tracer, instance, "default_factory", factory)
         args = args[1:]
     if len(args) > 1:
         raise tracer.user_error(TypeError(f"{base.__name__} expected at most 1 argument, got {len(args)}"))
-    pairs = list(operations.mapping_items(tracer, args[0]).items()) if args else []
+    pairs = list(dicts.mapping_items(tracer, args[0]).items()) if args else []
     pairs += list(kwargs.items())
     if base is collections.OrderedDict:
         for key, value in pairs:
@@ -187,8 +186,9 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
 
 def make_empty(cls: type, base: type, items: tuple | None) -> Any:
     """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
-    runs); a tuple's items are given here. Used by residual code and for pytree templates."""
-    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+    runs); a tuple's or frozenset's items are given here. Used by residual code and for pytree
+    templates."""
+    return base.__new__(cls, items) if base in (tuple, frozenset) else base.__new__(cls)
 
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
@@ -197,6 +197,8 @@ def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -
     if isinstance(contents, dict):
         for key, value in contents.items():
             base.__setitem__(instance, key, value)
+    elif isinstance(contents, set):
+        set.update(instance, contents)
     elif contents is not None:
         list.extend(instance, contents)
     for name, value in state.items():

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
-from . import classes, operations
+from . import classes, exceptions, operations
 from .values import (
     NONE,
     ConstantValue,
@@ -75,7 +75,7 @@ def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
     try:
         return _call(tracer, method, [])
     except UserException as raised:
-        if isinstance(raised.value, ConstantValue) and isinstance(raised.value.value, StopIteration):
+        if exceptions.caught(raised, StopIteration):
             return None
         raise
 

@@ -12,6 +12,9 @@ at the location the tracer saw, `stacklevel` frames up the traced stack
 handlers at run time. `Logger.isEnabledFor` and `getEffectiveLevel` are
 answered now and guarded (levels can change between calls).
 
+Changes of the warning filters (`simplefilter`...) and `warnings.catch_warnings` blocks are
+replayed in the same order, so that a warning issued inside such a block is caught by it.
+
 A record that would carry the traced exception or the stack (`exc_info`,
 `stack_info`, `Logger.exception`) cannot be rebuilt after the graph: a break.
 """
@@ -46,6 +49,21 @@ def warn_at(message: Any, category: type | None, filename: str, lineno: int, mod
     registry = module_globals.setdefault("__warningregistry__", {})
     warnings.warn_explicit(message, category or UserWarning, filename, lineno,
                            module_globals.get("__name__"), registry, module_globals)
+
+
+def enter_catch_warnings(options: dict) -> None:
+    """`with warnings.catch_warnings(**options):` entered by the residual code, in the order
+    the region entered it among the replayed warnings and filter changes."""
+    manager = warnings.catch_warnings(**options)
+    manager.__enter__()
+    _CATCHING.append(manager)
+
+
+def exit_catch_warnings() -> None:
+    _CATCHING.pop().__exit__(None, None, None)
+
+
+_CATCHING: list[warnings.catch_warnings] = []  # entered by residual code, innermost last
 
 
 def log_at(logger: logging.Logger, level: int, filename: str, lineno: int, function: str, msg: Any,
@@ -93,6 +111,13 @@ def _warn(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Valu
     filename, lineno, _, module_globals = location
     tracer.side_effects.replay_call(warn_at, [bound["message"], bound.get("category", NONE), ConstantValue(filename),
                                               ConstantValue(lineno), ConstantValue(module_globals)], {})
+    return NONE
+
+
+def _filter_change(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value], function: Callable) -> Value:
+    """`warnings.simplefilter(...)` and friends: replayed in order with the warnings."""
+    _check_enabled(tracer, f"warnings.{function.__name__}")
+    tracer.side_effects.replay_call(function, args, kwargs)
     return NONE
 
 
@@ -152,4 +177,8 @@ def _module_function(method: str) -> Callable:
 
 
 HANDLERS: dict[Any, Callable] = {warnings.warn: _warn,
+                                 **{function: lambda tracer, args, kwargs, function=function: _filter_change(
+                                     tracer, args, kwargs, function)
+                                    for function in (warnings.simplefilter, warnings.filterwarnings,
+                                                     warnings.resetwarnings)},
                                  **{function: _module_function(method) for function, method in _MODULE_FUNCTIONS.items()}}

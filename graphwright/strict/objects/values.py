@@ -5,16 +5,23 @@ One class per kind of Python behaviour, not per type:
 - `ConstantValue`: an immutable Python value or an opaque object used by
   identity (numbers, strings, dtypes, classes, builtins, torch functions).
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
+- `ArrayValue`: a NumPy ndarray (or a NumPy scalar computed in the region): a tensor
+  of the graph with NumPy's face (`numpy_arrays.py` gives it NumPy's behaviour).
 - `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
   of user subclasses of list and tuple: items here, attributes in the overlay).
-- `DictValue`: a dict, or a set (keys only); instances of user subclasses of
-  dict and OrderedDict keep their items here and their attributes in the overlay.
+- `DictValue`: a dict, or a set or frozenset (keys only); instances of user subclasses
+  of dict, OrderedDict, set and frozenset keep their items here and their attributes in the
+  overlay.
+- `DequeValue`: a `collections.deque`, a list with a bound (`maxlen`).
+- `DictViewValue`: a live view of a dict's keys, values or items, or a mappingproxy of it.
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `PartialValue`: a `functools.partial`, its function and stored arguments as values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
+- `ExceptionValue`: an exception (an `ObjectValue` with the state CPython keeps on every
+  exception; its behaviour is in `exceptions.py`), and `TracebackValue`, one entry of its traceback.
 - `SuperValue`: `super(cls, receiver)`, whose lookups start after `cls` in the MRO.
 - `MethodValue`: a method of a value the tracer models natively (list.append,
   Tensor.add, str.format, Logger.info).
@@ -30,6 +37,7 @@ Each value's `birth` is its rank in creation order (compared with a `birth_mark(
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import types
@@ -96,6 +104,24 @@ class TensorValue(Value):
         return self.cls
 
 
+class ArrayValue(Value):
+    """A NumPy array: `tensor` holds its data in the graph (an array and the tensor it came
+    from, or that came from it, share that value, as they share memory). `scalar`: a NumPy
+    scalar (`np.float64`...) computed in the region, a 0-d array with a scalar's face."""
+
+    __slots__ = ("tensor", "scalar")
+
+    def __init__(self, tensor: TensorValue, source: Source | None = None, scalar: bool = False) -> None:
+        super().__init__(source)
+        self.tensor = tensor
+        self.scalar = scalar
+
+    def python_type(self) -> type:
+        from .numpy_arrays import scalar_type, ndarray_type
+
+        return scalar_type(self.tensor.fake.dtype) if self.scalar else ndarray_type()
+
+
 class SequenceValue(Value):
     """A list (`kind` list) or tuple; `cls` is its class when not exactly list or tuple
     (namedtuple, structseq, a user subclass), else None.
@@ -119,8 +145,22 @@ class SequenceValue(Value):
         return self.cls or self.kind
 
 
+class DequeValue(SequenceValue):
+    """A `collections.deque`: a list whose `maxlen` (None: unbounded) drops items from the
+    other end when it is full."""
+
+    __slots__ = ("maxlen",)
+
+    def __init__(self, items: list[Value], maxlen: int | None, source: Source | None = None) -> None:
+        super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, list, source,
+                         cls=collections.deque)
+        self.maxlen = maxlen
+
+
 class DictValue(Value):
-    """A dict (keys are Python constants, identity keys and `TensorKey`s) or, with `kind` set, a set (values unused).
+    """A dict (`kind` dict), or a set (`kind` set or frozenset: each member under its key).
+    Keys are Python constants, objects hashed by identity, `ValueKey`s, and tuples and
+    frozensets of those.
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
@@ -179,16 +219,39 @@ class InstanceDictValue(DictValue):
         self.items = attributes
 
 
-class TensorKey:
+class DictViewValue(Value):
+    """`d.keys()`, `d.values()`, `d.items()` (`cls` dict_keys, dict_values, dict_items or the
+    odict_ ones) or `types.MappingProxyType(d)`: it holds no items, it reads `mapping`
+    whenever it is used, so it sees the dict's later changes, as in Python."""
+
+    __slots__ = ("mapping", "cls")
+
+    def __init__(self, mapping: DictValue, cls: type) -> None:
+        super().__init__(None)
+        self.mapping = mapping
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class ValueKey:
+    """A key of a modelled dict (or member of a set) that stands for a value of the trace
+    rather than a Python constant; `value` is that value (what iterating the dict gives)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+
+class TensorKey(ValueKey):
     """A tensor used as a dict key. A tensor hashes by identity (`Tensor.__hash__` is `id`), so
     a dict keyed by tensors finds a key exactly when the same tensor is looked up (the
     optimizers' `self.state[param]`): the key is the tensor's identity in the trace, its fake
     tensor, and iterating the dict gives the tensor's value back."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: TensorValue) -> None:
-        self.value = value
+    __slots__ = ()
 
     def __hash__(self) -> int:
         return id(self.value.fake)
@@ -200,39 +263,46 @@ class TensorKey:
         return f"TensorKey({self.value.source.name() if self.value.source else 'a tensor made in the region'})"
 
 
-class HashedKey:
-    """An instance of a user class used as a dict key (a frozen dataclass made in the region):
-    it hashes as its class's `__hash__` answered when it became a key, and compares with
-    another such key by its class's `__eq__` (`equal`, which runs it in the trace), as a
-    dict does when two hashes agree."""
+class ObjectKey(ValueKey):
+    """An object of the trace used as a key, hashed and compared as Python does: by identity,
+    or by its class's Python `__hash__` (`hash`, what the inlined method returned) and
+    `__eq__` (`equal(other key)`, which runs the inlined method when dicts compare keys of
+    equal hash, as CPython's lookups do)."""
 
-    __slots__ = ("value", "hash", "equal")
+    __slots__ = ("hash", "equal")
 
-    def __init__(self, value: Value, hash: int, equal: Callable[[Value, Value], bool]) -> None:
-        self.value = value
-        self.hash = hash
+    def __init__(self, value: Value, hash_: int, equal: Callable[[Any], bool] | None = None) -> None:
+        super().__init__(value)
+        self.hash = hash_
         self.equal = equal
 
     def __hash__(self) -> int:
         return self.hash
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HashedKey):
-            return NotImplemented
-        return self.value is other.value or self.equal(self.value, other.value)
+        if isinstance(other, ValueKey) and other.value is self.value:
+            return True
+        return self.equal is not None and self.equal(other)
 
     def __repr__(self) -> str:
-        return f"HashedKey({self.value!r})"
-
-
-# keys of a modelled dict that stand for a value, not a Python constant
-VALUE_KEYS = (TensorKey, HashedKey)
+        return f"ObjectKey({self.value!r})"
 
 
 def key_value(key: Any) -> Value:
-    """The value of a key of a modelled dict: the value of a `TensorKey` or `HashedKey`, else
-    the constant."""
-    return key.value if isinstance(key, VALUE_KEYS) else ConstantValue(key)
+    """The value of a key of a modelled dict: the value of a `ValueKey`, a tuple of keys as a
+    tuple of their values, else the constant."""
+    if isinstance(key, ValueKey):
+        return key.value
+    if type(key) is tuple and holds_value_keys(key):
+        return SequenceValue([key_value(item) for item in key], tuple)
+    return ConstantValue(key)
+
+
+def holds_value_keys(key: Any) -> bool:
+    """Whether a key is, or contains, a `ValueKey` (it is then no Python constant)."""
+    if isinstance(key, ValueKey):
+        return True
+    return type(key) in (tuple, frozenset) and any(holds_value_keys(item) for item in key)
 
 
 class DictReader(Protocol):
@@ -340,6 +410,41 @@ class ObjectValue(Value):
         return self.cls
 
 
+class ExceptionValue(ObjectValue):
+    """An exception: its class, `args`, and what CPython keeps on every exception
+    (`cause`, `context`, `suppress_context`, `traceback`: values, NONE when unset). A user
+    subclass's own attributes are in the overlay. `obj` is the real exception when it was made
+    outside the trace: read from outside (by `source`), or raised by a real call."""
+
+    __slots__ = ("args", "cause", "context", "suppress_context", "traceback")
+
+    def __init__(self, cls: type, args: list[Value], obj: Any = None, source: Source | None = None) -> None:
+        super().__init__(obj, cls, source)
+        self.args = list(args)
+        self.cause: Value = NONE
+        self.context: Value = NONE
+        self.suppress_context = False
+        self.traceback: Value = NONE
+
+    def __repr__(self) -> str:
+        return f"ExceptionValue({self.cls.__name__})"
+
+
+class TracebackValue(Value):
+    """One entry of an exception's `__traceback__`: the line a frame of the trace was running
+    when the exception passed through it, and the entry of the next (inner) frame."""
+
+    __slots__ = ("summary", "next")
+
+    def __init__(self, summary: Any, next_entry: Value) -> None:
+        super().__init__(None)
+        self.summary = summary
+        self.next = next_entry
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+
 class SuperValue(Value):
     """`super(cls, receiver)`: `receiver` is an instance of `cls`, or (in a classmethod or
     `__new__`) a `ConstantValue` holding a subclass of it."""
@@ -380,10 +485,13 @@ class MethodValue(Value):
 
 
 class IteratorValue(Value):
+    """An iterator over known items: made in the region, or (with a `source`) one passed in whose
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
+
     __slots__ = ("items", "position")
 
-    def __init__(self, items: list[Value]) -> None:
-        super().__init__(None)
+    def __init__(self, items: list[Value], source: Source | None = None) -> None:
+        super().__init__(source)
         self.items = items
         self.position = 0
 
@@ -424,7 +532,7 @@ class GeneratorValue(LazyIteratorValue):
     """A generator made in the region: `frame` runs its code and is suspended at each `yield`
     (`interpreter/generators.py` resumes it); `returned` is its return value once done."""
 
-    __slots__ = ("frame", "started", "returned")
+    __slots__ = ("frame", "started", "returned", "handled", "running")
 
     def __init__(self, frame: Any) -> None:
         from ..interpreter.generators import resume
@@ -433,11 +541,13 @@ class GeneratorValue(LazyIteratorValue):
         self.frame = frame
         self.started = False
         self.returned: Value = NONE
+        self.handled: Value = NONE  # the exception its suspended frame is handling (gi_exc_state)
+        self.running = False
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast", or "lock" and
-    "profiler" (no-ops)."""
+    """A context manager the tracer models: `kind` is "grad", "autocast", "warnings"
+    (replayed), or "lock" and "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 

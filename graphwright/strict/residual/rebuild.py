@@ -15,6 +15,7 @@ and descriptors ran in the trace).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import types
 import weakref
@@ -26,35 +27,49 @@ from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
-from ..objects.classes import builtin_base, is_instance_value
+from ..objects.classes import builtin_base, is_instance_value, is_user_class
+from ..objects.dict_views import kind_of, view_base
+from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty, store_own
 from ..objects.values import (
+    NULL,
+    ArrayValue,
     CellValue,
     ConstantValue,
     ContextValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
+    ExceptionValue,
     FunctionValue,
+    GeneratorValue,
     IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
     SequenceValue,
-    VALUE_KEYS,
     TensorValue,
     Value,
+    ValueKey,
+    holds_value_keys,
 )
+from .liveness import live_locals
+from .resume import NULL_SLOT, SENT_SLOT, VALUE_SLOT, ResumeLayout, resume_code
 from .side_effects import SideEffects
 
 _LITERAL_TYPES = (int, str, bool, type(None))
 
 
 def _refill(container: Any, new: Any, base: type) -> None:
-    """Replace the items of an instance of a dict or list subclass through its builtin base."""
+    """Replace the items of an instance of a dict, set or list subclass through its builtin base."""
     if base is list:
         list.__setitem__(container, slice(None), new)
         return
     base.clear(container)
+    if base is set:
+        set.update(container, new)
+        return
     for key, value in new.items():
         base.__setitem__(container, key, value)
 
@@ -68,6 +83,12 @@ def _make_function(code: types.CodeType, f_globals: dict, defaults: tuple, kwdef
     return function
 
 
+def _finished() -> Any:
+    """A generator function whose generators are exhausted at once: a finished generator."""
+    return
+    yield
+
+
 def _remove_own_attribute(obj: Any, name: str) -> None:
     try:
         object.__delattr__(obj, name)
@@ -75,9 +96,18 @@ def _remove_own_attribute(obj: Any, name: str) -> None:
         pass
 
 
+def _advance(iterator: Any, steps: int) -> None:
+    for _ in range(steps):
+        next(iterator)
+
+
 def _replace_contents(container: Any, new: Any) -> None:
+    """Give a dict, set or deque from outside the items the region left it with."""
     container.clear()
-    container.update(new)
+    if type(container) is collections.deque:
+        container.extend(new)
+    else:
+        container.update(new)
 
 
 class ResidualWriter(EntryWriter):
@@ -92,7 +122,9 @@ class ResidualWriter(EntryWriter):
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___store_own": store_own,
                                "___remove_own_attribute": _remove_own_attribute,
-                               "___replace_contents": _replace_contents, "___make_function": _make_function})
+                               "___replace_contents": _replace_contents, "___make_function": _make_function,
+                               "___make_exception": make_real,
+                               "___advance": _advance})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
         self.rebuilt_tensor = False
@@ -124,17 +156,22 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
         if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
-                                                           PartialValue)):
+                                                           PartialValue, ArrayValue,
+                                                           IteratorValue)):
             return self.expr(value.source)
+        if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
+            return self._build_view(value)
         if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
-        if isinstance(value, ObjectValue) and value.obj is not None:
-            return self.ref(value.obj)
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
+        if isinstance(value, ExceptionValue):
+            return self._build_exception(value)
+        if isinstance(value, ObjectValue) and value.obj is not None:
+            return self.ref(value.obj)
         if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None \
                 or isinstance(value, SequenceValue) and value.overlay:
             return self._build_instance(value)
@@ -146,7 +183,16 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"{built} = {text}")
         return built
 
+    def _build_view(self, view: DictViewValue) -> str:
+        mapping = self.rebuild(view.mapping)
+        if view.cls is types.MappingProxyType:
+            return f"{self.ref(types.MappingProxyType)}({mapping})"
+        return f"{self.ref(view_base(view.mapping))}.{kind_of(view)}({mapping})"
+
     def _build(self, value: Value) -> str:
+        if isinstance(value, DequeValue):
+            items = "".join(self.rebuild(item) + ", " for item in value.items)
+            return f"{self.ref(collections.deque)}([{items}], {value.maxlen!r})"
         if isinstance(value, SequenceValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             if value.cls is not None:
@@ -170,8 +216,51 @@ class ResidualWriter(EntryWriter):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):
             return self._build_cell(value)
+        if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
+            from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
+
+            convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
+            return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
+        if isinstance(value, GeneratorValue):
+            return self._build_generator(value)
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
+
+    def _build_generator(self, generator: GeneratorValue) -> str:
+        """A generator made in the region, suspended where the trace left it: its code resumed
+        at that point (`resume_code`, a generator function itself) called on its live stack
+        and locals and its cells; one that never started, from its first instruction."""
+        frame = generator.frame
+        if generator.done:
+            return f"{self.ref(_finished)}()"
+        if not (isinstance(generator.handled, ConstantValue) and generator.handled.value is None):
+            raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                 type="generator suspended inside an `except` block")
+        code = frame.code
+        if generator.started:
+            offset, stack, slots = frame.instructions[frame.index].offset, frame.stack, [SENT_SLOT]
+            cells = [frame.cells[name] for name in code.co_cellvars + code.co_freevars]
+        else:
+            first = next(index for index, inst in enumerate(frame.instructions) if inst.opname == "RESUME")
+            offset, stack, slots = frame.instructions[first + 1].offset, [], []
+            cells = [CellValue(frame.locals.get(name)) for name in code.co_cellvars] + list(frame.closure)
+        arguments = []
+        for item in stack:
+            if item is NULL:
+                slots.insert(len(slots) - bool(generator.started), NULL_SLOT)
+                continue
+            if isinstance(item, MethodValue) and isinstance(item.receiver, ContextValue):
+                raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {generator!r}",
+                                     type="generator suspended inside a `with` block of grad mode or autocast")
+            slots.insert(len(slots) - bool(generator.started), VALUE_SLOT)
+            arguments.append(self.rebuild(item))
+        live_here = live_locals(code, offset)
+        live = tuple(name for name in code.co_varnames if name in frame.locals and name in live_here)
+        arguments += [self.rebuild(frame.locals[name]) for name in live]
+        resumed = resume_code(code, offset, ResumeLayout(tuple(slots), live))
+        closure = "(" + "".join(self.rebuild_cell(cell) + ", " for cell in cells) + ")"
+        function = f"___make_function({self.ref(resumed)}, {self.ref(frame.globals)}, (), None, {closure})"
+        return f"{function}({', '.join(arguments)})"
 
     def _build_instance(self, value: Value) -> str:
         """An instance of a user class (or of a dict subclass) made in the region: made empty by
@@ -181,11 +270,16 @@ class ResidualWriter(EntryWriter):
         items = "None"
         if base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
+        elif base is frozenset:
+            items = "(" + "".join(self.key(key) + ", " for key in value.items) + ")"
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
-        if isinstance(value, DictValue):
+        if isinstance(value, DictValue) and base is set:
+            contents = f"{{{''.join(self.key(key) + ', ' for key in value.items)}}}" if value.items \
+                else f"{self.ref(set)}()"
+        elif isinstance(value, DictValue) and base is not frozenset:
             contents = "{" + ", ".join(f"{self.key(key)}: {self.rebuild(item)}"
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
@@ -193,6 +287,22 @@ class ResidualWriter(EntryWriter):
         state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
                           if item is not None)
         self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")
+        return built
+
+    def _build_exception(self, value: ExceptionValue) -> str:
+        """An exception made in the region: made by its builtin base with its arguments, then
+        given its chaining state and attributes (its traceback, the tracer's frames, is not)."""
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
+        args = "(" + "".join(self.rebuild(arg) + ", " for arg in value.args) + ")"
+        self.rebuilt.append(f"{built} = ___make_exception({self.ref(value.cls)}, {args})")
+        for name, attribute in (("__cause__", value.cause), ("__context__", value.context)):
+            if not (isinstance(attribute, ConstantValue) and attribute.value is None):
+                self.rebuilt.append(f"{built}.{name} = {self.rebuild(attribute)}")
+        state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
+                          if item is not None)
+        self.rebuilt.append(f"___fill({built}, None, None, {{{state}}})")
+        self.rebuilt.append(f"{built}.__suppress_context__ = {value.suppress_context}")
         return built
 
     def _rebuild_symbolic(self, value: ConstantValue) -> str:
@@ -204,6 +314,8 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if isinstance(value.value, list) else f"({items})"
         self.rebuilt_tensor = True
         self.outputs.append(value)
+        if isinstance(value.value, torch.SymFloat):  # returned as a 0-d tensor (`GraphBuilder.float_output`)
+            return f"___out[{len(self.outputs) - 1}].item()"
         return f"___out[{len(self.outputs) - 1}]"
 
     def _build_function(self, value: FunctionValue) -> str:
@@ -235,8 +347,14 @@ class ResidualWriter(EntryWriter):
         return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
 
     def key(self, key: Any) -> str:
-        """A key of a modelled dict: a tensor key is its tensor, rebuilt; any other a literal."""
-        return self.rebuild(key.value) if isinstance(key, VALUE_KEYS) else self.literal(key)
+        """A key of a modelled dict: a key standing for a value of the trace is that value,
+        rebuilt (tuples and frozensets of them, item by item); any other a literal."""
+        if isinstance(key, ValueKey):
+            return self.rebuild(key.value)
+        if type(key) in (tuple, frozenset) and holds_value_keys(key):
+            items = "(" + "".join(self.key(item) + ", " for item in key) + ")"
+            return items if type(key) is tuple else f"{self.ref(frozenset)}({items})"
+        return self.literal(key)
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
@@ -250,9 +368,9 @@ class ResidualWriter(EntryWriter):
         for container in effects.mutated.values():
             target = self.expr(container.source)
             new = self.rebuild(_detached(container))
-            if container.cls is not None:  # a subclass: through its builtin base
+            if container.cls is not None and is_user_class(container.cls):  # through its builtin base
                 lines.append(f"___refill({target}, {new}, {self.ref(builtin_base(container.cls))})")
-            elif isinstance(container, SequenceValue):
+            elif isinstance(container, SequenceValue) and not isinstance(container, DequeValue):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
@@ -276,6 +394,8 @@ class ResidualWriter(EntryWriter):
             if cell.source is None:
                 raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
             lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
+        for iterator in effects.stepped_iterators():
+            lines.append(f"___advance({self.expr(iterator.source)}, {iterator.position})")
         for function, args, kwargs in effects.replayed_calls:
             arguments = [self.rebuild(arg) for arg in args]
             arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
@@ -287,4 +407,4 @@ def _detached(container: Value) -> Value:
     """The container's new contents as a fresh value, so it is rebuilt item by item."""
     if isinstance(container, SequenceValue):
         return SequenceValue(container.items, list)
-    return DictValue(container.items, container.kind)
+    return DictValue(container.items, container.kind if container.kind is dict else set)

@@ -17,7 +17,8 @@ exception table included, so `with` and `try` blocks around the rest behave
 exactly as in the original. Resume code is made once per (code, instruction,
 layout) and compiled on its first call like any function. A break inside a
 resume function resumes from the original code again (`original_position`),
-so resume functions never nest.
+so resume functions never nest. Resuming a generator's code makes a generator
+function: calling it gives a generator suspended where the original was.
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
 from .instruction_index import real_instructions
 
-_PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RESUME"})
+_PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RETURN_GENERATOR", "POP_TOP", "RESUME"})
+_FAST_OPS = frozenset({"LOAD_FAST", "STORE_FAST", "DELETE_FAST"})
 # resume code -> (the original code, resume offset -> original offset)
 _ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # original code -> {(offset, layout): resume code}
@@ -49,12 +51,14 @@ class ReenteredContext:
 
 NULL_SLOT = "null"
 VALUE_SLOT = "value"
+SENT_SLOT = "sent"  # the value a suspended `yield` receives: None, as `next()` sends
 
 
 @dataclass(frozen=True)
 class ResumeLayout:
     """What the resume function receives: one entry per stack slot, bottom first (a value
-    argument, a NULL, or a context to re-enter), then the live locals by name."""
+    argument, a NULL, a context to re-enter, or the value sent to a resumed generator's
+    `yield`), then the live locals by name."""
 
     stack: tuple[Any, ...]
     live_locals: tuple[str, ...]
@@ -63,7 +67,16 @@ class ResumeLayout:
         return [f"___stack{index}" for index, slot in enumerate(self.stack) if slot == VALUE_SLOT]
 
     def parameters(self) -> list[str]:
-        return self.stack_arguments() + list(self.live_locals)
+        return self.stack_arguments() + [local_name(name) for name in self.live_locals]
+
+
+def local_name(name: str) -> str:
+    """The name resume code gives the original's local `name`: the same, unless it is no
+    identifier (pytest's assertion rewriting makes locals named `@py_assert1`), which a
+    parameter cannot be for `inspect.signature` and the entry's generated source."""
+    if name.isidentifier():
+        return name
+    return "___local_" + "".join(char if char.isalnum() else "_" for char in name)
 
 
 def original_position(code: types.CodeType, offset: int) -> tuple[types.CodeType, int]:
@@ -114,6 +127,8 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
                 location = item.location
             if isinstance(item.arg, CellVar):
                 item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
+            elif item.name in _FAST_OPS and local_name(item.arg) != item.arg:
+                item = Instr(item.name, local_name(item.arg), location=item.location)
         body.append(item)
     if location is None:
         raise ValueError(f"no instruction at offset {offset} in {code.co_name}")
@@ -121,6 +136,8 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
     prologue: list[Any] = []
     if cells:
         prologue.append(Instr("COPY_FREE_VARS", len(cells), location=location))
+    if code.co_flags & inspect.CO_GENERATOR:  # calling the resume function makes the generator
+        prologue += [Instr("RETURN_GENERATOR", location=location), Instr("POP_TOP", location=location)]
     prologue.append(Instr("RESUME", 0, location=location))
     arguments = iter(layout.stack_arguments())
     for slot in layout.stack:
@@ -128,6 +145,8 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
             prologue.append(Instr("PUSH_NULL", location=location))
         elif slot == VALUE_SLOT:
             prologue.append(Instr("LOAD_FAST", next(arguments), location=location))
+        elif slot == SENT_SLOT:
+            prologue.append(Instr("LOAD_CONST", None, location=location))
         else:
             prologue += _reenter(slot, location)
     prologue.append(Instr("JUMP_FORWARD", target, location=location))

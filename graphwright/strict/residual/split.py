@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from ..interpreter.frame import Frame, decoded
+from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import GraphBreak
 from ..objects.values import NULL, ContextValue, MethodValue, Value
 from .call_routing import CallRouter, routes_itself
@@ -40,6 +41,7 @@ from .resume import (
     VALUE_SLOT,
     ReenteredContext,
     ResumeLayout,
+    local_name,
     make_resume_function,
     original_position,
     resume_code,
@@ -62,6 +64,9 @@ class SplitPlan:
 
 def plan_split(brk: GraphBreak) -> SplitPlan:
     """How to split the compiled function at `brk`, from the trace that hit it."""
+    if brk.kind is gb.OBSERVED_EXCEPTION:
+        return SplitPlan("skip", reason="the function runs in plain Python, which raises the exception only if "
+                                        "eager Python does (the functions it calls are compiled)")
     if not brk.frames:
         return SplitPlan("skip", reason="the break happened before the function's first instruction")
     frame, inst = brk.frames[-1]
@@ -247,9 +252,11 @@ class Continuation:
             else:
                 slots.append(VALUE_SLOT)
                 arguments.append(item if isinstance(item, str) else self.writer.rebuild(item))
-        bound, live_here = self.frame.locals, live_locals(self.code, self._original(offset))
-        live = tuple(name for name in self.code.co_varnames if name in bound and name in live_here)
-        arguments += [self.writer.rebuild(bound[name]) for name in live]
+        live_here = live_locals(self.code, self._original(offset))
+        renamed = self.frame.code is not self.code  # resume code, which renames some locals
+        in_frame = {name: local_name(name) if renamed else name for name in self.code.co_varnames}
+        live = tuple(name for name, key in in_frame.items() if key in self.frame.locals and name in live_here)
+        arguments += [self.writer.rebuild(self.frame.locals[in_frame[name]]) for name in live]
         names = self.code.co_cellvars + self.code.co_freevars
         closure = None
         if names:
