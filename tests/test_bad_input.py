@@ -130,8 +130,8 @@ def sets_the_default_dtype(x):
 
 
 @bad("GB015", "id")
-def asks_for_an_id(x):
-    return x + (id(x) > 0)  # bad:id
+def asks_for_the_id_of_a_tensor_made_in_the_region(x):
+    return x + (id(x * 2) > 0)  # bad:id
 
 
 def _yields_while_handling(x):

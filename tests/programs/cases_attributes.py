@@ -6,14 +6,17 @@ identity)."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import functools
 import sys
+import threading
 import typing
 
 import torch
 
 from .harness import program_decorator, rand
+from .markers import allow_in_graph
 
 PROGRAMS = []
 
@@ -318,3 +321,163 @@ def _(pair):
     made = _Extended(pair.b, pair.a)
     made.extra = pair.extra * 2
     return pair.extra, made, made.extra
+
+
+# -- descriptors ----------------------------------------------------------------------------
+
+class _Doubling:
+    def __set__(self, obj, value):
+        obj.__dict__["field"] += value * 2
+
+
+class _WithSetter:
+    field = _Doubling()
+
+    def __init__(self):
+        self.__dict__["field"] = 0
+
+
+@program("descriptor_set_runs_once_and_the_dict_entry_is_replayed", lambda: (rand(2), _WithSetter()),
+         observe=None)
+def _(x, obj):
+    obj.field = 10
+    return x + obj.field, obj.__dict__["field"]
+
+
+def _read_field(obj):
+    return obj.__dict__["field"]
+
+
+class _ReadOnly:
+    field = property(_read_field)
+
+    def __init__(self, n):
+        self.__dict__["field"] = n
+
+
+@program("read_only_property_over_a_dict_entry_of_an_object_made_in_the_region", lambda: rand(2))
+def _(x):
+    obj = _ReadOnly(42)
+    return x + obj.field, obj.field
+
+
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+
+
+class _Namespace:
+    a = 1
+    b = 2
+
+
+@program("descriptors_of_c_types_called_directly", lambda: rand(2, 3))
+def _(x):
+    shape = torch.Tensor.shape.__get__(x)
+    namespace = _CLASS_DICT(_Namespace)
+    return x * namespace["b"], tuple(shape), "a" in namespace, _ReadOnly.field.__get__(_ReadOnly(3))
+
+
+# -- builtin classes and metaclasses --------------------------------------------------------
+
+@program("struct_sequences_made_in_the_region", lambda: (rand(3, 2), rand(2, 4)))
+def _(x, y):
+    pair = torch.return_types.max((x, y))
+    return pair.values * 2, pair.indices, tuple(torch.return_types.qr((2 * x, y - 1)))
+
+
+_LOCAL = threading.local()
+
+
+@program("attribute_stored_on_a_thread_local_object", lambda: rand(2),
+         observe=lambda world: getattr(_LOCAL, "seen", None))
+def _(x):
+    _LOCAL.seen = x * 2
+    return x + 1
+
+
+class _Always(type):
+    def __instancecheck__(cls, instance):
+        return True
+
+
+class _Anything(metaclass=_Always):
+    pass
+
+
+@program("isinstance_asks_the_metaclass_instancecheck",
+         lambda: (rand(2), torch.nn.Parameter(rand(2)), _Namespace()))
+def _(x, p, obj):
+    return (x + 1 if isinstance(obj, _Anything) else x - 1, isinstance(p, torch.nn.Parameter),
+            isinstance(x, torch.nn.Parameter))
+
+
+@program("grad_mode_context_manager_decorates_a_nested_function", lambda: rand(2, requires_grad=True))
+def _(x):
+    @torch.no_grad()
+    def frozen(y):
+        return (y + 1) * 2
+
+    @torch.enable_grad()
+    def tracked(y):
+        return y * 3
+
+    return frozen(x), tracked(x), frozen.__name__
+
+
+# -- instances of user classes as dict keys ----------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+    x: float
+    y: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outer:
+    inner: _Inner
+    n: int
+
+
+@program("frozen_dataclasses_made_in_the_region_are_dict_keys_by_value", lambda: rand(2))
+def _(x):
+    table = {_Outer(_Inner(1.0, 2.0), 3): x * 2, _Outer(_Inner(1.0, 2.5), 3): x * 3}
+    key = _Outer(_Inner(1.0, 2.0), 3)
+    return table[key] + len(table), key in table, _Outer(_Inner(0.0, 0.0), 1) in table, \
+        hash(key) == hash(_Outer(_Inner(1.0, 2.0), 3))
+
+
+class _Token:
+    pass
+
+
+@program("object_made_in_the_region_is_a_dict_key_by_identity", lambda: rand(2))
+def _(x):
+    first, second = _Token(), _Token()
+    table = {first: x, second: x * 2}
+    return table[second], first in table, _Token() in table, len(table)
+
+
+# -- frozen dataclasses passed to allow_in_graph functions -----------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Batch:
+    x: torch.Tensor
+    y: torch.Tensor
+    scale: int = dataclasses.field(kw_only=True, default=2)
+    offsets: list = dataclasses.field(default_factory=lambda: [5])
+
+
+@allow_in_graph
+def _combine(batch):
+    return batch.x * batch.y * batch.scale + batch.offsets[0]
+
+
+@program("frozen_dataclass_made_in_the_region_is_an_allow_in_graph_argument",
+         lambda: (rand(2, requires_grad=True), rand(2)), grad=True)
+def _(x, y):
+    return _combine(_Batch(x, y, scale=3))
+
+
+@program("frozen_dataclass_passed_in_is_an_allow_in_graph_argument",
+         lambda: (rand(2), _Batch(rand(2), rand(2))))
+def _(x, batch):
+    return _combine(batch) + x

@@ -12,6 +12,7 @@ global-state call.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import sys
 import types
@@ -25,9 +26,19 @@ from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, introspection, methods, numpy_calls, operations
+from ..objects import (
+    builtin_calls,
+    classes,
+    descriptors,
+    instances,
+    introspection,
+    methods,
+    numpy_calls,
+    operations,
+)
 from ..objects.values import (
     ConstantValue,
+    ContextValue,
     DictValue,
     FunctionValue,
     MethodValue,
@@ -71,6 +82,10 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         if source is not None:
             source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
+    if isinstance(function, ContextValue):
+        return contexts.decorate(tracer, function, args, kwargs)
+    if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
+        return call_value(tracer, tracer.wrap(function.value, function.source), args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
         return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
@@ -125,6 +140,9 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound
+    slot = descriptors.call_slot(tracer, target, args, kwargs)
+    if slot is not None:
+        return slot
     if _is_one_of(target, _AUTOGRAD_CALLS):
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):

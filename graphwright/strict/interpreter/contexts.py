@@ -1,4 +1,5 @@
-"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined.
+"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
+grad-mode context managers used as decorators.
 
 `warnings.catch_warnings` is entered and left by the residual code, among the warnings
 it replays (`output_calls`); the list `record=True` gives is only known then.
@@ -11,9 +12,10 @@ switch when tracing ends, however it ends.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -63,6 +65,27 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
         return ContextValue("warnings", (kwargs,))
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
+
+
+def _decorated(make_context: Any, function: Any) -> Any:
+    """What a context manager used as a decorator returns (`@torch.no_grad()`), inlined."""
+    @functools.wraps(function)
+    def in_context(*args, **kwargs):
+        with make_context():
+            return function(*args, **kwargs)
+    return in_context
+
+
+def decorate(tracer: "Tracer", context: ContextValue, args: list[Value], kwargs: dict) -> Value:
+    """`context(function)`: the function, run in a fresh context of the same kind at each call."""
+    from ..objects.wrap import function_value
+    from . import calls
+
+    if context.kind != "grad" or len(args) != 1 or kwargs:
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {context!r}",
+                                 name=f"a {context.kind} context manager used as a decorator")
+    factory = ConstantValue(torch.enable_grad if context.args[0] else torch.no_grad)
+    return calls.inline(tracer, function_value(_decorated, None), [factory, args[0]], {})
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:

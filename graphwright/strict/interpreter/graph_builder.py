@@ -8,6 +8,7 @@ operators) and then becomes a node. It knows nothing about bytecode.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import functools
 import operator
@@ -27,7 +28,7 @@ from torch._subclasses.fake_tensor import (
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from ..guards.sources import Source
-from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
+from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
 from .symbolic_sizes import (
     NO_DATA_DEPENDENCE,
@@ -42,6 +43,20 @@ from .symbolic_sizes import (
 BreakFn = Callable[..., Exception]
 # The dtypes torch reads Python's number classes as (`t.to(float)` is `t.to(torch.float64)`).
 _PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def dataclass_init_fields(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls) if field.init)
+
+
+def is_graph_dataclass(value: Value) -> bool:
+    """An instance of a frozen dataclass made in the region from its `__init__` fields alone:
+    the graph can make it again from them."""
+    if not (isinstance(value, ObjectValue) and value.obj is None and dataclasses.is_dataclass(value.cls)
+            and value.cls.__dataclass_params__.frozen):
+        return False
+    return set(value.overlay) == {field.name for field in dataclasses.fields(value.cls)} \
+        == set(dataclass_init_fields(value.cls))
 
 
 def _is_structseq(value: Any) -> bool:
@@ -382,6 +397,14 @@ class GraphBuilder:
             return items if value.kind is list else tuple(items)
         if isinstance(value, DictValue) and value.kind is dict:
             return {key: self._convert(item, leaf, target, kind) for key, item in value.items.items()}
+        if is_graph_dataclass(value):
+            # made in the graph from its fields (an allow_in_graph function's argument), as it
+            # is made for the fake run
+            fields = {name: self._convert(value.overlay[name], leaf, target, kind)
+                      for name in dataclass_init_fields(value.cls)}
+            if leaf is _fake_of:
+                return value.cls(**fields)
+            return self._create_node("call_function", value.cls, [], fields)
         name = _op_name(kind, target)
         raise self._on_break(gb.UNSUPPORTED_OPERATION, f"argument {value!r} of {name}",
                              op=name, types=value.python_type().__name__)

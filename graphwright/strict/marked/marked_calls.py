@@ -5,7 +5,8 @@ it. It answers None for ordinary callables; otherwise it returns the call's
 value or raises its graph break:
 
 - `nonstrict_trace`-ed: one opaque node, traced into by AOT (`nonstrict_calls`);
-- `allow_in_graph`-ed: one node calling the function on tensors and numbers;
+- `allow_in_graph`-ed: one node calling the function on tensors, numbers and frozen
+  dataclasses of them (made in the graph from their fields);
 - `leaf_function`s: one node opaque at every level (`leaf_calls`);
 - `disallow_in_graph`-ed: a graph break;
 - `assume_constant_result` (torch's marking): called now, its result a constant;
@@ -18,6 +19,7 @@ value or raises its graph break:
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from typing import TYPE_CHECKING, Any
@@ -25,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 from ..._core import rules
 from ..interpreter import graph_breaks as gb
 from ..objects import operations
+from ..interpreter.graph_builder import is_graph_dataclass
 from ..objects.values import (
     ConstantValue,
     FunctionValue,
+    ObjectValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -95,11 +99,32 @@ def _allowed_argument(value: Value) -> bool:
         return isinstance(value.value, (*PRIMITIVE_LEAF_TYPES, *SYMBOLIC_LEAF_TYPES))
     if isinstance(value, SequenceValue) and value.cls is None:
         return all(_allowed_argument(item) for item in value.items)
+    if is_graph_dataclass(value):
+        return all(_allowed_argument(item) for item in value.overlay.values())
     return False
 
 
+def _as_made_in_graph(tracer: "Tracer", value: Value) -> Value:
+    """A frozen dataclass read from outside, as a copy made from its fields (read, and guarded,
+    one by one), which the graph makes again (as it does one made in the region); any other
+    value as it is."""
+    cls = value.python_type()
+    if not (isinstance(value, ObjectValue) and value.obj is not None and dataclasses.is_dataclass(cls)
+            and cls.__dataclass_params__.frozen):
+        return value
+    from ..objects import attributes
+
+    copy = ObjectValue(None, cls)
+    copy.overlay = {field.name: _as_made_in_graph(tracer, attributes.load_attr(tracer, value, field.name))
+                    for field in dataclasses.fields(cls)}
+    return copy
+
+
 def _call_allowed(tracer: "Tracer", fn: Any, name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """One node calling `fn`: the graph shows the call, AOT autograd traces into it."""
+    """One node calling `fn`: the graph shows the call, AOT autograd traces into it. A frozen
+    dataclass argument is made in the graph from its fields, as torch.compile makes it."""
+    args = [_as_made_in_graph(tracer, arg) for arg in args]
+    kwargs = {key: _as_made_in_graph(tracer, arg) for key, arg in kwargs.items()}
     for path, value in [*((f"args[{i}]", v) for i, v in enumerate(args)),
                         *((f"kwargs[{k!r}]", v) for k, v in kwargs.items())]:
         if not _allowed_argument(value):

@@ -97,11 +97,6 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
-    if isinstance(value, MethodValue) and name in ("__name__", "__qualname__", "__self__"):
-        if name == "__self__":
-            return value.receiver
-        return ConstantValue(value.name if name == "__name__" else
-                             f"{value.receiver.python_type().__qualname__}.{value.name}")
     if isinstance(value, TracebackValue):
         from .exceptions import traceback_attribute
 

@@ -8,6 +8,7 @@ computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 """
 from __future__ import annotations
 
+import abc
 import builtins
 import collections
 import functools
@@ -233,14 +234,28 @@ def _len(tracer, args, kwargs):
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
     _two_arguments(tracer, "isinstance", args, kwargs)
-    value, classinfo = args[0], operations.python_value(tracer, args[1])
-    if issubclass(value.python_type(), classinfo):
-        return ConstantValue(True)
-    # `torch.FloatTensor` and its kind are no classes of tensors: their instance check asks
-    # the tensor's dtype and device, which the fake tensor has
-    legacy = [cls for cls in (classinfo if type(classinfo) is tuple else (classinfo,))
-              if type(cls) is _LEGACY_TENSOR_TYPE]
-    return ConstantValue(isinstance(value, TensorValue) and any(isinstance(value.fake, cls) for cls in legacy))
+    return ConstantValue(_is_instance(tracer, args[0], operations.python_value(tracer, args[1])))
+
+
+def _is_instance(tracer: "Tracer", value: Value, classinfo: Any) -> bool:
+    """`isinstance(value, classinfo)`: by the value's class, or by the `__instancecheck__` a
+    metaclass defines in Python (ABCMeta's asks the class, as `issubclass` does)."""
+    if isinstance(classinfo, tuple):
+        return any(_is_instance(tracer, value, item) for item in classinfo)
+    cls = value.python_type()
+    if cls is classinfo:
+        return True
+    if type(classinfo) is _LEGACY_TENSOR_TYPE:
+        # `torch.FloatTensor` and its kind are no classes of tensors: their instance check asks
+        # the tensor's dtype and device, which the fake tensor has
+        return isinstance(value, TensorValue) and isinstance(value.fake, classinfo)
+    check = classes.find(tracer, type(classinfo), "__instancecheck__") if isinstance(classinfo, type) else None
+    if check is not None and classes.is_python_function(check[1]) and check[1] is not abc.ABCMeta.__instancecheck__:
+        from ..interpreter import calls
+
+        method = classes.bind(tracer, *check, "__instancecheck__", classes.class_value(classinfo), type(classinfo))
+        return operations.truth(tracer, calls.call_value(tracer, method, [value], {}))
+    return issubclass(cls, classinfo)
 
 
 @handles(issubclass)

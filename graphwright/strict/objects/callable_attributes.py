@@ -6,7 +6,7 @@ region from its code object and what it was made with or given since (`functools
 stores `__name__`, `__wrapped__`...); a builtin method bound to a modelled value
 (`d.clear`, `t.add`) from its receiver and the method it binds; a partial from its
 function and stored arguments. Whatever else the callable's builtin type gives every
-instance (`__class__`, the slot methods `__eq__`, `__call__`, `__get__`..., constants of
+instance (the slot methods `__eq__`, `__call__`, `__get__`..., constants of
 the type such as a partial's `__doc__`) comes from the type itself, as CPython's generic
 attribute lookup finds it. Calling the slot methods that mean something here (`__call__`,
 a function's `__get__`) is `call_slot`.
@@ -52,9 +52,8 @@ def type_attribute(tracer: "Tracer", value: Value, cls: type, name: str) -> Valu
     """What the builtin type `cls` of `value` gives for `name`, where the value's own state
     did not answer: its class, its methods bound to the value, its class-level constants;
     None when the type has no such attribute. The type's data descriptors are the value's
-    own state, which the caller models: one it does not is a graph break."""
-    if name == "__class__":
-        return ConstantValue(cls)
+    own state, which the caller models: one it does not is a graph break. (`__class__` of
+    any value is its class, answered before any of this module.)"""
     raw = _raw(cls, name)
     if raw is _MISSING:
         return None
@@ -82,7 +81,7 @@ def function_attribute(tracer: "Tracer", value: FunctionValue, name: str) -> Val
             return value.bound_self
         if name == "__func__":
             return value.unbound()
-        if name == "__class__" or isinstance(_raw(types.MethodType, name), types.WrapperDescriptorType):
+        if isinstance(_raw(types.MethodType, name), types.WrapperDescriptorType):
             return type_attribute(tracer, value, types.MethodType, name)
         value = value.unbound()
     if value.fn is not None:

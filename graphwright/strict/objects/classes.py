@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import threading
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -61,9 +62,12 @@ MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.d
                             set, frozenset, types.SimpleNamespace})
 _BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
-# C classes whose attribute stores are object's generic ones
-_GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__, BaseException.__dict__["__setattr__"])
-_GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__, BaseException.__dict__["__delattr__"])
+# C classes whose attribute stores are object's generic ones (a thread-local object's go to the
+# calling thread's `__dict__`: the thread the replay runs in)
+_GENERIC_SETATTR = (object.__setattr__, types.SimpleNamespace.__setattr__, BaseException.__dict__["__setattr__"],
+                    threading.local.__setattr__)
+_GENERIC_DELATTR = (object.__delattr__, types.SimpleNamespace.__delattr__, BaseException.__dict__["__delattr__"],
+                    threading.local.__delattr__)
 _MODULE_CALL = torch.nn.Module.__dict__["__call__"]
 _TYPE_CALL = type.__dict__["__call__"]
 
@@ -406,11 +410,12 @@ def dict_source(tracer: "Tracer", instance: Value) -> Source:
 
 
 def instance_dict_of(real: Any) -> dict | None:
-    """A real object's `__dict__`, read without running its class's `__getattribute__`."""
+    """A real object's `__dict__`, read without running its class's `__getattribute__` (a
+    thread-local object's, for the calling thread, by its own lookup)."""
     try:
         return object.__getattribute__(real, "__dict__")
     except AttributeError:
-        return None
+        return vars(real) if isinstance(real, threading.local) else None
 
 
 def _slot_value(tracer: "Tracer", instance: Value, name: str) -> Value | None:
@@ -443,7 +448,7 @@ def instance_dict(tracer: "Tracer", instance: Value) -> Value | None:
 
 
 def has_instance_dict(cls: type) -> bool:
-    return cls.__dictoffset__ != 0
+    return cls.__dictoffset__ != 0 or issubclass(cls, threading.local)  # a dict per thread
 
 
 def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:

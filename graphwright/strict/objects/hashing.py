@@ -28,7 +28,6 @@ from .values import (
     TensorKey,
     TensorValue,
     Value,
-    holds_value_keys,
     key_value,
 )
 from .wrap import is_identity_key
@@ -124,9 +123,18 @@ def hash_of(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Va
         raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
     value = args[0]
     key = hashable_key(tracer, value)
-    if isinstance(key, ObjectKey) and key.equal is not None:
-        return ConstantValue(key.hash)
-    if holds_value_keys(key):
+    if not _hash_is_known(key):
         raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"hash({value!r})", name="hash",
                                  types=f"`{value.python_type().__name__}` (hashed by its address)")
     return ConstantValue(hash(key))
+
+
+def _hash_is_known(key: Any) -> bool:
+    """Whether the trace knows Python's hash of `key`: no tensor or object hashed by its address
+    in it (a tuple of frozen dataclasses hashes by their Python `__hash__`, as `dataclass`'s own
+    `__hash__` asks)."""
+    if isinstance(key, ObjectKey):
+        return key.equal is not None
+    if isinstance(key, TensorKey):
+        return False
+    return type(key) not in (tuple, frozenset) or all(_hash_is_known(item) for item in key)

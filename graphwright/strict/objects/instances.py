@@ -25,6 +25,7 @@ from .classes import (
     class_value,
     find,
     generic_set,
+    instance_dict_of,
     is_python_function,
 )
 from .values import ConstantValue, DictValue, ExceptionValue, ObjectValue, SequenceValue, Value, key_value
@@ -191,7 +192,7 @@ def make_empty(cls: type, base: type, items: tuple | None) -> Any:
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
     """Give an instance made by `make_empty` its items and attributes as the builtin base and
-    `object.__setattr__` store them (no overridden `__setitem__` or `__setattr__` runs)."""
+    `store_own` store them (no overridden `__setitem__` or `__setattr__` runs)."""
     if isinstance(contents, dict):
         for key, value in contents.items():
             base.__setitem__(instance, key, value)
@@ -200,7 +201,19 @@ def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -
     elif contents is not None:
         list.extend(instance, contents)
     for name, value in state.items():
-        object.__setattr__(instance, name, value)
+        store_own(instance, name, value)
+
+
+def store_own(instance: Any, name: str, value: Any) -> None:
+    """Store `name` in the instance's own state, its slot or its `__dict__`, as the region's
+    stores did: no descriptor (a read-only property over a `__dict__` entry, a descriptor whose
+    `__set__` already ran in the trace) and no `__setattr__` of its class runs again."""
+    for klass in type(instance).__mro__:
+        raw = klass.__dict__.get(name)
+        if type(raw) is types.MemberDescriptorType:
+            raw.__set__(instance, value)
+            return
+    instance_dict_of(instance)[name] = value
 
 
 def handle_builtin_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:

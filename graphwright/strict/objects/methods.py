@@ -253,6 +253,9 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
         return IteratorValue(operations.iterate(tracer, receiver))
     if operations.is_symbolic(receiver):
         return symbolic_numbers.call_method(tracer, receiver, name, args, kwargs)
+    if name == "__instancecheck__" and isinstance(receiver.value, type) and len(args) == 1 and not kwargs:
+        # type's own check (reached through super() from a metaclass's): by the value's class
+        return ConstantValue(issubclass(args[0].python_type(), receiver.value))
     python_args = [operations.python_value(tracer, arg, f"{type(receiver.value).__name__}.{name}")
                    for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}

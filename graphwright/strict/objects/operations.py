@@ -207,12 +207,22 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
         except Exception as error:
             raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
+    if op in (operator.eq, operator.ne) and isinstance(lhs, SequenceValue) and isinstance(rhs, SequenceValue):
+        equal = _sequences_equal(tracer, lhs, rhs)
+        return ConstantValue(equal if op is operator.eq else not equal)
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
 
 
+def _sequences_equal(tracer: "Tracer", lhs: SequenceValue, rhs: SequenceValue) -> bool:
+    """`lhs == rhs` for lists or tuples holding values the region made: item by item, each the
+    same object or equal by `==`, as CPython compares them."""
+    if lhs.kind is not rhs.kind or len(lhs.items) != len(rhs.items):
+        return False
+    return all(is_same(tracer, a, b) or truth(tracer, binary(tracer, operator.eq, a, b))
+               for a, b in zip(lhs.items, rhs.items))
 def _is_repeat(sequence: Value, count: Value) -> bool:
     """`[x] * n`: a list or tuple (of a subclass too: the repetition is a plain one) and an int."""
     return isinstance(sequence, SequenceValue) and isinstance(count, ConstantValue) \

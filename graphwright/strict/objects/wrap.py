@@ -253,8 +253,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return ConstantValue(real, source)
     if cls is functools.partial:
         return _wrap_partial(tracer, real, source)
-    if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
-        # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
+    if cls in (types.BuiltinMethodType, types.MethodWrapperType) \
+            and not isinstance(real.__self__, (types.ModuleType, type(None))):
+        # `cls.__subclasses__`, `"sep".join`, `descriptor.__get__`: made anew at each read; what
+        # it binds is what stays
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(_attr(source, "__self__"), "id", real.__self__)
         return ConstantValue(real, source)

@@ -10,9 +10,9 @@ anew is built once, into a `___rN` variable, so that two places holding the
 same list still hold the same list; an instance of a user class is made
 empty by its builtin base and then given its items and attributes without
 running the user's code. `replay_lines` writes the side effects (stores on
-instances of user classes, and through a `__dict__`, as `object.__setattr__`,
-or into the `__dict__` where a descriptor would take that: their class's
-`__setattr__` ran in the trace).
+instances of user classes straight into their own state, or into the `__dict__`
+where a descriptor would take a plain store: their class's `__setattr__` and
+descriptors ran in the trace).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, instance_dict_of, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
-from ..objects.instances import fill, make_empty
+from ..objects.instances import fill, make_empty, store_own
 from ..objects.sets import keys_in_order, new_set
 from ..objects.values import (
     NULL,
@@ -131,6 +131,7 @@ class ResidualWriter(EntryWriter):
         self.namespace.update({"___delattr": delattr, "___iter": iter, "___new_instance": make_empty,
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___instance_dict": instance_dict_of,
+                               "___store_own": store_own,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
                                "___make_exception": make_real,
@@ -400,7 +401,7 @@ class ResidualWriter(EntryWriter):
             elif through_dict:
                 lines.append(f"___instance_dict({target})[{name!r}] = {self.rebuild(value)}")
             elif raw:
-                lines.append(f"___setattr({target}, {name!r}, {self.rebuild(value)})")
+                lines.append(f"___store_own({target}, {name!r}, {self.rebuild(value)})")
             else:
                 lines.append(f"{target}.{name} = {self.rebuild(value)}")
         for f_globals, name, value in effects.global_stores.values():
