@@ -170,12 +170,12 @@ def enters_inference_mode(x):
     return x
 
 
-@bad("GB020", "unpack")
-def unpacks_a_tensor_as_keywords(x):
-    return torch.add(**x)  # bad:unpack
-
-
 _NUMBERS = array.array("i", [1, 2])
+
+
+@bad("GB020", "repeat")
+def repeats_a_c_container(x):
+    return x + (_NUMBERS * 2)[3]  # bad:repeat
 
 
 @bad("GB021", "iterate")
