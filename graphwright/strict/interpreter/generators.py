@@ -246,7 +246,7 @@ def _stop_iteration_escaped(tracer: "Tracer", raised: UserException) -> UserExce
     error = exceptions.from_error(tracer, RuntimeError("generator raised StopIteration"))
     error.cause = error.context = raised.value
     error.suppress_context = True
-    return UserException(error, "generator raised StopIteration", raised.user_stack)
+    return UserException(error, "generator raised StopIteration", raised.positions)
 
 
 def _raise_at_yield(frame: Frame, thrown: UserException) -> None:
@@ -293,7 +293,7 @@ def thrown_exception(tracer: "Tracer", args: list[Value]) -> UserException:
         raise tracer.user_error(TypeError(
             "exceptions must be classes or instances deriving from BaseException, "
             f"not {first.python_type().__name__}"))
-    return UserException(exception, f"throw {exception.cls.__name__}", tracer.user_stack())
+    return UserException(exception, f"throw {exception.cls.__name__}", tracer.positions())
 
 
 def throw(tracer: "Tracer", generator: GeneratorValue, thrown: UserException) -> Value | None:
@@ -366,7 +366,7 @@ def close(tracer: "Tracer", generator: GeneratorValue) -> Value:
             thrown = raised
     if thrown is None:
         exit_value = exceptions.from_error(tracer, GeneratorExit())
-        thrown = UserException(exit_value, "close", tracer.user_stack())
+        thrown = UserException(exit_value, "close", tracer.positions())
     try:
         item = resume(generator, NONE, thrown)
     except UserException as raised:

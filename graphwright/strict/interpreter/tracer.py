@@ -20,7 +20,6 @@ import torch
 from ..._core import config
 from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
-from ..._core.user_stack import is_user_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
     AttrSource,
@@ -102,9 +101,13 @@ class Tracer:
                                  debug_context or f"{type(error).__name__}: {error}")
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        """The interpreted frames in the user's files (torch's and the library's are skipped)."""
-        frames = [frame.frame_summary() for frame in self.frames]
-        return [summary for summary in frames if is_user_file(summary.filename)] or frames
+        """The interpreted frames in the user's files and installed libraries' (torch's and
+        the standard library's are skipped), outermost first."""
+        return gb.shown_stack(self.positions())
+
+    def positions(self) -> list[tuple[Any, int]]:
+        """(code, line) of each interpreted frame: a stack to show later, cheap to take."""
+        return [(frame.code, frame.lineno) for frame in self.frames]
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:

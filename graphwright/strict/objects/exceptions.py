@@ -341,7 +341,7 @@ def raised(tracer: "Tracer", exception: ExceptionValue, debug_context: str) -> U
     if isinstance(handled, ExceptionValue) and handled is not exception:
         _cut_cycle(handled, exception)
         exception.context = handled
-    return UserException(exception, debug_context, tracer.user_stack())
+    return UserException(exception, debug_context, tracer.positions())
 
 
 def _cut_cycle(handled: ExceptionValue, exception: ExceptionValue) -> None:
@@ -363,7 +363,7 @@ def _cut_cycle(handled: ExceptionValue, exception: ExceptionValue) -> None:
 def reraise(tracer: "Tracer", exception: Value, debug_context: str) -> UserException:
     """The exception to propagate for a re-raise (bare `raise`, RERAISE): no new context, and
     no traceback entry for the frame re-raising it."""
-    propagated = UserException(exception, debug_context, tracer.user_stack())
+    propagated = UserException(exception, debug_context, tracer.positions())
     propagated.in_traceback = True
     return propagated
 
