@@ -39,11 +39,11 @@ SWALLOW = '''class Swallow:
             return True
         return False'''
 
-EAGER_ONLY = '''def eager_only_scale(t, scale=None):
-    """Builds its scale only when not compiled (as libraries skip work under compilation)."""
+EAGER_ONLY = '''def eager_only_scale(t, scales=None):
+    """Builds its scales only when not compiled (as libraries skip work under compilation)."""
     if not torch.compiler.is_compiling():
-        scale = 2.0
-    return t * scale'''
+        scales = (2.0,)
+    return t * scales[0]'''
 
 
 def raise_across_frames(b: Builder) -> None:

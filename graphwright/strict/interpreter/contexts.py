@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import TYPE_CHECKING, Callable
+import inspect
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -21,10 +22,13 @@ from ..objects.values import (
     NONE,
     ConstantValue,
     ContextValue,
+    FunctionValue,
     MethodValue,
     ObjectValue,
+    PartialValue,
     Value,
 )
+from ..objects.wrap import function_value
 from ..objects import output_calls
 from . import graph_breaks as gb
 
@@ -34,8 +38,9 @@ if TYPE_CHECKING:
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
                      torch.inference_mode)
 AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
-# Profiler ranges: the graph does not record them (PyTorch ignores them too, with a warning).
-PROFILER_CLASSES = (torch.autograd.profiler.record_function,)
+# Profilers and their ranges: the graph does not record them (PyTorch ignores them too).
+PROFILER_CLASSES = (torch.autograd.profiler.record_function, torch.profiler.profile,
+                    torch.autograd.profiler.profile)
 MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, warnings.catch_warnings)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
@@ -43,14 +48,14 @@ LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
     """The value of `cls(*args, **kwargs)` for a modelled context-manager class (Python args)."""
     if cls is torch.no_grad:
-        return ContextValue("grad", (False,))
+        return ContextValue("grad", (False, cls))
     if cls is torch.enable_grad:
-        return ContextValue("grad", (True,))
+        return ContextValue("grad", (True, cls))
     if cls is torch.inference_mode:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "inference_mode", type="torch.inference_mode")
     if cls is torch.set_grad_enabled:
         # set_grad_enabled switches on construction, not on __enter__ (it doubles as a function)
-        context = ContextValue("grad", (bool(args[0]),))
+        context = ContextValue("grad", (bool(args[0]), cls))
         context.saved = torch.is_grad_enabled()
         set_grad_mode(tracer, bool(args[0]))
         return context
@@ -65,7 +70,40 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
 
 
+def decorate(tracer: "Tracer", context: ContextValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.no_grad()(fn)` (`@torch.no_grad()`, enable_grad, set_grad_enabled): `fn` run
+    under that grad mode. `set_grad_enabled`, which switched the mode when it was made,
+    switches it back first, as its `__call__` does."""
+    function = args[0] if len(args) == 1 and not kwargs else None
+    if context.kind != "grad" or not isinstance(function, (FunctionValue, PartialValue)) \
+            or isinstance(function, FunctionValue) and function.code.co_flags & inspect.CO_GENERATOR:
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"{context!r} called as a decorator",
+                                 type=f"{context.kind} context manager called on {args!r}")
+    if context.saved is not None:
+        set_grad_mode(tracer, bool(context.saved))
+    return PartialValue(function_value(run_under_grad_mode, None), [function, ConstantValue(context.args[0])], {})
+
+
+def run_under_grad_mode(function: Callable, enabled: bool, *args: Any, **kwargs: Any) -> Any:
+    """What a grad-mode decorator makes of `function` (traced like any Python)."""
+    with torch.set_grad_enabled(enabled):
+        return function(*args, **kwargs)
+
+
+def remade_grad_mode(cls: type, enabled: bool, previous: bool | None) -> Any:
+    """A grad-mode context manager made in the region, made again by residual code without
+    switching the mode (the region already did what it did): a `set_grad_enabled`, which
+    switched it when made, restores `previous` on exit."""
+    if cls is not torch.set_grad_enabled:
+        return cls()
+    context = object.__new__(torch.set_grad_enabled)
+    context.prev, context.mode = previous, enabled
+    return context
+
+
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
+    if torch.is_grad_enabled() == enabled:
+        return  # already so (the grad-mode guard holds it at entry): nothing for the graph to do
     tracer.graph.record(torch._C._set_grad_enabled, [enabled])
     torch._C._set_grad_enabled(enabled)
 
@@ -78,7 +116,7 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
     from . import calls
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
-        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad,))
+        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad, type(manager.value)))
     if isinstance(manager, ContextValue):
         if manager.kind == "grad" and manager.saved is None:
             manager.saved = torch.is_grad_enabled()
@@ -90,6 +128,9 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
                 [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
             real.__enter__()
             tracer.open_contexts.append(real)
+        elif manager.kind == "profiler" and bound:
+            raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
+                                     type="profiler whose object is used (the graph does not profile)")
         elif manager.kind == "warnings":
             options = manager.args[0]
             if options.get("record") and bound:

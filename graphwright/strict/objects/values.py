@@ -427,8 +427,8 @@ class GeneratorValue(LazyIteratorValue):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast", "warnings"
-    (replayed), or "lock" and "profiler" (no-ops)."""
+    """A context manager the tracer models: `kind` is "grad" (`args`: the mode, and the
+    class made), "autocast", "warnings" (replayed), or "lock" and "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 

@@ -23,6 +23,7 @@ import torch
 
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
+from ..interpreter.contexts import remade_grad_mode
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, is_instance_value
@@ -176,6 +177,9 @@ class ResidualWriter(EntryWriter):
             return self._build_cell(value)
         if isinstance(value, GeneratorValue):
             return self._build_generator(value)
+        if isinstance(value, ContextValue) and value.kind == "grad":
+            enabled, cls = value.args
+            return f"{self.ref(remade_grad_mode)}({self.ref(cls)}, {enabled}, {self.literal(value.saved)})"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 
