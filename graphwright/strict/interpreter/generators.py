@@ -175,7 +175,7 @@ def _references(value: Value) -> list | None:
         frame = value.frame
         return [*frame.locals.values(), *frame.cells.values(), *frame.closure, *frame.stack]
     if isinstance(value, LazyIteratorValue):
-        return None
+        return None if value.parts is None else list(value.parts[1])
     held = list(getattr(value, "overlay", {}).values())
     if isinstance(value, SequenceValue):
         held += value.items

@@ -388,15 +388,19 @@ class IteratorValue(Value):
 
 class LazyIteratorValue(Value):
     """An iterator whose items are made on demand, in the consumer's order, so that side
-    effects interleave as in Python: `advance()` returns the next item, or None at the end."""
+    effects interleave as in Python: `advance()` returns the next item, or None at the end.
+    `parts`, when known, is (a callable, the values it is called on) that makes the same
+    iterator from its inputs as they are now (`zip(a, b)`): what residual code rebuilds."""
 
-    __slots__ = ("advance", "cls", "done")
+    __slots__ = ("advance", "cls", "done", "parts")
 
-    def __init__(self, advance: Callable[[], Value | None], cls: type) -> None:
+    def __init__(self, advance: Callable[[], Value | None], cls: type,
+                 parts: tuple[Callable, list[Value]] | None = None) -> None:
         super().__init__(None)
         self.advance = advance
         self.cls = cls
         self.done = False
+        self.parts = parts
 
     def next_item(self) -> Value | None:
         if self.done:

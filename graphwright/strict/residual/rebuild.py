@@ -39,6 +39,7 @@ from ..objects.values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -177,6 +178,9 @@ class ResidualWriter(EntryWriter):
             return self._build_cell(value)
         if isinstance(value, GeneratorValue):
             return self._build_generator(value)
+        if isinstance(value, LazyIteratorValue) and value.parts is not None and not value.done:
+            made, inputs = value.parts
+            return f"{self.ref(made)}({', '.join(self.rebuild(item) for item in inputs)})"
         if isinstance(value, ContextValue) and value.kind == "grad":
             enabled, cls = value.args
             return f"{self.ref(remade_grad_mode)}({self.ref(cls)}, {enabled}, {self.literal(value.saved)})"
