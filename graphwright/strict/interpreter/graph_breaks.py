@@ -52,12 +52,17 @@ class GraphBreak(Exception):
                            user_stack=self.user_stack)
 
 
+def frame_summaries(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:
+    """The frames at `positions` ((code, line)), as a traceback shows them."""
+    return [traceback.FrameSummary(code.co_filename, line, code.co_name,
+                                   line=linecache.getline(code.co_filename, line).strip())
+            for code, line in positions]
+
+
 def shown_stack(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:
-    """The frames at `positions` ((code, line), outermost first) that a message shows: the
-    user's and installed libraries' (all of them when none is)."""
-    frames = [traceback.FrameSummary(code.co_filename, line, code.co_name,
-                                     line=linecache.getline(code.co_filename, line).strip())
-              for code, line in positions]
+    """The frames at `positions` (outermost first) that a message shows: the user's and
+    installed libraries' (all of them when none is)."""
+    frames = frame_summaries(positions)
     return [summary for summary in frames if is_traced_code_file(summary.filename)] or frames
 
 

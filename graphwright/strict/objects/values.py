@@ -327,14 +327,16 @@ class ExceptionValue(ObjectValue):
 
 
 class TracebackValue(Value):
-    """One entry of an exception's `__traceback__`: the line a frame of the trace was running
-    when the exception passed through it, and the entry of the next (inner) frame."""
+    """One entry of an exception's `__traceback__`: the code and line a frame of the trace
+    was running when the exception passed through it, and the entry of the next (inner)
+    frame."""
 
-    __slots__ = ("summary", "next")
+    __slots__ = ("code", "lineno", "next")
 
-    def __init__(self, summary: Any, next_entry: Value) -> None:
+    def __init__(self, code: types.CodeType, lineno: int, next_entry: Value) -> None:
         super().__init__(None)
-        self.summary = summary
+        self.code = code
+        self.lineno = lineno
         self.next = next_entry
 
     def python_type(self) -> type:
