@@ -6,6 +6,10 @@ hidden size 64, batch 2, 32 tokens; eval, `no_grad`, `use_cache=False`, both
 sides `fullgraph=True`) minus one eager call. Target (issue 9): at most 0.3x
 PyTorch's. While graphwright cannot capture a model, its row is skipped with
 the first failure (tests/real_models/README.md keeps the full table).
+
+`strict/hf-<model>/call` (warm): one compiled call of the same model, batch 1, after the
+first, best of 5 batches of 50 calls; `strict/hf-<model>/overhead` the same minus an eager
+call (guards and wrapper on a cache hit). Target (issue 17): at most 1.0x PyTorch's.
 """
 from __future__ import annotations
 
@@ -15,9 +19,10 @@ import re
 import torch
 
 from .harness import Skip, workload
-from .timing import timed
+from .timing import per_call, timed
 
 SEQ = 32
+_CALLS = 50
 
 
 def _gpt2():
@@ -55,24 +60,32 @@ def _first_failure(error: BaseException) -> str:
     return f"{text} ({where[-1][0]}:{where[-1][1]})" if where else text
 
 
+def _model_and_inputs(name: str, build, batch: int) -> tuple[torch.nn.Module, dict]:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    torch.manual_seed(0)
+    model = build().eval()
+    inputs = {"input_ids": torch.randint(0, 1000, (batch, SEQ)), "use_cache": False}
+    if name == "bert":
+        del inputs["use_cache"]
+    return model, inputs
+
+
+def _compile(side: str, model: torch.nn.Module) -> torch.nn.Module:
+    if side == "graphwright":
+        import graphwright
+
+        return graphwright.compile(model, backend="eager", fullgraph=True)
+    return torch.compile(model, backend="eager", fullgraph=True)
+
+
 def _register(name: str, build) -> None:
     def capture(side: str):
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        torch.manual_seed(0)
-        model = build().eval()
-        inputs = {"input_ids": torch.randint(0, 1000, (2, SEQ)), "use_cache": False}
-        if name == "bert":
-            del inputs["use_cache"]
+        model, inputs = _model_and_inputs(name, build, batch=2)
         with torch.no_grad():
             model(**inputs)
             eager_time = min(timed(lambda: model(**inputs)) for _ in range(3))
-        if side == "graphwright":
-            import graphwright
-
-            compiled = graphwright.compile(model, backend="eager", fullgraph=True)
-        else:
-            compiled = torch.compile(model, backend="eager", fullgraph=True)
+        compiled = _compile(side, model)
 
         def sample() -> float:
             with torch.no_grad():
@@ -84,8 +97,35 @@ def _register(name: str, build) -> None:
                     raise
         return sample
 
+    def warm_calls(side: str, minus_eager: bool):
+        model, inputs = _model_and_inputs(name, build, batch=1)
+        compiled = _compile(side, model)
+        with torch.no_grad():
+            compiled(**inputs)
+
+        def sample() -> float:
+            # interleaved, best of several: the difference is small next to timing noise
+            eager, fast = [], []
+            with torch.no_grad():
+                for _ in range(5):
+                    if minus_eager:
+                        eager.append(per_call(lambda: model(**inputs), _CALLS))
+                    fast.append(per_call(lambda: compiled(**inputs), _CALLS))
+            return min(fast) - (min(eager) if minus_eager else 0.0)
+        return sample
+
+    def call(side: str):
+        return warm_calls(side, minus_eager=False)
+
+    def overhead(side: str):
+        return warm_calls(side, minus_eager=True)
+
     capture.__doc__ = f"Hugging Face {name}: first compiled call minus an eager call (capture time)"
+    call.__doc__ = f"Hugging Face {name}: one warm compiled call, batch 1"
+    overhead.__doc__ = f"Hugging Face {name}: warm compiled call minus eager call (guards + wrapper)"
     workload(f"strict/hf-{name}/capture", cold=True)(capture)
+    workload(f"strict/hf-{name}/call")(call)
+    workload(f"strict/hf-{name}/overhead")(overhead)
 
 
 for _name, _build in HF_MODELS.items():

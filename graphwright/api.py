@@ -40,6 +40,8 @@ __all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynami
 class OptimizedModule(torch.nn.Module):
     """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared."""
 
+    _graphwright_compiled_module = True  # the tracer traces `_orig_mod` when this is called inside a trace
+
     def __init__(self, mod: torch.nn.Module, compile_fn: Callable[[types.FunctionType], CompiledFunction]) -> None:
         super().__init__()
         self._orig_mod = mod
@@ -167,7 +169,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
     compiler = lookup_backend(backend)
     specialises = _specialises_sizes(compiler)
     compiler = configured_backend(compiler, mode, options, dynamic)
-    settings = CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises)
+    return _compiled(model, CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises))
+
+
+def _compiled(model: Any, settings: CompileSettings) -> Any:
+    """`compile`'s result for `model`, a class, module, method, function or callable object."""
     if isinstance(model, type):
         return _compiled_class(model, lambda fn: CompiledFunction(fn, settings))
     if isinstance(model, torch.nn.Module):
@@ -179,7 +185,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
                 f"Cannot compile module {type(model).__name__}",
                 explanation="Its `forward` is not a Python method defined on its class.",
                 hints=["Define `forward` as a method of the module's class."])
-        return OptimizedModule(model, lambda fn: CompiledFunction(fn, settings))
+        module = OptimizedModule(model, lambda fn: CompiledFunction(fn, settings))
+        # PyTorch's name for what compiles with the module's settings: Lightning compiles its
+        # training step with `compiled.dynamo_ctx(module.training_step)`
+        module.__dict__["dynamo_ctx"] = functools.partial(_compiled, settings=settings)
+        return module
     if isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
         return types.MethodType(CompiledFunction(model.__func__, settings), model.__self__)
     if isinstance(model, types.FunctionType):
@@ -206,9 +216,14 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         if isinstance(target, torch.nn.Module):
             return explain_call(type(target).forward, (target, *args), kwargs)
         if isinstance(target, types.MethodType):
-            return explain_call(target.__func__, (target.__self__, *args), kwargs)
-        return explain_call(getattr(target, "_graphwright_original", target), args, kwargs)
+            return explain_call(_original(target.__func__), (target.__self__, *args), kwargs)
+        return explain_call(_original(target), args, kwargs)
     return run
+
+
+def _original(fn: Callable) -> Callable:
+    """The function a compiled function compiles; any other callable itself."""
+    return getattr(fn, "_graphwright_original", fn)
 
 
 def reset() -> None:

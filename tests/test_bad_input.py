@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -199,6 +200,11 @@ def defines_a_class(x):
     class Local:  # bad:class
         scale = 2
     return x * Local.scale
+
+
+@bad("GB060", "numpy-interp", lambda: (np.array([0.0, 2.5, 7.0]),))
+def numpy_function_without_a_tensor_counterpart(a):
+    return np.interp(a, [0.0, 10.0], [1.0, 2.0]) * 2  # bad:numpy-interp
 
 
 @bad("GB040", "side-effect")

@@ -387,3 +387,25 @@ def test_a_break_inside_a_star_call_from_a_function_with_cells_runs_the_rest_in_
         warnings.simplefilter("error")  # no fallback to eager
         result = graphwright.compile(_star_call_with_a_cell, backend="eager")(x)
     torch.testing.assert_close(result, _star_call_with_a_cell(x))
+
+
+def _printed(value):
+    print("between the graphs")
+    return value
+
+
+def test_a_resume_function_keeps_locals_whose_names_are_no_identifiers():
+    # pytest rewrites the `assert` below (this file is a test module) into locals named
+    # `@py_assert1`...: `x.shape` is one when `_printed` breaks the graph, so the resume
+    # function after that call receives it as a parameter
+    def checked(x):
+        y = x.abs()
+        assert x.shape == _printed(y).shape
+        return y + 1
+
+    counter = CompileCounter()
+    compiled = graphwright.compile(checked, backend=counter)
+    x = torch.randn(4)
+    torch.testing.assert_close(compiled(x), checked(x))
+    assert counter.frame_count == 2
+    assert any(not name.isidentifier() for name in checked.__code__.co_varnames)

@@ -2,6 +2,7 @@
 import pathlib
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -62,8 +63,8 @@ def breaks_on_item(x):
     return x * x.sum().item()
 
 
-def breaks_on_numpy(x):
-    return x.numpy().sum()
+def breaks_on_numpy_random(x):
+    return x + torch.from_numpy(np.random.rand(3))
 
 
 def breaks_on_branch(x):
@@ -120,7 +121,7 @@ def breaks_on_deleting_a_global(x):
 
 @pytest.mark.parametrize("fn, gb_id", [
     # .item() and nonzero are captured under fullgraph (unbacked symbols), as in PyTorch 2.13
-    (breaks_on_numpy, "GB003"), (breaks_on_branch, "GB002"), (breaks_on_c_function, "GB005"),
+    (breaks_on_numpy_random, "GB060"), (breaks_on_branch, "GB002"), (breaks_on_c_function, "GB005"),
     (breaks_on_print, "GB008"), (breaks_on_coroutine, "GB007"), (breaks_on_backward, "GB013"),
     (breaks_on_class_statement, "GB030"),
     (breaks_on_deleting_a_global, "GB006"),

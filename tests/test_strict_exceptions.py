@@ -2,14 +2,13 @@
 without fullgraph, a typed error naming the program's own exception with it), and what the
 program sees of the exceptions it catches (chaining, tracebacks). The corpus
 (tests/programs/cases_exceptions.py) checks programs that run to the end."""
-import os
 import sys
 
 import pytest
 import torch
 
 import graphwright
-from graphwright._core.user_stack import is_traced_code_file
+from graphwright._core.user_stack import is_graphwright_file
 
 
 class ScaleError(ValueError):
@@ -101,12 +100,16 @@ def test_implicit_context_chain_is_cut_where_it_would_make_a_cycle():
     assert graphwright.compile(fn, backend="eager", fullgraph=True)(torch.ones(2))[1:] == ("ValueError", True)
 
 
-def test_a_graph_break_inside_an_installed_library_names_its_line():
-    transformers = pytest.importorskip("transformers")
-    assert is_traced_code_file(transformers.__file__)
-    assert not is_traced_code_file(torch.__file__) and not is_traced_code_file(os.__file__)
-    assert is_traced_code_file(__file__)
-    assert not is_traced_code_file(graphwright.__file__)
+def test_an_exception_raised_inside_a_library_names_the_librarys_line_too():
+    def fn(x):
+        return x * torch.nn.init.calculate_gain("no such nonlinearity")
+
+    with pytest.raises(graphwright.Unsupported, match="Observed exception") as raised:
+        graphwright.compile(fn, backend="eager", fullgraph=True)(torch.ones(2))
+    stack = raised.value.user_stack
+    assert stack[0].name == "fn" and stack[-1].filename == torch.nn.init.__file__
+    assert "raise ValueError" in stack[-1].line
+    assert not any(is_graphwright_file(frame.filename) for frame in stack)
 
 
 def test_exception_returned_from_the_region_is_a_new_real_exception_each_call():

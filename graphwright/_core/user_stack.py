@@ -6,9 +6,7 @@ internals. This module owns the rule for telling the two apart.
 from __future__ import annotations
 
 import os
-import site
 import sys
-import sysconfig
 import traceback
 from types import FrameType, TracebackType
 
@@ -39,19 +37,9 @@ def is_user_file(filename: str) -> bool:
     return not os.path.abspath(filename).startswith(_INTERNAL_DIRS)
 
 
-_LIBRARY_DIRS = tuple(os.path.realpath(directory) + os.sep
-                      for directory in {*site.getsitepackages(), site.getusersitepackages(),
-                                        sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-_NEVER_SHOWN = (_GRAPHWRIGHT_DIR + os.sep, os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
-
-
-def is_traced_code_file(filename: str) -> bool:
-    """True for the files a traced stack shows: the user's, and installed libraries' (where
-    a model's code often is: transformers, diffusers), but not torch's or graphwright's."""
-    if is_user_file(filename):
-        return True
-    path = os.path.realpath(filename)
-    return path.startswith(_LIBRARY_DIRS) and not path.startswith(_NEVER_SHOWN)
+def is_graphwright_file(filename: str) -> bool:
+    """True for graphwright's own files, the only frames a traced program's stack never shows."""
+    return os.path.abspath(filename).startswith(_INTERNAL_DIRS[0])
 
 
 def user_frames_of_stack(frame: FrameType | None = None) -> list[traceback.FrameSummary]:

@@ -156,7 +156,10 @@ def analyze_graph(
     >>> meta = analyze_graph(gm, fakes, fake_mode, grad_enabled=True)
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
-    with fake_mode, functionalization():
+    shape_env = fake_mode.shape_env
+    # symbols this run makes (`.item()`) belong to no graph: the traces that follow make their own
+    discarding = shape_env.ignore_fresh_unbacked_symbols() if shape_env is not None else contextlib.nullcontext()
+    with fake_mode, functionalization(), discarding:
         functional_inputs = [to_functional(t) for t in fake_inputs]
         with torch.set_grad_enabled(grad_enabled):
             flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))

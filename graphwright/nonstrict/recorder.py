@@ -23,6 +23,7 @@ import torch.fx
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core import recompute
@@ -235,6 +236,13 @@ class GraphRecorder(TorchDispatchMode):
         if not _grad_enabled():
             node.meta[GRAD_ENABLED_KEY] = False  # replaying the graph must not differentiate it
         self.track_output(node, out)
+        shape_env = self._fake_mode.shape_env if self._fake_mode is not None else None
+        if shape_env is not None and shape_env.pending_fresh_unbacked_symbols:
+            # the symbols this call made (`.item()`, `nonzero`) are bound to its output, as a
+            # backend that propagates fake tensors again (Inductor) expects of every node
+            bindings = compute_unbacked_bindings(shape_env, out)
+            if bindings:
+                node.meta["unbacked_bindings"] = bindings
         return node
 
     def track_output(self, node: torch.fx.Node, out: Any) -> None:

@@ -16,11 +16,15 @@ reuses its graphs.
 from __future__ import annotations
 
 import collections
+import contextlib
 import inspect
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils._python_dispatch import _get_dispatch_stack_at, _pop_mode, _push_mode, any_torch_dispatch_mode_on_stack
 
 from .._core import config, dump
 from .._core.counters import counters, phase
@@ -131,6 +135,11 @@ class CompiledFunction:
         fn, cache, settings = fn or self._fn, self._cache, self._settings
         if cache.exhausted or not binds(fn, args, kwargs):
             return fn(*args, **kwargs)  # arguments that do not bind: Python's own TypeError
+        if any_torch_dispatch_mode_on_stack():
+            # a user's dispatch mode would see the tracer's fake tensors: as in PyTorch, the call
+            # runs eagerly, and a function compiled in the mode's handler (where the mode is
+            # off) compiles
+            return fn(*args, **kwargs)
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:
@@ -152,7 +161,7 @@ class CompiledFunction:
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"):
+        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"), _user_modes_off():
             entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
             entry.compile_scope = scope
             events.entry_built(fn, entry, entry.__globals__)
@@ -163,6 +172,23 @@ class CompiledFunction:
     def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
         """A resume function or a callee the residual code calls, compiled with these settings."""
         return CompiledFunction(fn, self._settings.for_residual_calls(), kept=False)
+
+
+@contextlib.contextmanager
+def _user_modes_off() -> Iterator[None]:
+    """Compile with the user's dispatch modes off (those left on the stack ignore compile
+    internals: they see the compiled code run, not the tracer's fake tensors). Modes of
+    torch's own tracing (a compiled function called inside one) stay."""
+    depth = torch._C._len_torch_dispatch_stack()
+    if not depth or any(_get_dispatch_stack_at(index).is_infra_mode() for index in range(depth)):
+        yield
+        return
+    modes = [_pop_mode() for _ in range(depth)]
+    try:
+        yield
+    finally:
+        for mode in reversed(modes):
+            _push_mode(mode)
 
 
 def _keep(key: tuple, cache: CodeCache) -> None:

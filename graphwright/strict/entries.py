@@ -29,6 +29,7 @@ from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
 from .interpreter.tracer import TraceResult, describe, trace_function
+from .objects.numpy_arrays import is_numpy_scalar
 from .objects.values import TensorValue
 from .residual.call_routing import CallRouter
 from .residual.rebuild import ResidualWriter
@@ -206,6 +207,7 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
         and result.side_effects.is_empty()
     if graph.op_count() and not graph.only_undone_switches() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
+        graph.drop_grad_mode_round_trips(torch.is_grad_enabled())  # the trace is over: the entry's mode
         gm = graph.finish(writer.outputs)
         call = [f"___out = {writer.ref(_compiled_graph(fn, settings, gm, graph))}({', '.join(inputs)})"]
     body = [*writer.reads, *call, *writer.rebuilt, *replays, *tail]
@@ -319,7 +321,7 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
 
 
 def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
-    if guard.kind == "const" and type(guard.expected) in (int, float):
+    if guard.kind == "const" and (type(guard.expected) in (int, float) or is_numpy_scalar(guard.expected)):
         if type(actual) is type(guard.expected) and actual != guard.expected:
             changed[guard.source] = SCALAR
     if guard.kind != "tensor":

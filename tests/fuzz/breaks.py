@@ -3,7 +3,8 @@
 Each statement records the graph-break kind it plants (the id in
 `graphwright/strict/interpreter/graph_breaks.py`), so that the runner can tell a break
 the program asked for from one it did not: `graph_break()`, `print`, `.item()` and
-`.tolist()`, a branch on a tensor's value, a call the tracer cannot follow (numpy, `copy`),
+`.tolist()`, a branch on a tensor's value, a call the tracer cannot follow (`copy`; a NumPy
+call is recorded as tensor operations instead, a planted break that does not happen),
 a call of a `disable`d function, and an operator whose output shape depends on data.
 Under `fullgraph=True` such a program may raise a typed graphwright error instead of
 running; under `fullgraph=False` it must run as eager does.

@@ -26,6 +26,12 @@ def _(x, kind):
     return getattr(torch, kind)(x), kind.upper()
 
 
+@program("nan_argument_passes_its_own_guard", lambda: (rand(3), float("nan")),
+         changed=lambda: (rand(3), 1.5), frames_changed=2, fullgraph=False)
+def _(x, n):
+    return x * 2 + n
+
+
 SCALE = 2
 
 

@@ -84,6 +84,14 @@ def _(x):
     return x + 1, x.dtype, x.dtype.is_floating_point
 
 
+@program("isinstance_of_legacy_tensor_types_asks_dtype", lambda: rand(3),
+         changed=lambda: rand(3).double(), frames_changed=2)
+def _(x):
+    made = torch.empty(2, dtype=torch.int64)
+    return (x * 2, isinstance(x, torch.FloatTensor), isinstance(x, (torch.DoubleTensor, torch.HalfTensor)),
+            isinstance(made, torch.LongTensor), isinstance(made, torch.FloatTensor), isinstance(x, torch.Tensor))
+
+
 @program("device_metadata", lambda: rand(3))
 def _(x):
     ones = torch.ones(3, device=x.device, dtype=x.dtype)

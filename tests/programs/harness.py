@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 import graphwright
@@ -97,7 +98,10 @@ class Program:
     through the outputs and compares gradients; `reference` overrides fields
     for the PyTorch run and must say `why` (its `xfail` names a PyTorch bug);
     `xfail` names what the strict tracer still lacks (a strict xfail, so a
-    fix is noticed).
+    fix is noticed); `nested(world, compile)` returns the world with a part
+    of it compiled on its own by `compile` (the same backend and counter;
+    eagerly, the identity), for programs whose compiled code calls code
+    compiled separately (a training step calling a compiled model).
     """
 
     name: str
@@ -116,6 +120,7 @@ class Program:
     options: dict = dataclasses.field(default_factory=dict)
     reference: dict = dataclasses.field(default_factory=dict)
     xfail: str | None = None
+    nested: Callable[[Any, Callable[[Any], Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.reference and "why" not in self.reference:
@@ -197,6 +202,13 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
     sees it. A list target is a list of modules compiled one by one, sharing
     the counter.
     """
+    compile_fn, counter = counting_compiler(fullgraph=fullgraph, **options)
+    return compile_fn(target), counter
+
+
+def counting_compiler(*, fullgraph: bool, **options: Any) -> tuple[Callable[[Any], Any], Any]:
+    """(a function compiling its target with a counting backend, the counter); see
+    `compile_counted`."""
     if REFERENCE:
         import torch._dynamo.testing
 
@@ -207,9 +219,13 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
         compile_fn = graphwright.compile
     counter = testing.CompileCounterWithBackend(BACKEND) if BACKEND else testing.CompileCounter()
     backend = _contract_checked(counter)
-    if isinstance(target, list):
-        return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target], counter
-    return compile_fn(target, backend=backend, fullgraph=fullgraph, **options), counter
+
+    def compile_target(target: Any) -> Any:
+        if isinstance(target, list):
+            return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target]
+        return compile_fn(target, backend=backend, fullgraph=fullgraph, **options)
+
+    return compile_target, counter
 
 
 class _RecordingHandler(logging.Handler):
@@ -330,6 +346,8 @@ def _builtin_base(cls: type) -> type:
 
 def snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(memory_format=torch.contiguous_format),
                            significant_strides(value), value.requires_grad)
@@ -348,11 +366,12 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
         program.reset()
     torch.manual_seed(0)
     world = program.make()
+    compile_fn, counter = counting_compiler(fullgraph=program.fullgraph, **program.options) if compiled \
+        else (_the_world, None)
+    if program.nested is not None:
+        world = program.nested(world, compile_fn)
     target = program.target(world)
-    counter = None
-    callee = target
-    if compiled:
-        callee, counter = compile_counted(target, fullgraph=program.fullgraph, **program.options)
+    callee = compile_fn(target)
     makers = [program.inputs] * program.repeats
     if program.changed is not None:
         makers.append(program.changed)
@@ -404,6 +423,11 @@ def assert_same(expected: Any, actual: Any, path: str = "output") -> None:
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
         return
     assert type(actual) is type(expected), f"{path}: type {type(actual)} != {type(expected)}"
+    if isinstance(expected, (np.ndarray, np.generic)):
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8, equal_nan=True, err_msg=path)
+        return
     if isinstance(expected, (list, tuple)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
         for index, (e, a) in enumerate(zip(expected, actual)):

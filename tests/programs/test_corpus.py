@@ -8,22 +8,25 @@ from __future__ import annotations
 import pytest
 
 from . import (
+    cases_attributes,
     cases_bytecode,
     cases_classes,
     cases_counters,
     cases_data_dependent,
     cases_exceptions,
-    cases_generators,
     cases_floats,
+    cases_generators,
     cases_graph_breaks,
-    cases_higher_order,
     cases_guards,
+    cases_higher_order,
     cases_idioms,
     cases_introspection,
     cases_language,
     cases_markers,
     cases_models,
     cases_modules,
+    cases_nested,
+    cases_numpy,
     cases_real_models,
     cases_side_effects,
     cases_tensors,
@@ -38,7 +41,11 @@ ALL_PROGRAMS = [
     *cases_classes.PROGRAMS, *cases_introspection.PROGRAMS, *cases_real_models.PROGRAMS,
     *cases_higher_order.PROGRAMS, *cases_markers.PROGRAMS, *cases_data_dependent.PROGRAMS,
     *cases_counters.PROGRAMS, *cases_torch_library.PROGRAMS, *cases_floats.PROGRAMS,
-    *cases_exceptions.PROGRAMS, *cases_generators.PROGRAMS,
+    *cases_attributes.PROGRAMS,
+    *cases_numpy.PROGRAMS,
+    *cases_exceptions.PROGRAMS,
+    *cases_generators.PROGRAMS,
+    *cases_nested.PROGRAMS,
 ]
 
 

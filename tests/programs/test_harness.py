@@ -18,9 +18,9 @@ from .harness import Program, corpus_logger, function_program
 
 def _use_compiler(monkeypatch, wrap, frame_count=1):
     """Make `check_program` compile with `wrap(target)` and report `frame_count` graphs."""
-    def compile_counted(target, *, fullgraph, **options):
-        return wrap(target), types.SimpleNamespace(frame_count=frame_count)
-    monkeypatch.setattr(harness, "compile_counted", compile_counted)
+    def counting_compiler(*, fullgraph, **options):
+        return wrap, types.SimpleNamespace(frame_count=frame_count)
+    monkeypatch.setattr(harness, "counting_compiler", counting_compiler)
     monkeypatch.setattr(harness, "reset_compiler", lambda: None)
 
 

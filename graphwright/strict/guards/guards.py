@@ -114,6 +114,8 @@ class Guard:
         if kind == "const":
             if expected is None or isinstance(expected, bool):
                 return f"{value} is {expected!r}"
+            if isinstance(expected, (float, complex)) and expected != expected:  # NaN equals nothing
+                return f"___type({value}) is {ref(type(expected))} and {value} != {value}"
             return f"___type({value}) is {ref(type(expected))} and {value} == {literal(expected, ref)}"
         if kind == "len":
             return f"___len({value}) == {expected}"
@@ -152,7 +154,7 @@ class Guard:
             return f"___tuple({value}.__subclasses__()) == {literal(expected, ref)}"
         if kind == "call":
             name, args, result = expected
-            return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {result!r}"
+            return f"{value}.{name}({', '.join(repr(arg) for arg in args)}) == {literal(result, ref)}"
         if kind == "alias":
             return f"{value} is {writer.expr(expected)}"
         if kind == "distinct":

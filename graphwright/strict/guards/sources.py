@@ -11,6 +11,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+import torch
+
 
 class ExprWriter(Protocol):
     """What a source needs from the code generator."""
@@ -250,6 +252,23 @@ class ConstantSource(Source):
         return getattr(self.value, "__qualname__", repr(self.value))
 
 
+@dataclass(frozen=True)
+class KeyListSource(Source):
+    """The keys of a dict as a list, in its order: its i-th key, re-read as `ItemSource(this, i)`,
+    is how a key that is itself an input (a tensor) is read again."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(list)}({writer.expr(self.base)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return list(self.base.read(fn, local_values))
+
+    def name(self) -> str:
+        return f"the keys of {self.base.name()}"
+
+
 def builtin_contents(container: Any, base: type) -> Any:
     """The items of an instance of a dict, list or tuple subclass as its builtin base keeps them
     (so that no overridden `__iter__` or `__getitem__` runs): a dict's keys, as a live view of
@@ -299,3 +318,33 @@ class OwnItemSource(Source):
 
     def name(self) -> str:
         return f"{self.base.name()}[{key_name(self.key)}]"
+
+
+def array_as_tensor(array: Any) -> Any:
+    """The tensor a NumPy array argument is to the graph: `torch.from_numpy`, which shares the
+    array's memory (a write in the region reaches the caller's array). A read-only array, or
+    one with negative strides, is copied first: a tensor made from it would be writable (PyTorch
+    warns), or cannot be made. A NumPy scalar (read-only) is a 0-d tensor of its dtype."""
+    if array.flags.writeable:
+        try:
+            return torch.from_numpy(array)
+        except ValueError:  # negative strides
+            pass
+    return torch.as_tensor(array.copy())
+
+
+@dataclass(frozen=True)
+class NumpyTensorSource(Source):
+    """The tensor standing for the NumPy array `base` reads (`array_as_tensor`), made anew at
+    each read: the graph's input for that array, and what its tensor guard checks."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(array_as_tensor)}({writer.expr(self.base)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return array_as_tensor(self.base.read(fn, local_values))
+
+    def name(self) -> str:
+        return self.base.name()

@@ -11,7 +11,7 @@ global-state call.
 """
 from __future__ import annotations
 
-import functools
+import enum
 import inspect
 import sys
 import types
@@ -25,7 +25,7 @@ from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, introspection, methods, operations
+from ..objects import builtin_calls, classes, instances, introspection, methods, numpy_calls, operations
 from ..objects.values import (
     ConstantValue,
     ContextValue,
@@ -37,7 +37,7 @@ from ..objects.values import (
     SequenceValue,
     Value,
 )
-from ..objects.wrap import function_value, is_cached_function, is_graph_operator, state_source
+from ..objects.wrap import compiled_original, function_value, is_cached_function, is_graph_operator, state_source
 from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
@@ -74,8 +74,6 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         if source is not None:
             source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
-    if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
-        return _call_partial(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
         return builtin_calls.call_getter(tracer, function.value, args, kwargs)
     if isinstance(function, ConstantValue):
@@ -116,7 +114,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     is (a C function, or a Python function it could trace into): a user marking, a library
     function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
     None for any other callable."""
-    handler = builtin_calls.handler_for(target) or operators.handler_for(target)  # before markings
+    handler = numpy_calls.handler_for(target) or builtin_calls.handler_for(target) \
+        or operators.handler_for(target)  # before markings
     if handler is not None:
         return handler(tracer, args, kwargs)
     marked = marked_behaviour(tracer, target, args, kwargs)
@@ -160,9 +159,9 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return modelled
     if type(target) is types.MethodType and is_cached_function(target.__func__):
         return _call_cached(tracer, target.__func__, [tracer.wrap(target.__self__, None), *args], kwargs)
-    compiled_original = getattr(target, "_graphwright_original", None)
-    if compiled_original is not None:
-        return call_value(tracer, tracer.wrap(compiled_original, None), args, kwargs)
+    original = compiled_original(target)
+    if original is not None:
+        return call_value(tracer, tracer.wrap(original, None), args, kwargs)
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
@@ -207,19 +206,6 @@ def _call_cached(tracer: "Tracer", cached: Any, args: list[Value], kwargs: dict[
     return result
 
 
-def _call_partial(tracer: "Tracer", partial: ConstantValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """`functools.partial(f, *bound, **keywords)(*args)`, its stored arguments read by source."""
-    target, source = partial.value, partial.source
-
-    def stored(table: str, key: Any, real: Any) -> Value:
-        return tracer.wrap(real, None if source is None else ItemSource(AttrSource(source, table), key))
-
-    bound = [stored("args", index, arg) for index, arg in enumerate(target.args)]
-    keywords = {key: stored("keywords", key, arg) for key, arg in target.keywords.items()}
-    function = tracer.wrap(target.func, None if source is None else AttrSource(source, "func"))
-    return call_value(tracer, function, [*bound, *args], {**keywords, **kwargs})
-
-
 def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
     if cls is weakref.ref:
         return _weak_reference(tracer, args, kwargs)
@@ -234,11 +220,22 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     if issubclass(cls, BaseException):
         return instances.call_class(tracer, cls, args, kwargs)
+    if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
+        # a structseq (torch.return_types.max...): a tuple of its one argument's items
+        items = operations.iterate(tracer, args[0])
+        if len(items) != cls.n_sequence_fields:
+            raise tracer.user_error(TypeError(f"{cls.__module__}.{cls.__name__}() takes a "
+                                              f"{cls.n_sequence_fields}-sequence ({len(items)}-sequence given)"))
+        return SequenceValue(items, tuple, cls=cls)
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn.modules"):
         return _stateless_torch_module(tracer, cls, args, kwargs)
     if is_state_guard(cls):
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"instantiate {cls.__qualname__}",
                                  type=f"{cls.__module__}.{cls.__qualname__}")
+    if isinstance(cls, enum.EnumMeta):
+        made = introspection.enum_call(tracer, cls, args, kwargs)
+        if made is not None:
+            return made
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
             and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)

@@ -176,7 +176,7 @@ def _references(value: Value) -> list | None:
         return [*frame.locals.values(), *frame.cells.values(), *frame.closure, *frame.stack]
     if isinstance(value, LazyIteratorValue):
         return None if value.parts is None else list(value.parts[1])
-    held = list(getattr(value, "overlay", {}).values())
+    held = list((getattr(value, "overlay", None) or {}).values())  # a tensor's is None until set
     if isinstance(value, SequenceValue):
         held += value.items
     elif isinstance(value, DictValue):

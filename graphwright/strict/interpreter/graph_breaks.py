@@ -14,7 +14,7 @@ import types
 from dataclasses import dataclass
 
 from ..._core.errors import Unsupported
-from ..._core.user_stack import is_traced_code_file
+from ..._core.user_stack import is_graphwright_file
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,10 @@ def frame_summaries(positions: list[tuple[types.CodeType, int]]) -> list[traceba
 
 
 def shown_stack(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:
-    """The frames at `positions` (outermost first) that a message shows: the user's and
-    installed libraries' (all of them when none is)."""
+    """The frames at `positions` (outermost first) that a message shows: all but
+    graphwright's own (all of them when only those are)."""
     frames = frame_summaries(positions)
-    return [summary for summary in frames if is_traced_code_file(summary.filename)] or frames
+    return [summary for summary in frames if not is_graphwright_file(summary.filename)] or frames
 
 
 class UserException(Exception):
@@ -246,6 +246,12 @@ RECURRENT_MODULE = define_kind(
     "`{name}` is an `nn.RNNBase` module and `graphwright.config.allow_rnn` is off (PyTorch's "
     "default), so it runs eagerly between two graphs.",
     "Set `graphwright.config.allow_rnn = True` (graphwright's default) to trace it into the graph.")
+NUMPY_UNTRACEABLE = define_kind(
+    "GB060", "NumPy operation that cannot run on tensors",
+    "`{name}` {reason}, so the tracer cannot record it as tensor operations.",
+    "Write this step with torch operations, or compute it outside the compiled region and pass "
+    "the result in.",
+    "For random numbers, draw them with torch (`torch.rand`, a `torch.Generator`) or pass them in.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

@@ -12,6 +12,7 @@ import enum
 import functools
 import operator
 import re
+import sys
 import types
 import weakref
 from typing import Any, Callable
@@ -39,6 +40,8 @@ from .symbolic_sizes import (
 )
 
 BreakFn = Callable[..., Exception]
+# The dtypes torch reads Python's number classes as (`t.to(float)` is `t.to(torch.float64)`).
+_PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
 
 def _is_structseq(value: Any) -> bool:
@@ -388,6 +391,11 @@ class GraphBuilder:
             if isinstance(value.value, enum.Enum) and isinstance(value.value, (int, float)):
                 # an IntEnum/IntFlag is its number to an operator; fx cannot name `Flag.A|B`
                 return int(value.value) if isinstance(value.value, int) else float(value.value)
+            numpy = sys.modules.get("numpy")
+            if numpy is not None and isinstance(value.value, numpy.generic):
+                return value.value.item()  # torch reads a NumPy scalar as the Python number
+            if leaf is not _fake_of and type(value.value) is type and value.value in _PYTHON_DTYPES:
+                return _PYTHON_DTYPES[value.value]  # `t.to(float)`: fx cannot print a class as an argument
             return value.value
         if isinstance(value, SequenceValue):
             items = [self._convert(item, leaf, target, kind) for item in value.items]
@@ -398,9 +406,31 @@ class GraphBuilder:
         raise self._on_break(gb.UNSUPPORTED_OPERATION, f"argument {value!r} of {name}",
                              op=name, types=value.python_type().__name__)
 
+    def drop_grad_mode_round_trips(self, grad_enabled: bool) -> None:
+        """Remove each grad-mode switch that the next node switches back (`set_grad_enabled(False)`
+        then `(True)` with nothing between), as TorchDynamo cleans its graphs; `grad_enabled`
+        is the mode the graph starts in."""
+        nodes = list(self.graph.nodes)
+        for first, second in zip(nodes, nodes[1:]):
+            if first.target is torch._C._set_grad_enabled and first.args == (not grad_enabled,) \
+                    and not first._erased:
+                grad_enabled = first.args[0]
+                if second.target is torch._C._set_grad_enabled and second.args == (not grad_enabled,):
+                    grad_enabled = second.args[0]
+                    self.graph.erase_node(first)
+                    self.graph.erase_node(second)
+
+    def float_output(self, value: Value) -> Value:
+        """`value` as the graph returns it: a symbolic float as `torch.scalar_tensor(value,
+        dtype=torch.float64)`, which the entry turns back into a float, as TorchDynamo does."""
+        if isinstance(value, ConstantValue) and isinstance(value.value, torch.SymFloat):
+            return self.call("call_function", torch.scalar_tensor, [value], {"dtype": ConstantValue(torch.float64)})
+        return value
+
     def finish(self, outputs: list[Value]) -> torch.fx.GraphModule:
-        """The graph module returning `outputs` (tensors, or symbolic sizes)."""
-        self.graph.output(tuple(self._node_arg(value) for value in outputs))
+        """The graph module returning `outputs` (tensors, or symbolic sizes). A symbolic float
+        leaves as a 0-d float64 tensor (`float_output`): backends return tensors and sizes."""
+        self.graph.output(tuple(self._node_arg(self.float_output(value)) for value in outputs))
         self.graph.lint()
         root = torch.nn.Module()
         for name, module in self.submodules.items():

@@ -12,7 +12,7 @@ import dis
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, exceptions, operations
+from ..objects import attributes, builtin_calls, exceptions, operations, sets
 from ..objects.values import (
     NONE,
     NULL,
@@ -206,8 +206,7 @@ class Instructions311:
         self.push(SequenceValue(self.popn(inst.arg), list))
 
     def op_BUILD_SET(self, inst):
-        items = self.popn(inst.arg)
-        self.push(DictValue({operations.hashable_key(self.tracer, item): item for item in items}, set))
+        self.push(DictValue(sets.members(self.tracer, self.popn(inst.arg)), set))
 
     def op_BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -238,32 +237,48 @@ class Instructions311:
             value = conversion(value)
         self.push(ConstantValue(format(value, operations.python_value(self.tracer, spec))))
 
+    def _built(self, depth: int):
+        """The container an instruction adds to: made by an earlier instruction, or (in a resume
+        function) passed in, when the change is replayed on the real one."""
+        target = self.stack[-depth]
+        self.tracer.side_effects.mutate(target)
+        return target
+
     def op_LIST_APPEND(self, inst):
         item = self.pop()
-        self.stack[-inst.arg].items.append(item)
+        self._built(inst.arg).items.append(item)
 
     def op_SET_ADD(self, inst):
         item = self.pop()
-        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, item)] = item
+        self._built(inst.arg).items.setdefault(operations.hashable_key(self.tracer, item), item)
 
     def op_MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[operations.hashable_key(self.tracer, key)] = value
+        self._built(inst.arg).items[operations.hashable_key(self.tracer, key)] = value
 
     def op_LIST_EXTEND(self, inst):
         items = operations.iterate(self.tracer, self.pop())
-        self.stack[-inst.arg].items.extend(items)
+        self._built(inst.arg).items.extend(items)
 
     def op_SET_UPDATE(self, inst):
-        target = self.stack[-(inst.arg + 1)]
-        for item in operations.iterate(self.tracer, self.pop()):
-            target.items[operations.hashable_key(self.tracer, item)] = item
+        added = sets.table(self.tracer, self.pop())
+        target = self._built(inst.arg)
+        for key, item in added.items():
+            target.items.setdefault(key, item)
 
     def op_DICT_UPDATE(self, inst):
-        source = self.pop()
-        self.stack[-inst.arg].items.update(operations.dict_items(self.tracer, source))
+        items = operations.dict_items(self.tracer, self.pop())
+        self._built(inst.arg).items.update(items)
 
-    op_DICT_MERGE = op_DICT_UPDATE
+    def op_DICT_MERGE(self, inst):
+        items = operations.dict_items(self.tracer, self.pop())
+        target = self._built(inst.arg)
+        for key in items:
+            if target.lookup(key) is not None:  # `f(**a, **b)` with a key in both
+                function = self.stack[-inst.arg - 2]
+                name = getattr(function, "name", None) or function.python_type().__name__
+                raise self.tracer.user_error(TypeError(f"{name}() got multiple values for keyword argument '{key}'"))
+        target.items.update(items)
 
     def op_LIST_TO_TUPLE(self, inst):
         self.push(SequenceValue(self.pop().items, tuple))

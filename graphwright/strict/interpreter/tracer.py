@@ -29,11 +29,12 @@ from ..guards.sources import (
     ItemSource,
     LocalSource,
     ModuleDictSource,
+    NumpyTensorSource,
     Source,
 )
 from ..objects import exceptions
 from ..objects import wrap as wrapping
-from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+from ..objects.values import CellValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
@@ -101,8 +102,9 @@ class Tracer:
                                  debug_context or f"{type(error).__name__}: {error}")
 
     def user_stack(self) -> list[traceback.FrameSummary]:
-        """The interpreted frames in the user's files and installed libraries' (torch's and
-        the standard library's are skipped), outermost first."""
+        """The interpreted frames, outermost first: the user's and those of the libraries it
+        calls (torch's Python code included), so that the innermost line is where capture
+        stopped, as torch.compile shows it; graphwright's own frames are left out."""
         return gb.shown_stack(self.positions())
 
     def positions(self) -> list[tuple[Any, int]]:
@@ -235,7 +237,9 @@ def add_size_guards(tracer: Tracer) -> None:
 def add_distinct_input_guards(tracer: Tracer) -> None:
     """Tensors passed as distinct arguments must stay distinct: aliasing changes what in-place
     operations mean. Parameters and buffers are left out (they cannot alias arguments cheaply)."""
-    sources = [source for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
+    # an array's tensor is made anew by every read: its array is what must stay distinct
+    sources = [source.base if isinstance(source, NumpyTensorSource) else source
+               for source in tracer.graph.input_sources if not isinstance(source, ModuleDictSource)]
     if len(sources) > _MAX_DISTINCT_CHECKED:
         return
     for index, source in enumerate(sources):

@@ -10,18 +10,24 @@ never to the real object.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import types
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..guards.sources import AttrSource, ConstantSource, ModuleDictSource
+from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, output_calls
+from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
+from . import callable_attributes, classes, dict_views, introspection, numpy_arrays, output_calls, symbolic_numbers
 from .values import (
+    ArrayValue,
     ConstantValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
+    FrameValue,
     FunctionValue,
     GeneratorValue,
     MethodValue,
@@ -57,8 +63,12 @@ def load_attr(tracer: "Tracer", value: Value, name: str) -> Value:
 
 def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
     """The attribute's value, or None when the object has no such attribute."""
+    if name == "__class__" and not classes.is_instance_value(value):  # theirs may be a property
+        return classes.class_value(value.python_type())
     if isinstance(value, TensorValue):
         return _tensor_attr(tracer, value, name)
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.attribute(tracer, value, name)
     if isinstance(value, ModuleValue):
         return _module_attr(tracer, value, name)
     if isinstance(value, ObjectValue):
@@ -67,17 +77,24 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return _constant_attr(tracer, value, name)
     if classes.is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
         return classes.get_attribute(tracer, value, name)
+    if isinstance(value, DequeValue):
+        return ConstantValue(value.maxlen) if name == "maxlen" else _method_if(value, name, collections.deque)
     if isinstance(value, SequenceValue):
         return _sequence_attr(tracer, value, name)
     if isinstance(value, DictValue):
         return _method_if(value, name, value.python_type())  # a mappingproxy has no writing methods
+    if isinstance(value, DictViewValue):
+        return dict_views.attribute(tracer, value, name)
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
     if isinstance(value, FunctionValue):
-        return _function_attr(tracer, value, name)
-    if isinstance(value, PartialValue) and name in ("func", "args", "keywords"):
-        return {"func": value.func, "args": SequenceValue(value.args, tuple),
-                "keywords": DictValue(dict(value.keywords))}[name]
+        return callable_attributes.function_attribute(tracer, value, name)
+    if isinstance(value, MethodValue):
+        return callable_attributes.method_attribute(tracer, value, name)
+    if isinstance(value, PartialValue):
+        return callable_attributes.partial_attribute(tracer, value, name)
+    if isinstance(value, FrameValue):
+        return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
     if isinstance(value, MethodValue) and name in ("__name__", "__qualname__", "__self__"):
@@ -94,14 +111,12 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
 
 
 def _method_if(value: Value, name: str, cls: type) -> Value | None:
-    from .values import MethodValue
-
     return MethodValue(value, name) if callable(getattr(cls, name, None)) else None
 
 
 def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | None:
-    from .values import MethodValue
-
+    if value.overlay is not None and name in value.overlay:
+        return value.overlay[name]
     real = tracer.real_tensors.get(id(value))
     if real is not None and name in real.__dict__ and not hasattr(type(real), name):
         # an attribute stored on the tensor object itself (`param.add_one = fn`)
@@ -129,12 +144,17 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if hasattr(torch.Tensor, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
+    if real is not None:  # an attribute the user stored on the input tensor
+        own = vars(real)
+        if name in own:
+            return tracer.wrap(own[name], AttrSource(value.source, name))
+        tracer.add_guard(value.source, "lacks", name)
     return None
 
 
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
-    from .values import MethodValue
-
+    if isinstance(value.value, SYMBOLIC_TYPES):
+        return symbolic_numbers.attribute(tracer, value, name)
     stored = tracer.side_effects.load_shared_attr(value.value, name)
     if stored is not None:
         return stored
@@ -163,6 +183,10 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
         if name in fields:
             index = list(fields).index(name) if hasattr(cls, "_fields") else _structseq_index(cls, name)
             return value.items[index]
+        if classes.has_instance_dict(cls):  # a subclass of a namedtuple: its own attributes
+            own = classes.own_attribute(tracer, value, name)
+            if own is not None:
+                return own
         attr = getattr(cls, name, None)
         if type(attr) is types.FunctionType or isinstance(attr, property) or \
                 (attr is not None and not hasattr(value.kind, name)):
@@ -176,68 +200,6 @@ def _sequence_attr(tracer: "Tracer", value: SequenceValue, name: str) -> Value |
 def _structseq_index(cls: type, name: str) -> int:
     sample = cls(tuple(range(cls.n_fields)))
     return getattr(sample, name)
-
-
-def _function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
-    """Any attribute of a function. A real function (`fn` set) answers from itself, read by
-    source so that a changed attribute recompiles; a function made in the region answers from
-    its code object and the state recorded when it was made. A bound method forwards every
-    read but `__self__` and `__func__` to its function, as Python's method objects do."""
-    if value.bound_self is not None:
-        if name == "__self__":
-            return value.bound_self
-        value = value.unbound()
-        if name == "__func__":
-            return value
-    if value.fn is not None:
-        stored = tracer.side_effects.load_shared_attr(value.fn, name)
-        if stored is not None:
-            return stored
-        if callable(getattr(types.FunctionType, name, None)):  # __get__, __call__: not modelled
-            raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"function.{name}", name=name, type="function")
-        real = getattr(value.fn, name, _MISSING)
-        if real is _MISSING:
-            return None
-        base = value.source or ConstantSource(id(value.fn), value.fn)
-        return tracer.wrap(real, AttrSource(base, name))
-    return _made_function_attr(tracer, value, name)
-
-
-# Attributes of a function that Python keeps outside its `__dict__` and the region may store.
-_SPECIAL_STORES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__"})
-
-
-def _made_function_attr(tracer: "Tracer", value: FunctionValue, name: str) -> Value | None:
-    """A function made by MAKE_FUNCTION while tracing: the attributes it was made with, and
-    those the region stored on it."""
-    code = value.code
-    if name in value.special:
-        return value.special[name]
-    if name == "__annotations__":  # made on first read, then the same dict
-        return value.special.setdefault(name, DictValue({}))
-    if name in value.attributes:
-        return value.attributes[name]
-    if name == "__dict__":
-        view = DictValue({})
-        view.items = value.attributes  # one dict: stores through either are seen by both
-        return view
-    if name == "__code__":
-        return ConstantValue(code)
-    if name in ("__name__", "__qualname__"):
-        return ConstantValue(value.name if name == "__name__" else code.co_qualname)
-    if name == "__module__":
-        return ConstantValue(value.globals.get("__name__"))
-    if name == "__doc__":  # CPython 3.11 takes the first constant when it is a string
-        first = code.co_consts[0] if code.co_consts else None
-        return ConstantValue(first if isinstance(first, str) else None)
-    if name == "__defaults__":
-        return SequenceValue(list(value.defaults), tuple) if value.defaults else ConstantValue(None)
-    if name == "__kwdefaults__":
-        return DictValue(value.kwdefaults) if value.kwdefaults else ConstantValue(None)
-    if name in vars(types.FunctionType) or hasattr(types.FunctionType, name):
-        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{value.name}.{name}", name=name,
-                                 type="function made in the compiled region")
-    return None
 
 
 def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
@@ -256,10 +218,10 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
     entry = module_table_entry(tracer, value, name)
     if entry is not None:
         return entry
-    if name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
-                "named_children", "modules", "named_modules", "items", "keys", "values"):
-        from .values import MethodValue
-
+    overridden = found is not None and classes.is_python_function(found[1]) \
+        and not found[0].__module__.startswith("torch.")  # the user's module class defines its own
+    if not overridden and name in ("parameters", "named_parameters", "buffers", "named_buffers", "children",
+                                   "named_children", "modules", "named_modules", "items", "keys", "values"):
         return MethodValue(value, name)
     if found is not None:
         classes.guard_not_own(tracer, value, name)
@@ -282,8 +244,6 @@ def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value
 
 def _object_attr(tracer: "Tracer", value: ObjectValue, name: str) -> Value | None:
     if isinstance(value.obj, logging.Logger) and name in output_calls.LOGGER_METHODS | output_calls.LOGGER_QUERIES:
-        from .values import MethodValue
-
         return MethodValue(value, name)
     return classes.get_attribute(tracer, value, name)
 
@@ -292,22 +252,12 @@ def _attr(source: Any, name: str) -> Any:
     return None if source is None else AttrSource(source, name)
 
 
-def _store_on_made_function(tracer: "Tracer", function: FunctionValue, name: str, value: Value) -> None:
-    if name in _SPECIAL_STORES:
-        if name in ("__name__", "__qualname__") and not (isinstance(value, ConstantValue)
-                                                         and isinstance(value.value, str)):
-            raise tracer.user_error(TypeError(f"{name} must be set to a string object"))
-        function.special[name] = value
-    elif name in vars(types.FunctionType):  # __code__, __defaults__, __dict__...: not modelled
-        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set {function.name}.{name}", name=f"setting {name}",
-                                 type="function made in the compiled region")
-    else:
-        function.attributes[name] = value
-
-
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
         classes.set_attribute(tracer, owner, name, value)
+        return
+    if isinstance(owner, SequenceValue) and owner.cls is not None and classes.has_instance_dict(owner.cls):
+        classes.set_attribute(tracer, owner, name, value)  # a subclass of a namedtuple
         return
     if isinstance(owner, ModuleValue):
         found = classes.find(tracer, type(owner.module), name)
@@ -321,14 +271,10 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         tracer.side_effects.store_shared_attr(owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.fn is None and owner.bound_self is None:
-        _store_on_made_function(tracer, owner, name, value)
+        callable_attributes.store_on_made_function(tracer, owner, name, value)
         return
-    if isinstance(owner, TensorValue) and name == "requires_grad" and owner.source is None:
-        # on a tensor made in the region, the same as its method (and the same errors)
-        from .values import MethodValue
-        from ..interpreter import calls
-
-        calls.call_value(tracer, MethodValue(owner, "requires_grad_"), [value], {})
+    if isinstance(owner, TensorValue):
+        _store_on_tensor(tracer, owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
             and name not in vars(types.FunctionType):
@@ -337,6 +283,24 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
                              type=owner.python_type().__name__)
+
+
+def _store_on_tensor(tracer: "Tracer", tensor: TensorValue, name: str, value: Value) -> None:
+    """`t.name = value`. `requires_grad` of a tensor made in the region is its method (and its
+    errors); `grad` and the user's own attributes are kept on the tensor's value, replayed onto
+    an input after the graph or set on the tensor the graph returns; Tensor's others (`data`,
+    `shape`...) are not modelled."""
+    if name == "requires_grad" and tensor.source is None:
+        from ..interpreter import calls
+
+        calls.call_value(tracer, MethodValue(tensor, "requires_grad_"), [value], {})
+        return
+    if name != "grad" and hasattr(torch.Tensor, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set Tensor.{name}", name=f"setting {name}",
+                                 type="Tensor")
+    if tensor.overlay is None:
+        tensor.overlay = {}
+    tracer.side_effects.store_attr(tensor, name, value)
 
 
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:

@@ -9,9 +9,11 @@ computed. `print` (when `config.reorderable_print`) is replayed after the graph.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import operator
 import re
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -25,21 +27,28 @@ from . import (
     checks,
     classes,
     copying,
+    deques,
+    dict_views,
+    dicts,
     exceptions,
+    hashing,
     instances,
     introspection,
     iteration,
+    numpy_arrays,
     operations,
     output_calls,
+    sets,
     symbolic_numbers,
 )
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     DictValue,
+    DictViewValue,
     ExceptionValue,
     FunctionValue,
-    MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
@@ -68,9 +77,12 @@ def handles(*targets: Any) -> Callable[[Handler], Handler]:
 
 def handler_for(target: Any) -> Handler | None:
     try:
-        return _HANDLERS.get(target)
+        found = _HANDLERS.get(target)
     except TypeError:  # unhashable callable
         return None
+    if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
+        return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    return found
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)
@@ -92,8 +104,7 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     """Call `target` now on the Python values of its arguments (operators on tensors: a node;
     `operator.ge(a, b)` on objects: `a >= b`, by their special methods)."""
     if getattr(target, "__module__", "") in ("operator", "_operator"):
-        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
-                and not all(operations.is_constant_tree(arg) for arg in args):
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs:
             return operations.binary(tracer, target, args[0], args[1])
         if any(isinstance(arg, TensorValue) for arg in args):
             return tracer.graph.call("call_function", target, args, kwargs)
@@ -119,7 +130,7 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, hash, complex, frozenset, slice, ascii, bin, hex, oct, int, float)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 
@@ -144,6 +155,23 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return calls.call_value(tracer, method, [], {})
     if isinstance(value, ExceptionValue):  # BaseException's own, written in C
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    if conversion is repr or _str_is_repr(tracer, value):
+        return _identity_repr(tracer, value)
+    return None
+
+
+def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
+    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
+    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
+    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
+    eager run's differs from run to run too). None for any other value."""
+    address = f"0x{id(value):x}"
+    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
+        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
+        return ConstantValue(f"<function {qualname} at {address}>")
+    if isinstance(value, ObjectValue) and value.obj is None and \
+            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
+        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
     return None
 
 
@@ -164,6 +192,9 @@ def _text(function: Callable) -> Handler:
 
 for _target in (str, repr, format):
     _HANDLERS[_target] = _text(_target)
+
+
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 
 @handles(bool)
@@ -188,6 +219,10 @@ def _len(tracer, args, kwargs):
         return ConstantValue(value.fake.shape[0])
     if isinstance(value, (SequenceValue, DictValue)):
         return ConstantValue(len(value.items))
+    if isinstance(value, DictViewValue):
+        return ConstantValue(dict_views.size(tracer, value))
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.length(tracer, value)
     if isinstance(value, ConstantValue):
         return evaluate(tracer, len, args, kwargs)
     if isinstance(value, ModuleValue):
@@ -198,8 +233,14 @@ def _len(tracer, args, kwargs):
 @handles(isinstance)
 def _isinstance(tracer, args, kwargs):
     _two_arguments(tracer, "isinstance", args, kwargs)
-    classinfo = operations.python_value(tracer, args[1])
-    return ConstantValue(issubclass(args[0].python_type(), classinfo))
+    value, classinfo = args[0], operations.python_value(tracer, args[1])
+    if issubclass(value.python_type(), classinfo):
+        return ConstantValue(True)
+    # `torch.FloatTensor` and its kind are no classes of tensors: their instance check asks
+    # the tensor's dtype and device, which the fake tensor has
+    legacy = [cls for cls in (classinfo if type(classinfo) is tuple else (classinfo,))
+              if type(cls) is _LEGACY_TENSOR_TYPE]
+    return ConstantValue(isinstance(value, TensorValue) and any(isinstance(value.fake, cls) for cls in legacy))
 
 
 @handles(issubclass)
@@ -224,12 +265,7 @@ def _type(tracer, args, kwargs):
 
 @handles(callable)
 def _callable(tracer, args, kwargs):
-    value = args[0]
-    if isinstance(value, ConstantValue):
-        return ConstantValue(callable(value.value))
-    if isinstance(value, ObjectValue):
-        return ConstantValue(callable(getattr(value.cls, "__call__", None)))
-    return ConstantValue(isinstance(value, (FunctionValue, MethodValue, ModuleValue, PartialValue)))
+    return ConstantValue(operations.is_callable(tracer, args[0]))
 
 
 def _guard_lacks(tracer: "Tracer", owner: Value, name: str) -> None:
@@ -399,39 +435,24 @@ _HANDLERS.update(copying.HANDLERS)
 _HANDLERS[torch.tensor] = _HANDLERS[torch.as_tensor] = symbolic_numbers.tensor_of_a_symbol
 
 
-@handles(set)
-def _set(tracer, args, kwargs):
-    items = operations.iterate(tracer, args[0]) if args else []
-    return DictValue({operations.hashable_key(tracer, item): item for item in items}, set)
-
-
-@handles(dict)
-def _dict(tracer, args, kwargs):
-    items = operations.mapping_items(tracer, args[0]) if args else {}
-    items.update(kwargs)
-    return DictValue(items)
+_HANDLERS[set] = lambda tracer, args, kwargs: sets.build(tracer, set, args, kwargs)
+_HANDLERS[frozenset] = lambda tracer, args, kwargs: sets.build(tracer, frozenset, args, kwargs)
+_HANDLERS[dict] = dicts.build
+_HANDLERS[collections.deque] = deques.make
+_HANDLERS[types.MappingProxyType] = dict_views.mapping_proxy
+_HANDLERS[hash] = lambda tracer, args, kwargs: hashing.hash_of(tracer, args[0])
 
 
 @handles(functools.partial)
 def _partial(tracer, args, kwargs):
+    if not args:
+        raise tracer.user_error(TypeError("type 'partial' takes at least one argument"))
     function = args[0]
-    if not all(operations.is_constant_tree(arg) or isinstance(arg, ModuleValue) or _is_real_function(arg)
-               for arg in [function, *args[1:], *kwargs.values()]):
-        if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
-            return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
-        return PartialValue(function, list(args[1:]), dict(kwargs))
-    if isinstance(function, FunctionValue) and function.fn is not None and function.bound_self is None:
-        target = function.fn
-    else:
-        target = operations.python_value(tracer, function, "functools.partial")
-    bound = [operations.python_value(tracer, arg, "functools.partial") for arg in args[1:]]
-    keywords = {key: operations.python_value(tracer, arg, "functools.partial") for key, arg in kwargs.items()}
-    return ConstantValue(functools.partial(target, *bound, **keywords))
-
-
-def _is_real_function(value: Value) -> bool:
-    """A function that exists outside the trace (not one the region made)."""
-    return isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None
+    if not operations.is_callable(tracer, function):
+        raise tracer.user_error(TypeError("the first argument must be callable"))
+    if isinstance(function, PartialValue):  # as functools.partial flattens a partial of a partial
+        return PartialValue(function.func, [*function.args, *args[1:]], {**function.keywords, **kwargs})
+    return PartialValue(function, list(args[1:]), dict(kwargs))
 
 
 @handles(super)
@@ -534,7 +555,22 @@ def _print(tracer, args, kwargs):
     return NONE
 
 
-@handles(id, builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
+@handles(id)
+def _id(tracer, args, kwargs):
+    """`id(obj)` of an object read from outside: its identity now, guarded on the object being
+    the same one (another object recompiles). An object made in the region has no address
+    until it is rebuilt: a graph break."""
+    if len(args) != 1 or kwargs:
+        raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    value = args[0]
+    real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
+    if real is None or value.source is None or operations.is_symbolic(value):
+        raise _unsupported(tracer, "id (of an object made in the region)", args)
+    tracer.add_guard(value.source, "id", real)
+    return ConstantValue(id(real))
+
+
+@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
          builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

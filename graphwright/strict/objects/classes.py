@@ -1,8 +1,8 @@
 """Python's object protocol for user classes, on symbolic instances.
 
 An instance of a user class is an `ObjectValue`, or, when its class derives
-from dict, OrderedDict, defaultdict, list or tuple, a `DictValue` or
-`SequenceValue` whose `cls` is that class: the builtin base's items live in
+from dict, OrderedDict, defaultdict, set, frozenset, list or tuple, a
+`DictValue` or `SequenceValue` whose `cls` is that class: the builtin base's items live in
 the value (every native container operation applies to them) and the
 instance's attributes in its `overlay`. This module decides, as CPython does:
 
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
 DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
 MODELLED_BASES = frozenset({object, dict, collections.OrderedDict, collections.defaultdict, list, tuple,
-                            types.SimpleNamespace})
+                            set, frozenset, types.SimpleNamespace})
 _BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _SLOTS = (types.MemberDescriptorType, types.GetSetDescriptorType)
 # C classes whose attribute stores are object's generic ones
@@ -633,10 +633,9 @@ def _name(tracer: "Tracer", value: Value) -> str:
 def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
                          kwargs: dict[str, Value]) -> Value | None:
     """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`,
-    `set.union(a, b)`: a method of a modelled builtin base (or of set) called on a modelled
-    value; None for other calls."""
-    if not isinstance(target, _BUILTIN_METHODS) or not args or \
-            target.__objclass__ not in MODELLED_BASES and target.__objclass__ is not set:
+    `set.union(a, b)`: a method of a modelled builtin base called on a modelled value; None for
+    other calls."""
+    if not isinstance(target, _BUILTIN_METHODS) or not args or target.__objclass__ not in MODELLED_BASES:
         return None
     receiver = args[0]
     if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):

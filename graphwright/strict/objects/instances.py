@@ -4,8 +4,8 @@
 defines one (Enum's), else `__new__` and then, when `__new__` returned an
 instance of `cls`, `__init__`, each found through the MRO. Python-level
 `__new__` and `__init__` are inlined; the builtin ones of the modelled bases
-(object, dict, OrderedDict, defaultdict, list, tuple) are modelled here: a
-new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
+(object, dict, OrderedDict, defaultdict, set, frozenset, list, tuple) are
+modelled here: a new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
 whose state the inlined code then fills. Instances of other builtin bases
 (int, str, Tensor...) are a graph break naming the base.
 """
@@ -16,7 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
-from . import exceptions, operations
+from . import dicts, exceptions, operations, sets
 from .classes import (
     DICT_BASES,
     MODELLED_BASES,
@@ -33,7 +33,8 @@ from .wrap import function_value
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
-BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, types.SimpleNamespace.__new__)
+BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, set.__new__, frozenset.__new__,
+               types.SimpleNamespace.__new__)
 
 
 def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -112,6 +113,9 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     if base is tuple:
         items = operations.iterate(tracer, args[0]) if args else []
         return SequenceValue(items, tuple, cls=None if plain else cls)
+    if base in (set, frozenset):  # a frozenset's members are given to __new__, a set's to __init__
+        members = sets.table(tracer, args[0]) if args and base is frozenset else {}
+        return DictValue(dict(members), base, cls=None if plain else cls)
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
     raise _unmodelled_base(tracer, cls, base)
@@ -140,7 +144,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     if isinstance(instance, ExceptionValue):
         exceptions.init_exception(tracer, instance, args, kwargs)
         return
-    if base in (object, tuple):  # tuple has no __init__ of its own
+    if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
         if args or kwargs:
             if find(tracer, cls, "__init__")[1] is not object.__init__:
                 raise tracer.user_error(TypeError(
@@ -159,13 +163,18 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
             raise tracer.user_error(TypeError("list expected at most 1 argument"))
         instance.items[:] = operations.iterate(tracer, args[0]) if args else []
         return
+    if base is set:
+        if kwargs or len(args) > 1:
+            raise tracer.user_error(TypeError(f"set expected at most 1 argument, got {len(args)}"))
+        instance.items = dict(sets.table(tracer, args[0])) if args else {}
+        return
     if base is collections.defaultdict:
         factory = args[0] if args else ConstantValue(None)
         generic_set(tracer, instance, "default_factory", factory)
         args = args[1:]
     if len(args) > 1:
         raise tracer.user_error(TypeError(f"{base.__name__} expected at most 1 argument, got {len(args)}"))
-    pairs = list(operations.mapping_items(tracer, args[0]).items()) if args else []
+    pairs = list(dicts.mapping_items(tracer, args[0]).items()) if args else []
     pairs += list(kwargs.items())
     if base is collections.OrderedDict:
         for key, value in pairs:
@@ -176,8 +185,9 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
 
 def make_empty(cls: type, base: type, items: tuple | None) -> Any:
     """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
-    runs); a tuple's items are given here. Used by residual code and for pytree templates."""
-    return tuple.__new__(cls, items) if base is tuple else base.__new__(cls)
+    runs); a tuple's or frozenset's items are given here. Used by residual code and for pytree
+    templates."""
+    return base.__new__(cls, items) if base in (tuple, frozenset) else base.__new__(cls)
 
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:
@@ -186,6 +196,8 @@ def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -
     if isinstance(contents, dict):
         for key, value in contents.items():
             base.__setitem__(instance, key, value)
+    elif isinstance(contents, set):
+        set.update(instance, contents)
     elif contents is not None:
         list.extend(instance, contents)
     for name, value in state.items():

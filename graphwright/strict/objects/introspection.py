@@ -1,4 +1,5 @@
-"""Introspection of constant objects, run for real: `inspect` and `typing` helpers.
+"""Introspection of constant objects, run for real: `inspect` and `typing` helpers; and of
+the region's own frames (`sys._getframe`).
 
 Real code asks questions about functions and classes (`inspect.signature(func)`,
 `inspect.isclass(obj)`, `typing.get_type_hints(cls)`). Where every argument is a real
@@ -7,10 +8,18 @@ an object read by source), the helper runs now on those objects and its result i
 constant fact of the trace, as valid as the guards on the arguments. Interpreting
 these helpers' own Python instead would be slow and would gain nothing.
 An argument made or changed in the region is a graph break.
+
+Library code asks for its caller's frame (`collections.namedtuple`, `typing.TypeVar` and
+`enum` name their module after the caller's globals): a frame of an inlined function is a
+`FrameValue` whose globals, code, line and locals are those of the interpreter's frame; a
+frame outside the region (the compiled function's caller) is a graph break.
 """
 from __future__ import annotations
 
+import collections
+import functools
 import inspect
+import sys
 import types
 import typing
 from typing import TYPE_CHECKING, Any, Callable
@@ -20,9 +29,11 @@ from . import operations
 from .values import (
     ConstantValue,
     DictValue,
+    FrameValue,
     FunctionValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     Value,
 )
@@ -60,6 +71,14 @@ def real_object(tracer: "Tracer", value: Value) -> Any:
         return _NOT_REAL if value.overlay else value.module
     if isinstance(value, (SequenceValue, DictValue)) and operations.is_constant_tree(value):
         return operations.python_value(tracer, value)
+    if isinstance(value, PartialValue):
+        real = tracer.real_by_value.get(id(value))
+        if real is not None:
+            return real
+        parts = [real_object(tracer, part) for part in [value.func, *value.args, *value.keywords.values()]]
+        if any(part is _NOT_REAL for part in parts):
+            return _NOT_REAL
+        return functools.partial(*parts[:1 + len(value.args)], **dict(zip(value.keywords, parts[1 + len(value.args):])))
     return _NOT_REAL
 
 
@@ -77,6 +96,65 @@ def run_for_real(tracer: "Tracer", target: Callable, args: list[Value], kwargs: 
     except Exception as error:
         raise tracer.user_error(error, f"{name}(...)")
     return tracer.wrap(result, None)
+
+
+def get_frame(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`sys._getframe(depth)`: the frame `depth` calls up from the one calling it."""
+    depth = operations.python_value(tracer, args[0]) if args else 0
+    if not isinstance(depth, int):
+        raise tracer.user_error(TypeError(f"'{type(depth).__name__}' object cannot be interpreted as an integer"))
+    return _frame_at(tracer, len(tracer.frames) - 1 - depth, f"sys._getframe({depth})")
+
+
+def _frame_at(tracer: "Tracer", index: int, what: str) -> Value:
+    if index < 0:
+        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"{what} outside the region", name=what,
+                                 types="a frame outside the compiled region")
+    return FrameValue(tracer.frames[index])
+
+
+def frame_attribute(tracer: "Tracer", value: FrameValue, name: str) -> Value | None:
+    """`frame.f_globals`, `f_locals` (the locals bound now, a snapshot as in CPython 3.11),
+    `f_code`, `f_lineno`, `f_back`, `f_builtins`; any other attribute of a frame is a graph break."""
+    from ..guards.sources import ConstantSource
+
+    frame = value.frame
+    if name in ("f_globals", "f_builtins"):
+        namespace = frame.globals if name == "f_globals" else frame.builtins()
+        return tracer.wrap(namespace, ConstantSource(id(namespace), namespace))
+    if name == "f_code":
+        return ConstantValue(frame.code)
+    if name == "f_lineno":
+        return ConstantValue(frame.lineno)
+    if name == "f_back":
+        return _frame_at(tracer, tracer.frames.index(frame) - 1, "frame.f_back")
+    if name == "f_locals":
+        bound = {local: frame.local(local) for local in frame.code.co_varnames}
+        bound.update({cell: tracer.cell_contents(frame.cells[cell]) for cell in frame.code.co_cellvars
+                      if cell in frame.cells and frame.cells[cell].contents is not None})
+        return DictValue({local: item for local, item in bound.items() if item is not None})
+    if hasattr(types.FrameType, name):
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"frame.{name}", name=name, type="frame")
+    return None
+
+
+def make_class(tracer: "Tracer", factory: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """A class made from constants by a factory of the standard library (`collections.namedtuple`,
+    the functional API of `enum.Enum`): made now, for real, as the tracer does not interpret
+    the `eval` and class creation they run. It is named after the calling frame's module, as
+    the factory would name it from its own caller's frame."""
+    module = ConstantValue(tracer.frames[-1].globals.get("__name__", "__main__"))
+    return run_for_real(tracer, factory, args, {"module": module, **kwargs})
+
+
+def enum_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`SomeEnum(value)` (a member) or `Enum(name, members)` (a new enum class) on constants, run
+    for real; None when an argument was made in the region."""
+    if not all(operations.is_constant_tree(arg) for arg in [*args, *kwargs.values()]):
+        return None
+    if len(args) > 1 or "names" in kwargs:
+        return make_class(tracer, cls, args, kwargs)
+    return run_for_real(tracer, cls, args, kwargs)
 
 
 def is_subclasses_query(target: Any) -> bool:
@@ -99,3 +177,5 @@ HANDLERS: dict[Any, Callable] = {
     target: lambda tracer, args, kwargs, target=target: run_for_real(tracer, target, args, kwargs)
     for target in INTROSPECTION_FUNCTIONS
 }
+HANDLERS[sys._getframe] = get_frame
+HANDLERS[collections.namedtuple] = lambda tracer, args, kwargs: make_class(tracer, collections.namedtuple, args, kwargs)

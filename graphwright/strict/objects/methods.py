@@ -1,14 +1,14 @@
 """Methods of the values the tracer models natively.
 
 Tensor methods become `call_method` nodes (or a graph break when they need
-data or run autograd); list and dict methods change the symbolic container
+data or run autograd; `numpy()` makes an array of the tensor); methods of NumPy
+arrays are `numpy_arrays`'; list and dict methods change the symbolic container
 and report the mutation; methods of immutable constants are computed; module
 iteration helpers return the modelled children; logger methods are recorded
 for replay after the graph.
 """
 from __future__ import annotations
 
-import collections
 import inspect
 import logging
 import operator
@@ -16,22 +16,39 @@ from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, exceptions, operations, output_calls
+from . import (
+    callable_attributes,
+    classes,
+    deques,
+    dict_views,
+    dicts,
+    exceptions,
+    numpy_arrays,
+    operations,
+    output_calls,
+    sets,
+    symbolic_numbers,
+)
 from .values import (
     NONE,
+    ArrayValue,
     ConstantValue,
     ContextValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     ExceptionValue,
+    FunctionValue,
     GeneratorValue,
     IteratorValue,
     LazyIteratorValue,
+    MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorValue,
     Value,
-    key_value,
 )
 
 if TYPE_CHECKING:
@@ -53,12 +70,23 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
+    if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
+        result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
+        if result is not None:
+            return result
     if isinstance(receiver, TensorValue):
         return _tensor_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DequeValue):
+        return deques.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ArrayValue):
+        return numpy_arrays.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, SequenceValue):
         return _sequence_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictValue):
-        return _dict_method(tracer, receiver, name, args, kwargs)
+        module = dicts if receiver.kind is dict else sets
+        return module.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DictViewValue):
+        return dict_views.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
         from . import instances  # type.__call__ on a class: __new__ then __init__
 
@@ -85,12 +113,21 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
                    kwargs: dict[str, Value]) -> Value:
     if name in _CAPTURABLE_SCALARS and tracer.data_dependence.scalars:
         return _captured_scalars(tracer, tensor)
+    if name == "numpy" and not args:
+        return numpy_arrays.from_tensor(tracer, tensor, kwargs)
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+    if name == "__iter__" and not args and not kwargs:
+        return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:
         return _storage_query(tracer, tensor, name)
+    if name == "type" and not args and not kwargs:  # its name ("torch.FloatTensor"): metadata
+        return ConstantValue(tensor.fake.type())
+    if name == "type" and args and isinstance(args[0], ConstantValue) and isinstance(args[0].value, type):
+        # a legacy tensor type (torch.HalfTensor) by its name, which the graph's code can spell
+        args = [ConstantValue(f"{args[0].value.__module__}.{args[0].value.__name__}"), *args[1:]]
     if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
         return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
@@ -216,116 +253,12 @@ def _index_of(tracer: "Tracer", items: list[Value], wanted: Value, message: str)
     raise tracer.user_error(ValueError(message))
 
 
-_SET_QUERIES = frozenset({"union", "intersection", "difference", "symmetric_difference", "issubset",
-                          "issuperset", "isdisjoint"})
-_SET_UPDATES = frozenset({"intersection_update", "difference_update", "symmetric_difference_update"})
-
-
-def _set_algebra(tracer: "Tracer", members: DictValue, name: str, args: list[Value]) -> Value | None:
-    """Set algebra on sets of constants, computed on the real sets; None when a set or an
-    argument holds values the region made."""
-    if not (operations.is_constant_tree(members) and all(operations.is_constant_tree(arg) for arg in args)):
-        return None
-    real = operations.python_value(tracer, members)
-    others = [operations.python_value(tracer, arg) for arg in args]
-    try:
-        if name in _SET_QUERIES:
-            return operations.constant_result(getattr(real, name)(*others))
-        getattr(real, name)(*others)
-    except Exception as error:
-        raise tracer.user_error(error, f"set.{name}()")
-    tracer.side_effects.mutate(members)
-    members.items.clear()
-    members.items.update({item: ConstantValue(item) for item in real})
-    return NONE
-
-
-def _dict_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
-                 kwargs: dict[str, Value]) -> Value:
-    if mapping.kind is set and name in _SET_QUERIES | _SET_UPDATES and not kwargs:
-        computed = _set_algebra(tracer, mapping, name, args)
-        if computed is not None:
-            return computed
-    key = operations.hashable_key(tracer, args[0]) if args and name not in ("update",) else None
-    if name == "get":
-        found = mapping.lookup(key)
-        return found if found is not None else args[1] if len(args) > 1 else NONE
-    if name == "__getitem__":
-        return operations.native_getitem(tracer, mapping, args[0])
-    if name == "__contains__":
-        return ConstantValue(mapping.lookup(key) is not None)
-    items = mapping.items
-    if name == "keys":  # a set-like view: iteration keeps the dict's order
-        return DictValue({key: key_value(key) for key in items}, set)
-    if name == "__iter__":
-        return IteratorValue([key_value(k) for k in items])
-    if name == "values":
-        return SequenceValue(list(items.values()), list)
-    if name == "items":
-        return SequenceValue([SequenceValue([key_value(k), v], tuple) for k, v in items.items()], list)
-    if name == "__len__":
-        return ConstantValue(len(items))
-    if name == "copy":
-        if mapping.cls is collections.OrderedDict:
-            return DictValue(items, cls=collections.OrderedDict)
-        if mapping.cls is not None and classes.builtin_base(mapping.cls) is collections.OrderedDict:
-            from . import instances  # OrderedDict.copy() is type(self)(self)
-
-            return instances.call_class(tracer, mapping.cls, [mapping], {})
-        return DictValue(items, mapping.kind)
-    tracer.side_effects.mutate(mapping)
-    if name in ("update", "__ior__"):
-        items.update(operations.dict_items(tracer, args[0]) if args else {})
-        items.update(kwargs)
-        return NONE
-    if name == "pop":
-        if key in items:
-            return items.pop(key)
-        if len(args) > 1:
-            return args[1]
-        raise tracer.user_error(KeyError(key))
-    if name == "setdefault":
-        return items.setdefault(key, args[1] if len(args) > 1 else NONE)
-    if name == "__setitem__":
-        items[key] = args[1]
-        return NONE
-    if name == "__delitem__":
-        operations.native_delitem(tracer, mapping, args[0])
-        return NONE
-    if name == "popitem" and mapping.kind is dict:
-        if not items:
-            raise tracer.user_error(KeyError("popitem(): dictionary is empty"))
-        last = operations.python_value(tracer, args[0] if args else kwargs.get("last", ConstantValue(True)))
-        popped = next(reversed(items)) if last else next(iter(items))
-        return SequenceValue([ConstantValue(popped), items.pop(popped)], tuple)
-    if name == "move_to_end" and mapping.cls is not None:
-        last = operations.python_value(tracer, args[1] if len(args) > 1 else kwargs.get("last", ConstantValue(True)))
-        if key not in items:
-            raise tracer.user_error(KeyError(key))
-        moved = items.pop(key)
-        if last:
-            items[key] = moved
-        else:
-            rest = dict(items)
-            items.clear()
-            items[key] = moved
-            items.update(rest)
-        return NONE
-    if name == "clear":
-        items.clear()
-        return NONE
-    if name in ("add",):
-        items[key] = args[0]
-        return NONE
-    if name in ("discard", "remove"):
-        items.pop(key, None)
-        return NONE
-    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"dict.{name}", name=name,
-                             type=mapping.python_type().__name__)
-
-
 def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args: list[Value],
                      kwargs: dict[str, Value]) -> Value:
+    if name == "__iter__" and not args and not kwargs:  # `range(3).__iter__()`: an iterator we can step
+        return IteratorValue(operations.iterate(tracer, receiver))
+    if operations.is_symbolic(receiver):
+        return symbolic_numbers.call_method(tracer, receiver, name, args, kwargs)
     python_args = [operations.python_value(tracer, arg, f"{type(receiver.value).__name__}.{name}")
                    for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}

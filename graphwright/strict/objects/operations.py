@@ -1,7 +1,7 @@
 """Python's operators on symbolic values: arithmetic, comparison, truth, items, iteration.
 
 Tensors go into the graph (the operator function is the node's target);
-constants are computed now; lists, tuples and dicts are modelled item by
+NumPy arrays too, with NumPy's meaning (`numpy_arrays`); constants are computed now; lists, tuples and dicts are modelled item by
 item. A special method that a user class defines in Python (`__getitem__`,
 `__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
 the `native_*` functions are the builtin behaviour it may reach through
@@ -10,6 +10,7 @@ super(). Anything else is a graph break naming the operation and the types.
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -19,24 +20,28 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import exceptions
-from .classes import builtin_base, is_instance_value, special_method
+from . import deques, dict_views, exceptions, numpy_arrays
+from .classes import builtin_base, find, is_instance_value, special_method
+from .hashing import hashable_key
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
+    ArrayValue,
     ConstantValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     FunctionValue,
     IteratorValue,
     LazyIteratorValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
-    TensorKey,
     TensorValue,
     Value,
+    holds_value_keys,
     key_value,
 )
-from .wrap import is_identity_key
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -93,6 +98,10 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         if isinstance(value.value, SYMBOLIC_TYPES):
             return value.value.node.pytype(value.value)
         return value.value
+    if isinstance(value, ObjectValue) and value.obj is not None and not value.overlay \
+            and id(value) not in tracer.side_effects.mutated:
+        tracer.add_guard(value.source, "id", value.obj)  # the object itself is what is used
+        return value.obj
     if is_instance_value(value) and not isinstance(value, ObjectValue) or \
             isinstance(value, DictValue) and value.cls not in (None, collections.OrderedDict):
         # an instance of a subclass: only the unchanged real object is known to be equal
@@ -102,15 +111,18 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"python value of {value!r}",
                                  op=purpose or "a Python-level operation",
                                  types=value.python_type().__name__)
+    if isinstance(value, DequeValue):
+        return collections.deque([python_value(tracer, item, purpose) for item in value.items], value.maxlen)
     if isinstance(value, SequenceValue):
         items = [python_value(tracer, item, purpose) for item in value.items]
         if value.cls is not None:
             return value.cls(*items) if hasattr(value.cls, "_fields") else value.cls(items)
         return value.kind(items)
     if isinstance(value, DictValue):
-        if any(isinstance(key, TensorKey) for key in value.items):
-            what = f"using a dict keyed by tensors in {purpose}" if purpose else \
-                "converting a dict keyed by tensors to a Python value"
+        if any(holds_value_keys(key) for key in value.items):
+            kind = "set of" if value.kind is not dict else "dict keyed by"
+            what = f"using a {kind} tensors or objects of the region in {purpose}" if purpose else \
+                f"converting a {kind} tensors or objects of the region to a Python value"
             raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
         if value.kind is not dict:
             return value.kind(value.items)
@@ -120,30 +132,23 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         return value.module
     if isinstance(value, FunctionValue) and value.fn is not None and value.bound_self is None:
         return value.fn
+    if isinstance(value, DictViewValue):
+        return dict_views.python_value(tracer, value, purpose)
+    if isinstance(value, PartialValue):
+        real = tracer.real_by_value.get(id(value))
+        if real is not None:
+            return real
+        return functools.partial(python_value(tracer, value.func, purpose),
+                                 *(python_value(tracer, arg, purpose) for arg in value.args),
+                                 **{key: python_value(tracer, arg, purpose) for key, arg in value.keywords.items()})
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
-    if isinstance(value, TensorValue):
-        what = f"using a tensor in {purpose}" if purpose else "converting a tensor to a Python value"
+    if isinstance(value, (TensorValue, ArrayValue)):
+        kind = "a tensor" if isinstance(value, TensorValue) else "a NumPy array"
+        what = f"using {kind} in {purpose}" if purpose else f"converting {kind} to a Python value"
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, what, what=what)
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"python value of {value!r}",
                              op=purpose or "a Python-level operation",
-                             types=value.python_type().__name__)
-
-
-def hashable_key(tracer: "Tracer", value: Value) -> Any:
-    """`value` as a key of a modelled dict: a constant, an object compared by identity, or a
-    tensor (`TensorKey`)."""
-    if isinstance(value, (ConstantValue, SequenceValue)) and is_constant_tree(value):
-        return python_value(tracer, value)
-    if isinstance(value, TensorValue):
-        return TensorKey(value)
-    if isinstance(value, ModuleValue):
-        return value.module
-    real = value.fn if isinstance(value, FunctionValue) and value.bound_self is None else getattr(value, "obj", None)
-    if real is not None and is_identity_key(real):
-        tracer.add_guard(value.source, "id", real)  # found by identity: the same object
-        return real
-    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"dict key {value!r}", op="using as a dict key",
                              types=value.python_type().__name__)
 
 
@@ -166,6 +171,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
+    if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
+        return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):
         return tracer.graph.call("call_function", op, [lhs, rhs], {})
     if isinstance(rhs, TensorValue):  # `n += t` on a number: only the tensor's reflected operator runs
@@ -173,16 +180,24 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     if (is_symbolic(lhs) or is_symbolic(rhs)) and not isinstance(lhs, SequenceValue) \
             and not isinstance(rhs, SequenceValue):  # ints are immutable: `n += 1` is `n + 1`
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
+    if _is_container(lhs) or _is_container(rhs):
+        return _container_binary(tracer, op, lhs, rhs)
+    if op is operator.iadd and isinstance(lhs, SequenceValue) and lhs.kind is list:
+        added = iterate(tracer, rhs)  # list's += takes any iterable (its own items as they were)
+        tracer.side_effects.mutate(lhs)
+        lhs.items.extend(added)
+        return lhs
     if isinstance(lhs, SequenceValue) and op in (operator.add, operator.iadd) \
-            and isinstance(rhs, SequenceValue) and (lhs.kind is rhs.kind or op is operator.iadd):
-        if op is operator.iadd and lhs.kind is list:
-            tracer.side_effects.mutate(lhs)
-            lhs.items.extend(rhs.items)
-            return lhs
+            and isinstance(rhs, SequenceValue) and lhs.kind is rhs.kind:
         return SequenceValue(lhs.items + rhs.items, lhs.kind)
-    if isinstance(lhs, SequenceValue) and op in (operator.mul, operator.imul) \
-            and isinstance(rhs, ConstantValue) and isinstance(rhs.value, (int, torch.SymInt)):
-        return SequenceValue(lhs.items * int(rhs.value), lhs.kind)  # a symbolic count is specialised
+    if op in (operator.mul, operator.imul) and _is_repeat(lhs, rhs) or op is operator.mul and _is_repeat(rhs, lhs):
+        sequence, count = (lhs, rhs) if isinstance(lhs, SequenceValue) else (rhs, lhs)
+        repeated = sequence.items * int(count.value)  # a symbolic count is specialised
+        if op is operator.imul and sequence.kind is list:
+            tracer.side_effects.mutate(sequence)
+            sequence.items[:] = repeated
+            return sequence
+        return SequenceValue(repeated, sequence.kind)
     if is_constant_tree(lhs) and is_constant_tree(rhs):
         op = _INPLACE_SEQUENCE_OPS.get(op, op) if isinstance(lhs, SequenceValue) else op
         try:
@@ -192,6 +207,40 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
+    raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _is_repeat(sequence: Value, count: Value) -> bool:
+    """`[x] * n`: a plain list or tuple and an int."""
+    return isinstance(sequence, SequenceValue) and sequence.cls is None and isinstance(count, ConstantValue) \
+        and isinstance(count.value, (int, torch.SymInt)) and not isinstance(count.value, bool)
+
+
+def _is_container(value: Value) -> bool:
+    """A dict, a set, a dict view or a deque: their operators are their modules'."""
+    return isinstance(value, (DictValue, DictViewValue, DequeValue))
+
+
+def _container_binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    """`lhs op rhs` where a dict, set, view or deque takes part: the operator its class defines
+    (on either side), else Python's fallbacks: identity for `==`, else a TypeError."""
+    from . import deques, dicts, sets
+
+    for module in (sets, dicts, deques):
+        result = module.binary(tracer, op, lhs, rhs)
+        if result is not None:
+            return result
+    if op in (operator.eq, operator.ne):
+        same = is_same(tracer, lhs, rhs)
+        return ConstantValue(same if op is operator.eq else not same)
+    plain = _PLAIN_OPS.get(op, op)
+    if plain in (operator.lt, operator.le, operator.gt, operator.ge):
+        raise tracer.user_error(TypeError(f"'{_SYMBOLS[plain]}' not supported between instances of "
+                                          f"'{lhs.python_type().__name__}' and '{rhs.python_type().__name__}'"))
+    if plain in _SYMBOLS:
+        symbol = _SYMBOLS[plain] + ("=" if plain is not op else "")
+        raise tracer.user_error(TypeError(f"unsupported operand type(s) for {symbol}: "
+                                          f"'{lhs.python_type().__name__}' and '{rhs.python_type().__name__}'"))
     raise _unsupported(tracer, op, lhs, rhs)
 
 
@@ -295,6 +344,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
         return _call(tracer, method, [])
     if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.unary(tracer, op, value)
     if isinstance(value, ConstantValue):
         try:
             return ConstantValue(op(value.value))
@@ -310,15 +361,27 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         return bool(value.value)
     if isinstance(value, TensorValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
+    if isinstance(value, ArrayValue):
+        raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
     for name in ("__bool__", "__len__"):
         method = special_method(tracer, value, name)
         if method is not None:
             return truth(tracer, _call(tracer, method, []))
     if isinstance(value, (SequenceValue, DictValue)):
         return bool(value.items)
+    if isinstance(value, DictViewValue):
+        return dict_views.size(tracer, value) > 0
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
     return True
+
+
+def is_callable(tracer: "Tracer", value: Value) -> bool:
+    """`callable(value)`: whether its type defines `__call__` (a class's metaclass does not
+    make its instances callable); a class the region stored `__call__` on counts too."""
+    if isinstance(value, ConstantValue):
+        return callable(value.value)
+    return find(tracer, value.python_type(), "__call__") is not None
 
 
 def is_none(value: Value) -> bool:
@@ -337,7 +400,9 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
-        return lhs.fn is not None and lhs.fn is rhs.fn and lhs.bound_self is rhs.bound_self
+        # a function made in the region is its `__dict__`, which its bound methods share
+        same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
+        return same and lhs.bound_self is rhs.bound_self
     return False
 
 
@@ -349,8 +414,14 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 
 
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
+    from . import sets
+
+    if isinstance(container, DictValue) and container.kind is not dict:
+        return sets.contains(tracer, container, item)
     if isinstance(container, DictValue):
         return container.lookup(hashable_key(tracer, item)) is not None
+    if isinstance(container, DictViewValue):
+        return dict_views.contains(tracer, container, item)
     if isinstance(container, ModuleValue) and isinstance(container.module, torch.nn.ModuleDict):
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
@@ -361,7 +432,7 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     for element in elements:
         if is_same(tracer, element, item):
             return True
-        if isinstance(element, TensorValue) or isinstance(item, TensorValue):
+        if isinstance(element, (TensorValue, ArrayValue)) or isinstance(item, (TensorValue, ArrayValue)):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "`in` comparing tensors by value")
         if is_constant_tree(element) and is_constant_tree(item) \
                 and python_value(tracer, element) == python_value(tracer, item):
@@ -420,14 +491,22 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         while (item := value.next_item()) is not None:
             items.append(item)
         return items
+    if isinstance(value, DictViewValue):
+        return dict_views.elements(tracer, value)
     if isinstance(value, ConstantValue) and type(value.value) in (range, str, bytes, torch.Size,
                                                                    frozenset, tuple):
         return [constant(item) for item in value.value]
+    if isinstance(value, ConstantValue) and not hasattr(type(value.value), "__iter__") \
+            and not hasattr(type(value.value), "__getitem__"):
+        raise tracer.user_error(TypeError(f"'{type(value.value).__name__}' object is not iterable"))
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("iteration over a 0-d tensor"))
-        unbound = tracer.graph.call("call_method", "unbind", [value], {})
-        return list(unbound.items)
+        length = python_value(tracer, ConstantValue(value.fake.shape[0]))  # a symbolic length is specialised
+        return [tracer.graph.call("call_function", operator.getitem, [value, ConstantValue(index)], {})
+                for index in range(length)]
+    if isinstance(value, ArrayValue):
+        return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",
@@ -435,8 +514,10 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
 
 
 def dict_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
-    """The items `**value` (and dict.update) takes from a mapping: a dict's own storage,
-    unless its class iterates differently, then through its `keys()` and `__getitem__`."""
+    """The items `**value` takes from a mapping: a dict's own storage, unless its class iterates
+    differently, then through its `keys()` and `__getitem__`; a mappingproxy's dict's."""
+    if isinstance(value, DictViewValue) and dict_views.kind_of(value) == "proxy":
+        return dict_items(tracer, value.mapping)
     if isinstance(value, DictValue) and value.kind is dict:
         cls = value.python_type()
         if cls is dict or cls.__iter__ is dict.__iter__:
@@ -447,20 +528,10 @@ def dict_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
 
         keys = iterate(tracer, _call(tracer, attributes.load_attr(tracer, value, "keys"), []))
         return {hashable_key(tracer, key): getitem(tracer, value, key) for key in keys}
+    if not hasattr(value.python_type(), "keys"):
+        raise tracer.user_error(TypeError(f"'{value.python_type().__name__}' object is not a mapping"))
     raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"** on {value!r}", op="`**` unpacking",
                              types=value.python_type().__name__)
-
-
-def mapping_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
-    """What `dict(value)` and `dict.update(value)` read: a mapping's items, or key-value pairs."""
-    if isinstance(value, DictValue) and value.kind is dict or _has_python_methods(value) \
-            and special_method(tracer, value, "keys") is not None:
-        return dict_items(tracer, value)
-    items: dict[Any, Value] = {}
-    for pair in iterate(tracer, value):
-        key, item = iterate(tracer, pair)
-        items[hashable_key(tracer, key)] = item
-    return items
 
 
 def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
@@ -477,7 +548,14 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         selected = index_by_symbolic_ints(tracer, container, key)
         if selected is not None:
             return selected
+        key = numpy_arrays.as_tensor_index(key)
         return tracer.graph.call("call_function", operator.getitem, [container, key], {})
+    if isinstance(container, DequeValue):
+        return deques.getitem(tracer, container, key)
+    if isinstance(container, DictViewValue):
+        return dict_views.getitem(tracer, container, key)
+    if isinstance(container, ArrayValue):
+        return numpy_arrays.getitem(tracer, container, key)
     if isinstance(container, SequenceValue):
         index = python_value(tracer, key, "an index")
         try:
@@ -496,8 +574,9 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         found = container.lookup(python_key)
         return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
+        index = python_value(tracer, key, "an index")
         try:
-            return constant_result(container.value[python_value(tracer, key, "an index")])
+            return constant_result(container.value[index])
         except Exception as error:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, ModuleValue):
@@ -532,7 +611,13 @@ def setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> Non
 def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value) -> None:
     _check_supports(tracer, container, "__setitem__", "does not support item assignment")
     if isinstance(container, TensorValue):
+        key, value = numpy_arrays.as_tensor_index(key), numpy_arrays.as_tensor_index(value)
         tracer.graph.call("call_function", operator.setitem, [container, key, value], {})
+        return
+    if isinstance(container, DequeValue):
+        deques.call_method(tracer, container, "__setitem__", [key, value], {})
+    if isinstance(container, ArrayValue):
+        numpy_arrays.setitem(tracer, container, key, value)
         return
     if isinstance(container, SequenceValue) and container.kind is list:
         index = python_value(tracer, key, "an index")
@@ -547,6 +632,9 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
         tracer.side_effects.mutate(container)
         container.items[hashable_key(tracer, key)] = value
         return
+    if isinstance(container, (SequenceValue, DictValue, DictViewValue, ConstantValue)):
+        raise tracer.user_error(TypeError(
+            f"'{container.python_type().__name__}' object does not support item assignment"))
     raise _unsupported(tracer, operator.setitem, container, key, value)
 
 
@@ -571,6 +659,9 @@ def _check_supports(tracer: "Tracer", container: Value, method: str, message: st
 
 
 def native_delitem(tracer: "Tracer", container: Value, key: Value) -> None:
+    if isinstance(container, DequeValue):
+        deques.call_method(tracer, container, "__delitem__", [key], {})
+        return
     _check_supports(tracer, container, "__delitem__", "doesn't support item deletion")
     if isinstance(container, (SequenceValue, DictValue)) and container.kind in (list, dict):
         _check_writable(tracer, container)

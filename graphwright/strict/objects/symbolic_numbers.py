@@ -1,12 +1,14 @@
-"""Python's number functions applied to symbolic ints and floats (the SymInt and SymFloat of
-symbolic sizes, and of scalar inputs that changed between calls).
+"""Python's number functions and methods applied to symbolic ints and floats (the SymInt and
+SymFloat of symbolic sizes, and of scalar inputs that changed between calls).
 
 A function with a symbolic counterpart in torch (`math.sqrt` -> `torch._sym_sqrt`, `int` ->
 `torch.sym_int`, two-argument `max` -> `torch.sym_max`...) or a symbolic special method
 (`math.floor`, `round`) becomes a graph node over the symbols, so the compiled code serves
 every value; so does `torch.tensor(symbol)` (as `torch.scalar_tensor`). Any other function is
 left to its caller, which specialises the symbols it reads (a guard on their values): slower to
-compile again, never a wrong answer.
+compile again, never a wrong answer. Methods of the number (`m.is_integer()`, `n.bit_length()`)
+are those of SymInt and SymFloat, run on the symbols and recorded when the answer is symbolic,
+or else the real number's, after specialising it; the symbols' own Python code is never traced.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from .values import ConstantValue, Value
+from . import operations
+from .values import ConstantValue, MethodValue, Value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -69,3 +72,31 @@ def tensor_of_a_symbol(tracer: "Tracer", args: list[Value], kwargs: dict[str, Va
         kind = args[0].python_type()
         dtype = ConstantValue(_TENSOR_DTYPES.get(kind) or torch.get_default_dtype())
     return tracer.graph.call("call_function", torch.scalar_tensor, args, {**kwargs, "dtype": dtype})
+
+
+def attribute(tracer: "Tracer", number: ConstantValue, name: str) -> Value | None:
+    """`number.name` of a symbolic int or float: its methods, called by `call_method`; any
+    other attribute (`real`, `numerator`) read on the number it stands for, specialised."""
+    if callable(getattr(number.python_type(), name, None)):
+        return MethodValue(number, name)
+    real = getattr(operations.python_value(tracer, number), name, _MISSING)
+    return None if real is _MISSING else ConstantValue(real)
+
+
+_MISSING = object()
+
+
+def call_method(tracer: "Tracer", number: ConstantValue, name: str, args: list[Value],
+                kwargs: dict[str, Value]) -> Value:
+    """`number.name(*args)`: a method SymInt or SymFloat defines runs on the symbols (a node when
+    its answer is symbolic, the guards it takes recorded by the shapes' environment); any other
+    runs on the specialised number (as does every method of a symbol a guard has already fixed)."""
+    if hasattr(type(number.value), name) and isinstance(tracer.graph.node_arg(number), torch.fx.Node):
+        return tracer.graph.call("call_method", name, [number, *args], kwargs)
+    real = operations.python_value(tracer, number)
+    python_args = [operations.python_value(tracer, arg, f"{type(real).__name__}.{name}") for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+    try:
+        return operations.constant_result(getattr(real, name)(*python_args, **python_kwargs))
+    except Exception as error:
+        raise tracer.user_error(error, f"{type(real).__name__}.{name}()")

@@ -5,13 +5,18 @@ One class per kind of Python behaviour, not per type:
 - `ConstantValue`: an immutable Python value or an opaque object used by
   identity (numbers, strings, dtypes, classes, builtins, torch functions).
 - `TensorValue`: an fx node plus the fake tensor that gives it metadata.
+- `ArrayValue`: a NumPy ndarray (or a NumPy scalar computed in the region): a tensor
+  of the graph with NumPy's face (`numpy_arrays.py` gives it NumPy's behaviour).
 - `SequenceValue`: a list or tuple (namedtuples, torch return types, and instances
   of user subclasses of list and tuple: items here, attributes in the overlay).
-- `DictValue`: a dict, or a set (keys only); instances of user subclasses of
-  dict and OrderedDict keep their items here and their attributes in the overlay.
+- `DictValue`: a dict, or a set or frozenset (keys only); instances of user subclasses
+  of dict, OrderedDict, set and frozenset keep their items here and their attributes in the
+  overlay.
+- `DequeValue`: a `collections.deque`, a list with a bound (`maxlen`).
+- `DictViewValue`: a live view of a dict's keys, values or items, or a mappingproxy of it.
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
-- `PartialValue`: a `functools.partial` made in the region around non-constant values.
+- `PartialValue`: a `functools.partial`, its function and stored arguments as values.
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
@@ -25,12 +30,14 @@ One class per kind of Python behaviour, not per type:
   made in the region (`GeneratorValue`), or map/zip/filter/enumerate over one.
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
+- `FrameValue`: a frame of the region, as `sys._getframe()` returns it.
 
 Values read from outside carry a `source`; values created while tracing have none.
 Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import types
@@ -81,16 +88,38 @@ class ConstantValue(Value):
 
 
 class TensorValue(Value):
-    __slots__ = ("node", "fake", "cls")
+    """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
+    tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""
+
+    __slots__ = ("node", "fake", "cls", "overlay")
 
     def __init__(self, node: torch.fx.Node, fake: torch.Tensor, source: Source | None = None) -> None:
         super().__init__(source)
         self.node = node
         self.fake = fake
         self.cls: type = torch.Tensor
+        self.overlay: dict[str, Value | None] | None = None
 
     def python_type(self) -> type:
         return self.cls
+
+
+class ArrayValue(Value):
+    """A NumPy array: `tensor` holds its data in the graph (an array and the tensor it came
+    from, or that came from it, share that value, as they share memory). `scalar`: a NumPy
+    scalar (`np.float64`...) computed in the region, a 0-d array with a scalar's face."""
+
+    __slots__ = ("tensor", "scalar")
+
+    def __init__(self, tensor: TensorValue, source: Source | None = None, scalar: bool = False) -> None:
+        super().__init__(source)
+        self.tensor = tensor
+        self.scalar = scalar
+
+    def python_type(self) -> type:
+        from .numpy_arrays import scalar_type, ndarray_type
+
+        return scalar_type(self.tensor.fake.dtype) if self.scalar else ndarray_type()
 
 
 class SequenceValue(Value):
@@ -116,8 +145,22 @@ class SequenceValue(Value):
         return self.cls or self.kind
 
 
+class DequeValue(SequenceValue):
+    """A `collections.deque`: a list whose `maxlen` (None: unbounded) drops items from the
+    other end when it is full."""
+
+    __slots__ = ("maxlen",)
+
+    def __init__(self, items: list[Value], maxlen: int | None, source: Source | None = None) -> None:
+        super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, list, source,
+                         cls=collections.deque)
+        self.maxlen = maxlen
+
+
 class DictValue(Value):
-    """A dict (keys are Python constants, identity keys and `TensorKey`s) or, with `kind` set, a set (values unused).
+    """A dict (`kind` dict), or a set (`kind` set or frozenset: each member under its key).
+    Keys are Python constants, objects hashed by identity, `ValueKey`s, and tuples and
+    frozensets of those.
 
     `cls` is its class when not exactly dict (OrderedDict, defaultdict, a user subclass),
     else None. For an instance of a subclass, `overlay` holds its attributes and `obj`
@@ -176,16 +219,39 @@ class InstanceDictValue(DictValue):
         self.items = attributes
 
 
-class TensorKey:
+class DictViewValue(Value):
+    """`d.keys()`, `d.values()`, `d.items()` (`cls` dict_keys, dict_values, dict_items or the
+    odict_ ones) or `types.MappingProxyType(d)`: it holds no items, it reads `mapping`
+    whenever it is used, so it sees the dict's later changes, as in Python."""
+
+    __slots__ = ("mapping", "cls")
+
+    def __init__(self, mapping: DictValue, cls: type) -> None:
+        super().__init__(None)
+        self.mapping = mapping
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+class ValueKey:
+    """A key of a modelled dict (or member of a set) that stands for a value of the trace
+    rather than a Python constant; `value` is that value (what iterating the dict gives)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+
+
+class TensorKey(ValueKey):
     """A tensor used as a dict key. A tensor hashes by identity (`Tensor.__hash__` is `id`), so
     a dict keyed by tensors finds a key exactly when the same tensor is looked up (the
     optimizers' `self.state[param]`): the key is the tensor's identity in the trace, its fake
     tensor, and iterating the dict gives the tensor's value back."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: TensorValue) -> None:
-        self.value = value
+    __slots__ = ()
 
     def __hash__(self) -> int:
         return id(self.value.fake)
@@ -197,9 +263,46 @@ class TensorKey:
         return f"TensorKey({self.value.source.name() if self.value.source else 'a tensor made in the region'})"
 
 
+class ObjectKey(ValueKey):
+    """An object of the trace used as a key, hashed and compared as Python does: by identity,
+    or by its class's Python `__hash__` (`hash`, what the inlined method returned) and
+    `__eq__` (`equal(other key)`, which runs the inlined method when dicts compare keys of
+    equal hash, as CPython's lookups do)."""
+
+    __slots__ = ("hash", "equal")
+
+    def __init__(self, value: Value, hash_: int, equal: Callable[[Any], bool] | None = None) -> None:
+        super().__init__(value)
+        self.hash = hash_
+        self.equal = equal
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueKey) and other.value is self.value:
+            return True
+        return self.equal is not None and self.equal(other)
+
+    def __repr__(self) -> str:
+        return f"ObjectKey({self.value!r})"
+
+
 def key_value(key: Any) -> Value:
-    """The value of a key of a modelled dict: the tensor of a `TensorKey`, else the constant."""
-    return key.value if isinstance(key, TensorKey) else ConstantValue(key)
+    """The value of a key of a modelled dict: the value of a `ValueKey`, a tuple of keys as a
+    tuple of their values, else the constant."""
+    if isinstance(key, ValueKey):
+        return key.value
+    if type(key) is tuple and holds_value_keys(key):
+        return SequenceValue([key_value(item) for item in key], tuple)
+    return ConstantValue(key)
+
+
+def holds_value_keys(key: Any) -> bool:
+    """Whether a key is, or contains, a `ValueKey` (it is then no Python constant)."""
+    if isinstance(key, ValueKey):
+        return True
+    return type(key) in (tuple, frozenset) and any(holds_value_keys(item) for item in key)
 
 
 class DictReader(Protocol):
@@ -264,13 +367,14 @@ class FunctionValue(Value):
 
 
 class PartialValue(Value):
-    """`functools.partial(func, *args, **keywords)` made in the region around values that are
-    not constants (a partial of constants is a `ConstantValue` of the real one)."""
+    """`functools.partial(func, *args, **keywords)`: made in the region, or read from outside
+    (then its function and stored arguments are read by source)."""
 
     __slots__ = ("func", "args", "keywords")
 
-    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value]) -> None:
-        super().__init__(None)
+    def __init__(self, func: Value, args: list[Value], keywords: dict[str, Value],
+                 source: Source | None = None) -> None:
+        super().__init__(source)
         self.func = func
         self.args = args
         self.keywords = keywords
@@ -358,7 +462,16 @@ class SuperValue(Value):
         return super
 
 
+# What reading a method from a class's `__dict__` through an instance gives.
+BOUND_METHOD_TYPES = {types.MethodDescriptorType: types.BuiltinMethodType,
+                      types.ClassMethodDescriptorType: types.BuiltinMethodType,
+                      types.WrapperDescriptorType: types.MethodWrapperType,
+                      types.FunctionType: types.MethodType}
+
+
 class MethodValue(Value):
+    """A method of a value the tracer models natively, bound to it (`d.clear`, `t.add`)."""
+
     __slots__ = ("receiver", "name")
 
     def __init__(self, receiver: Value, name: str) -> None:
@@ -367,14 +480,20 @@ class MethodValue(Value):
         self.name = name
 
     def python_type(self) -> type:
+        for klass in self.receiver.python_type().__mro__:
+            if self.name in klass.__dict__:
+                return BOUND_METHOD_TYPES.get(type(klass.__dict__[self.name]), types.MethodType)
         return types.MethodType
 
 
 class IteratorValue(Value):
+    """An iterator over known items: made in the region, or (with a `source`) one passed in whose
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
+
     __slots__ = ("items", "position")
 
-    def __init__(self, items: list[Value]) -> None:
-        super().__init__(None)
+    def __init__(self, items: list[Value], source: Source | None = None) -> None:
+        super().__init__(source)
         self.items = items
         self.position = 0
 
@@ -446,6 +565,20 @@ class ContextValue(Value):
 
     def python_type(self) -> type:
         return object
+
+
+class FrameValue(Value):
+    """A frame of the region as `sys._getframe()` gives it: `frame` is the interpreter's frame
+    of an inlined function (its globals, code, line and locals, read when asked)."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: Any) -> None:
+        super().__init__(None)
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.FrameType
 
 
 class NullValue(Value):

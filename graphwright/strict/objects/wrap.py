@@ -25,21 +25,30 @@ from ..guards.sources import (
     ConstantSource,
     ContentsSource,
     ItemSource,
+    KeyListSource,
     ModuleDictSource,
+    NumpyTensorSource,
     OwnItemSource,
     Source,
+    array_as_tensor,
     own_item,
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_builder import tensor_kind
+from ..interpreter.symbolic_sizes import SCALAR
+from . import numpy_arrays
 from .values import (
+    ArrayValue,
     CellValue,
     ConstantValue,
+    DequeValue,
     DictValue,
     FunctionValue,
+    IteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
     TensorKey,
     TensorValue,
@@ -59,7 +68,10 @@ _TORCH_OPERATOR_TYPES = (torch._ops.OperatorBase, torch._ops.OpOverloadPacket)
 _C_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
                      types.MethodWrapperType, types.ClassMethodDescriptorType)
 _OPAQUE_CALLABLE_TYPES = (*_C_CALLABLE_TYPES, types.ModuleType, types.GetSetDescriptorType,
-                          types.MemberDescriptorType, functools.partial, type, *_TORCH_OPERATOR_TYPES)
+                          types.MemberDescriptorType, type, *_TORCH_OPERATOR_TYPES)
+# Modules whose objects are immutable descriptions of types (`typing.List[int]`, a TypeVar):
+# constants, whose operations (subscription, `|`, hashing) run for real.
+_TYPING_MODULES = frozenset({"typing", "typing_extensions"})
 # `autograd.Function.apply` enters C++ autograd: the graph calls it, AOT traces into it.
 _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
@@ -89,8 +101,16 @@ def is_graph_operator(target: Any) -> bool:
     if isinstance(target, _C_CALLABLE_TYPES):
         if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
             return True
-        return (getattr(target, "__module__", None) or "").startswith("torch")
+        module = getattr(target, "__module__", None) or ""
+        # TorchDynamo's C extension holds its frame hook's machinery, no operator
+        return module.startswith("torch") and not module.startswith("torch._C._dynamo")
     return False
+
+
+def compiled_original(real: Any) -> Any:
+    """The function a compiled wrapper (`graphwright.compile`'s) compiles, which a trace calls in
+    its place, as it traces into a compiled module's original; None for anything else."""
+    return real._graphwright_original if getattr(type(real), "_graphwright_compiled", False) else None
 
 
 def is_cached_function(real: Any) -> bool:
@@ -107,7 +127,7 @@ def is_dict_key(key: Any) -> bool:
 
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
-    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str))
+    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real)
 
 
 def is_identity_key(real: Any) -> bool:
@@ -144,8 +164,15 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if type(real) in (int, float) and source is not None and tracer.graph.wants_symbolic_scalar(source, real):
         tracer.add_guard(source, "type", type(real))
         return tracer.graph.add_scalar_input(real, source)
+    if source is not None and tracer.graph.dynamic_dims.get(source) == SCALAR and numpy_arrays.is_numpy_scalar(real):
+        # a NumPy scalar that changed between calls: a 0-d tensor input, which keeps its dtype
+        tracer.add_guard(source, "type", type(real))
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source, scalar=True)
     if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
         tracer.add_guard(source, "id", real)
+    elif numpy_arrays.is_machine_limits(real):  # `np.iinfo(...)` makes a new one each time
+        tracer.add_guard(source, "type", type(real))
+        tracer.add_guard(_attr(source, "dtype"), "const", real.dtype)
     else:
         tracer.add_guard(source, "const", real)
     return ConstantValue(real, source)
@@ -155,14 +182,28 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
     if isinstance(real, torch.Tensor):
         return _wrap_tensor(tracer, real, source)
     cls = type(real)
-    if getattr(cls, "_graphwright_compiled", False):
+    if numpy_arrays.is_array(real) and source is not None and numpy_arrays.has_tensor_dtype(real):
+        # a graph input: the tensor sharing the array's memory, guarded and dynamic as tensors are
+        tracer.add_guard(source, "type", cls)
+        return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source)
+    if getattr(cls, "_graphwright_compiled", False) or cls.__module__ in _TYPING_MODULES:
         return _opaque(tracer, real, source)
     if cls is list or cls is tuple or (isinstance(real, tuple) and _is_named_tuple(cls)):
         tracer.add_guard(source, "type", cls)
         tracer.add_guard(source, "len", len(real))
         items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
         kind = list if cls is list else tuple
-        return SequenceValue(items, kind, source, cls=None if cls in (list, tuple) else cls)
+        if cls in (list, tuple):
+            return SequenceValue(items, kind, source)
+        return SequenceValue(items, kind, source, cls=cls, obj=real)  # obj: its own attributes
+    if cls in _SEQUENCE_ITERATORS:
+        return _outside_iterator(tracer, real, source)
+    if cls is collections.deque:
+        tracer.add_guard(source, "type", cls)
+        tracer.add_guard(source, "len", len(real))
+        wrap(tracer, real.maxlen, _attr(source, "maxlen"))  # guarded: a different bound recompiles
+        items = [wrap(tracer, item, _item(source, index)) for index, item in enumerate(real)]
+        return DequeValue(items, real.maxlen, source)
     if cls is dict or cls is collections.OrderedDict:
         if not all(is_dict_key(key) for key in real):
             return _opaque(tracer, real, source)
@@ -184,6 +225,10 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         return DictValue({item: ConstantValue(item) for item in real}, set, source)
     if isinstance(real, torch.nn.Module):
         tracer.add_guard(source, "type", cls)
+        if getattr(cls, "_graphwright_compiled_module", False):
+            # a module compiled on its own, called from compiled code: its original is traced
+            # into, so that its work joins the caller's graph (as a compiled function's does)
+            return wrap(tracer, real._orig_mod, _attr(source, "_orig_mod"))
         return ModuleValue(real, source)
     if cls is types.FunctionType:
         if is_graph_operator(real):
@@ -199,13 +244,16 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
-        if type(real.__func__) is types.FunctionType and not is_graph_operator(real):
-            return function_value(real.__func__, None).bind(receiver)
+        function = compiled_original(real.__func__) or real.__func__  # a compiled method: its original
+        if type(function) is types.FunctionType and not is_graph_operator(real):
+            return function_value(function, None).bind(receiver)
         if is_cached_function(real.__func__):  # transformers' Logger.warning_once
             return cached_function_value(real.__func__).bind(receiver)
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
+    if cls is functools.partial:
+        return _wrap_partial(tracer, real, source)
     if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
         # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
         tracer.add_guard(source, "type", cls)
@@ -219,6 +267,41 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
 
         return from_outside(tracer, real, source)
     return ObjectValue(real, cls, source)
+
+
+def _wrap_partial(tracer: "Tracer", real: functools.partial, source: Source | None) -> Value:
+    """A partial read from outside: its function and stored arguments are read by source and
+    guarded as values of their own, so that partials of one function over like arguments
+    share a graph (a partial is often made anew for each call)."""
+    tracer.add_guard(source, "type", functools.partial)
+    args_source, keywords_source = _attr(source, "args"), _attr(source, "keywords")
+    tracer.add_guard(args_source, "len", len(real.args))
+    tracer.add_guard(keywords_source, "keys", tuple(real.keywords))
+    function = wrap(tracer, real.func, _attr(source, "func"))
+    args = [wrap(tracer, arg, _item(args_source, index)) for index, arg in enumerate(real.args)]
+    keywords = {key: wrap(tracer, arg, _item(keywords_source, key)) for key, arg in real.keywords.items()}
+    return PartialValue(function, args, keywords, source)
+
+
+_SEQUENCE_ITERATORS = frozenset(type(iter(kind)) for kind in ((), [], range(0), "", "\u00e9"))
+
+
+def _outside_iterator(tracer: "Tracer", real: Any, source: Source | None) -> Value:
+    """An iterator over a range, a string, or a list or tuple of constants, passed in: its
+    remaining items, from its state (`__reduce__` tells them without stepping it), guarded; the
+    items the region takes from it are taken from the real one after the graph."""
+    state = real.__reduce__()
+    sequence, position = state[1][0], state[2] if len(state) > 2 else 0
+    remaining = list(sequence)[position:]
+    if source is None or not all(is_constant(item) for item in remaining):
+        return _opaque(tracer, real, source)
+    if type(sequence) is list:  # compared by contents: the list may change between calls
+        state = (state[0], (list(sequence),), *state[2:])
+    tracer.add_guard(source, "type", type(real))
+    tracer.add_guard(source, "call", ("__reduce__", (), state))
+    iterator = IteratorValue([ConstantValue(item) for item in remaining], source)
+    tracer.side_effects.step_outside_iterator(iterator)
+    return iterator
 
 
 class OutsideDict:
@@ -249,8 +332,7 @@ class OutsideDict:
         return OwnItemSource(self.source, key)
 
     def _item(self, key: Any) -> Value:
-        real = self.real[key] if self.builtin is None else own_item(self.real, key)
-        return wrap(self.tracer, real, self._item_source(key))
+        return wrap(self.tracer, self._real_item(key), self._item_source(key))
 
     def _has(self, key: Any) -> bool:
         return key in self.real if self.builtin is None else dict.__contains__(self.real, key)
@@ -271,20 +353,31 @@ class OutsideDict:
         if real_key is None or tensor.source is None:
             return None
         if self._has(real_key):
-            real = self.real[real_key] if self.builtin is None else own_item(self.real, real_key)
-            return wrap(self.tracer, real, self._item_source(tensor.source))
+            return wrap(self.tracer, self._real_item(real_key), self._item_source(tensor.source))
         self.tracer.add_guard(self._keys_source(), "lacks_item", tensor.source)
         return None
 
     def read_all(self) -> dict[Any, Value]:
         keys = tuple(self.real if self.builtin is None else self.builtin.__iter__(self.real))
-        if any(isinstance(key, torch.Tensor) for key in keys):
-            raise self.tracer.graph_break(
-                gb.UNSUPPORTED_OPERATION, f"all the items of {self.source.name() if self.source else 'a dict'}",
-                op="reading every item of a dict keyed by tensors (iteration, `len`, a store)",
-                types="dict with tensor keys")
         self.tracer.add_guard(self._keys_source(), "keys", keys)
-        return {key: self._item(key) for key in keys}
+        items: dict[Any, Value] = {}
+        for index, key in enumerate(keys):
+            if isinstance(key, torch.Tensor):  # a tensor key is an input, read by its position
+                tensor = self._tensor_key(key, index)
+                items[TensorKey(tensor)] = wrap(self.tracer, self._real_item(key), self._item_source(tensor.source))
+            else:
+                items[key] = self._item(key)
+        return items
+
+    def _tensor_key(self, key: torch.Tensor, index: int) -> Value:
+        if self.source is None:
+            raise self.tracer.graph_break(gb.UNSUPPORTED_OPERATION, "tensor keys of a dict without a source",
+                                          op="reading the tensor keys of a dict reached without a path",
+                                          types="dict with tensor keys")
+        return wrap(self.tracer, key, ItemSource(KeyListSource(self._keys_source()), index))
+
+    def _real_item(self, key: Any) -> Any:
+        return self.real[key] if self.builtin is None else own_item(self.real, key)
 
 
 def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:

@@ -15,6 +15,8 @@ in the trace).
 """
 from __future__ import annotations
 
+import collections
+import functools
 import types
 import weakref
 from typing import Any, Callable
@@ -26,15 +28,19 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.contexts import remade_grad_mode
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
-from ..objects.classes import builtin_base, is_instance_value
+from ..objects.classes import builtin_base, is_instance_value, is_user_class
+from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty
 from ..objects.values import (
     NULL,
+    ArrayValue,
     CellValue,
     ConstantValue,
     ContextValue,
+    DequeValue,
     DictValue,
+    DictViewValue,
     ExceptionValue,
     FunctionValue,
     GeneratorValue,
@@ -43,10 +49,12 @@ from ..objects.values import (
     MethodValue,
     ModuleValue,
     ObjectValue,
+    PartialValue,
     SequenceValue,
-    TensorKey,
     TensorValue,
     Value,
+    ValueKey,
+    holds_value_keys,
 )
 from .liveness import live_locals
 from .resume import NULL_SLOT, SENT_SLOT, VALUE_SLOT, ResumeLayout, resume_code
@@ -56,11 +64,14 @@ _LITERAL_TYPES = (int, str, bool, type(None))
 
 
 def _refill(container: Any, new: Any, base: type) -> None:
-    """Replace the items of an instance of a dict or list subclass through its builtin base."""
+    """Replace the items of an instance of a dict, set or list subclass through its builtin base."""
     if base is list:
         list.__setitem__(container, slice(None), new)
         return
     base.clear(container)
+    if base is set:
+        set.update(container, new)
+        return
     for key, value in new.items():
         base.__setitem__(container, key, value)
 
@@ -87,9 +98,18 @@ def _remove_own_attribute(obj: Any, name: str) -> None:
         pass
 
 
+def _advance(iterator: Any, steps: int) -> None:
+    for _ in range(steps):
+        next(iterator)
+
+
 def _replace_contents(container: Any, new: Any) -> None:
+    """Give a dict, set or deque from outside the items the region left it with."""
     container.clear()
-    container.update(new)
+    if type(container) is collections.deque:
+        container.extend(new)
+    else:
+        container.update(new)
 
 
 class ResidualWriter(EntryWriter):
@@ -104,7 +124,8 @@ class ResidualWriter(EntryWriter):
                                "___fill": fill, "___refill": _refill, "___setattr": object.__setattr__,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
-                               "___make_exception": make_real})
+                               "___make_exception": make_real,
+                               "___advance": _advance})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
         self.rebuilt_tensor = False
@@ -124,6 +145,8 @@ class ResidualWriter(EntryWriter):
             if index is None:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
+                for name, item in (value.overlay or {}).items():  # attributes the region stored on it
+                    self.rebuilt.append(f"___setattr(___out[{index}], {name!r}, {self.rebuild(item)})")
             return f"___out[{index}]"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
@@ -133,8 +156,12 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)  # a reference made in the region to an object read by source
         if isinstance(value, ConstantValue):
             return self.literal(value.value)
-        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue)):
+        if value.source is not None and isinstance(value, (SequenceValue, DictValue, ModuleValue, ObjectValue,
+                                                           PartialValue, ArrayValue,
+                                                           IteratorValue)):
             return self.expr(value.source)
+        if isinstance(value, DictViewValue):  # a view of the dict as it is after the graph
+            return self._build_view(value)
         if isinstance(value, FunctionValue) and value.source is not None and value.bound_self is None:
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
@@ -146,7 +173,8 @@ class ResidualWriter(EntryWriter):
             return self._build_exception(value)
         if isinstance(value, ObjectValue) and value.obj is not None:
             return self.ref(value.obj)
-        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None:
+        if is_instance_value(value) or isinstance(value, DictValue) and value.cls is not None \
+                or isinstance(value, SequenceValue) and value.overlay:
             return self._build_instance(value)
         text = self._build(value)
         if isinstance(value, SequenceValue) and value.kind is tuple:
@@ -156,7 +184,16 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"{built} = {text}")
         return built
 
+    def _build_view(self, view: DictViewValue) -> str:
+        mapping = self.rebuild(view.mapping)
+        if view.cls is types.MappingProxyType:
+            return f"{self.ref(types.MappingProxyType)}({mapping})"
+        return f"{self.ref(view_base(view.mapping))}.{kind_of(view)}({mapping})"
+
     def _build(self, value: Value) -> str:
+        if isinstance(value, DequeValue):
+            items = "".join(self.rebuild(item) + ", " for item in value.items)
+            return f"{self.ref(collections.deque)}([{items}], {value.maxlen!r})"
         if isinstance(value, SequenceValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             if value.cls is not None:
@@ -172,10 +209,19 @@ class ResidualWriter(EntryWriter):
             return self._build_function(value)
         if isinstance(value, MethodValue) and not isinstance(value.receiver, ContextValue):
             return f"{self.rebuild(value.receiver)}.{value.name}"
+        if isinstance(value, PartialValue):
+            stored = "".join(self.rebuild(item) + ", " for item in [value.func, *value.args])
+            keywords = ", ".join(f"{key!r}: {self.rebuild(item)}" for key, item in value.keywords.items())
+            return f"{self.ref(functools.partial)}({stored}**{{{keywords}}})"
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, CellValue):
             return self._build_cell(value)
+        if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
+            from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
+
+            convert = numpy_nodes.as_scalar if value.scalar else numpy_nodes.as_array
+            return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
         if isinstance(value, GeneratorValue):
             return self._build_generator(value)
         if isinstance(value, LazyIteratorValue) and value.parts is not None and not value.done:
@@ -231,11 +277,16 @@ class ResidualWriter(EntryWriter):
         items = "None"
         if base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
+        elif base is frozenset:
+            items = "(" + "".join(self.key(key) + ", " for key in value.items) + ")"
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
         self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
-        if isinstance(value, DictValue):
+        if isinstance(value, DictValue) and base is set:
+            contents = f"{{{''.join(self.key(key) + ', ' for key in value.items)}}}" if value.items \
+                else f"{self.ref(set)}()"
+        elif isinstance(value, DictValue) and base is not frozenset:
             contents = "{" + ", ".join(f"{self.key(key)}: {self.rebuild(item)}"
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
@@ -270,6 +321,8 @@ class ResidualWriter(EntryWriter):
             return f"[{items}]" if isinstance(value.value, list) else f"({items})"
         self.rebuilt_tensor = True
         self.outputs.append(value)
+        if isinstance(value.value, torch.SymFloat):  # returned as a 0-d tensor (`GraphBuilder.float_output`)
+            return f"___out[{len(self.outputs) - 1}].item()"
         return f"___out[{len(self.outputs) - 1}]"
 
     def _build_function(self, value: FunctionValue) -> str:
@@ -301,8 +354,14 @@ class ResidualWriter(EntryWriter):
         return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
 
     def key(self, key: Any) -> str:
-        """A key of a modelled dict: a tensor key is its tensor, rebuilt; any other a literal."""
-        return self.rebuild(key.value) if isinstance(key, TensorKey) else self.literal(key)
+        """A key of a modelled dict: a key standing for a value of the trace is that value,
+        rebuilt (tuples and frozensets of them, item by item); any other a literal."""
+        if isinstance(key, ValueKey):
+            return self.rebuild(key.value)
+        if type(key) in (tuple, frozenset) and holds_value_keys(key):
+            items = "(" + "".join(self.key(item) + ", " for item in key) + ")"
+            return items if type(key) is tuple else f"{self.ref(frozenset)}({items})"
+        return self.literal(key)
 
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
@@ -316,9 +375,9 @@ class ResidualWriter(EntryWriter):
         for container in effects.mutated.values():
             target = self.expr(container.source)
             new = self.rebuild(_detached(container))
-            if container.cls is not None:  # a subclass: through its builtin base
+            if container.cls is not None and is_user_class(container.cls):  # through its builtin base
                 lines.append(f"___refill({target}, {new}, {self.ref(builtin_base(container.cls))})")
-            elif isinstance(container, SequenceValue):
+            elif isinstance(container, SequenceValue) and not isinstance(container, DequeValue):
                 lines.append(f"{target}[:] = {new}")
             else:
                 lines.append(f"___replace_contents({target}, {new})")
@@ -342,6 +401,8 @@ class ResidualWriter(EntryWriter):
             if cell.source is None:
                 raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, "cell store", type="closure cell")
             lines.append(f"{self.expr(cell.source)}.cell_contents = {self.rebuild(cell.contents)}")
+        for iterator in effects.stepped_iterators():
+            lines.append(f"___advance({self.expr(iterator.source)}, {iterator.position})")
         for function, args, kwargs in effects.replayed_calls:
             arguments = [self.rebuild(arg) for arg in args]
             arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
@@ -353,4 +414,4 @@ def _detached(container: Value) -> Value:
     """The container's new contents as a fresh value, so it is rebuilt item by item."""
     if isinstance(container, SequenceValue):
         return SequenceValue(container.items, list)
-    return DictValue(container.items, container.kind)
+    return DictValue(container.items, container.kind if container.kind is dict else set)

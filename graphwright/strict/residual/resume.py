@@ -34,6 +34,7 @@ from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 from .instruction_index import real_instructions
 
 _PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RETURN_GENERATOR", "POP_TOP", "RESUME"})
+_FAST_OPS = frozenset({"LOAD_FAST", "STORE_FAST", "DELETE_FAST"})
 # resume code -> (the original code, resume offset -> original offset)
 _ORIGINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # original code -> {(offset, layout): resume code}
@@ -66,7 +67,16 @@ class ResumeLayout:
         return [f"___stack{index}" for index, slot in enumerate(self.stack) if slot == VALUE_SLOT]
 
     def parameters(self) -> list[str]:
-        return self.stack_arguments() + list(self.live_locals)
+        return self.stack_arguments() + [local_name(name) for name in self.live_locals]
+
+
+def local_name(name: str) -> str:
+    """The name resume code gives the original's local `name`: the same, unless it is no
+    identifier (pytest's assertion rewriting makes locals named `@py_assert1`), which a
+    parameter cannot be for `inspect.signature` and the entry's generated source."""
+    if name.isidentifier():
+        return name
+    return "___local_" + "".join(char if char.isalnum() else "_" for char in name)
 
 
 def original_position(code: types.CodeType, offset: int) -> tuple[types.CodeType, int]:
@@ -117,6 +127,8 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
                 location = item.location
             if isinstance(item.arg, CellVar):
                 item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
+            elif item.name in _FAST_OPS and local_name(item.arg) != item.arg:
+                item = Instr(item.name, local_name(item.arg), location=item.location)
         body.append(item)
     if location is None:
         raise ValueError(f"no instruction at offset {offset} in {code.co_name}")

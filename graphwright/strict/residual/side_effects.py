@@ -1,9 +1,9 @@
 """Side effects: what the traced code did to the world outside the graph.
 
 Tracing never mutates the user's objects. Instead this records, as data,
-mutations of pre-existing lists and dicts, attribute and global stores,
-closure-cell stores, and calls to replay (logging, warnings, print), in
-program order. `codegen` replays them after the graph runs, so the compiled
+mutations of pre-existing lists, dicts, sets and deques, attribute and
+global stores, closure-cell stores, how far iterators passed in were
+stepped, and calls to replay (logging, warnings, print), in program order. `codegen` replays them after the graph runs, so the compiled
 call leaves the world in the same state as the eager one.
 
 Inside a `scope` (a function traced as a subgraph: a `torch.cond` branch, a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator
 
-from ..objects.values import CellValue, InstanceDictValue, Value, birth_mark
+from ..objects.values import CellValue, InstanceDictValue, IteratorValue, Value, birth_mark
 
 _ABSENT = object()
 
@@ -30,6 +30,7 @@ class SideEffects:
         self.shared_overlays: dict[int, dict[str, Value]] = {}  # classes and Python modules
         self._scopes: list[tuple[int, Callable[[str], Exception]]] = []
         self.readded: set[tuple[int, str]] = set()  # attributes deleted, then stored again
+        self.outside_iterators: list[IteratorValue] = []  # passed in: how far the region stepped them
 
     @contextlib.contextmanager
     def scope(self, refuse: Callable[[str], Exception]) -> Iterator[None]:
@@ -96,6 +97,14 @@ class SideEffects:
         if cell.real is not None:
             self.cell_stores[id(cell)] = cell
 
+    def step_outside_iterator(self, iterator: IteratorValue) -> None:
+        """An iterator passed in: whatever the region takes from it is taken from the real one
+        after the graph (its `position` then)."""
+        self.outside_iterators.append(iterator)
+
+    def stepped_iterators(self) -> list[IteratorValue]:
+        return [iterator for iterator in self.outside_iterators if iterator.position]
+
     def replay_call(self, function: Any, args: list[Value], kwargs: dict[str, Value]) -> None:
         """Call `function` (a real callable) after the graph, with these arguments rebuilt."""
         self._check(None, f"a call of {getattr(function, '__qualname__', function)} (replayed after the graph)")
@@ -104,8 +113,9 @@ class SideEffects:
     def counts(self) -> tuple[int, ...]:
         """How many effects of each kind are recorded (replayed calls first): what a call added."""
         return (len(self.replayed_calls), len(self.mutated), len(self.attribute_stores),
-                len(self.global_stores), len(self.cell_stores))
+                len(self.global_stores), len(self.cell_stores),
+                sum(iterator.position for iterator in self.outside_iterators))
 
     def is_empty(self) -> bool:
         return not (self.mutated or self.attribute_stores or self.global_stores
-                    or self.cell_stores or self.replayed_calls)
+                    or self.cell_stores or self.replayed_calls or self.stepped_iterators())

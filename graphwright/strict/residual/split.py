@@ -41,6 +41,7 @@ from .resume import (
     VALUE_SLOT,
     ReenteredContext,
     ResumeLayout,
+    local_name,
     make_resume_function,
     original_position,
     resume_code,
@@ -251,9 +252,11 @@ class Continuation:
             else:
                 slots.append(VALUE_SLOT)
                 arguments.append(item if isinstance(item, str) else self.writer.rebuild(item))
-        bound, live_here = self.frame.locals, live_locals(self.code, self._original(offset))
-        live = tuple(name for name in self.code.co_varnames if name in bound and name in live_here)
-        arguments += [self.writer.rebuild(bound[name]) for name in live]
+        live_here = live_locals(self.code, self._original(offset))
+        renamed = self.frame.code is not self.code  # resume code, which renames some locals
+        in_frame = {name: local_name(name) if renamed else name for name in self.code.co_varnames}
+        live = tuple(name for name, key in in_frame.items() if key in self.frame.locals and name in live_here)
+        arguments += [self.writer.rebuild(self.frame.locals[in_frame[name]]) for name in live]
         names = self.code.co_cellvars + self.code.co_freevars
         closure = None
         if names:

@@ -1,0 +1,149 @@
+"""`collections.deque`: a list with two ends and an optional bound, as CPython runs it.
+
+A deque is a `DequeValue`: its items in order and its `maxlen`. Its methods
+change the symbolic items (a bounded deque drops items from the other end, as
+CPython's does) with CPython's errors; a deque read from outside is read item
+by item, and its changes are replayed after the graph; one made in the region
+is rebuilt with its bound when it leaves.
+"""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+from ..interpreter import graph_breaks as gb
+from . import operations
+from .values import NONE, ConstantValue, DequeValue, IteratorValue, SequenceValue, Value
+
+if TYPE_CHECKING:
+    from ..interpreter.tracer import Tracer
+
+_CHANGES = frozenset({"append", "appendleft", "extend", "extendleft", "pop", "popleft", "insert", "remove",
+                      "rotate", "reverse", "clear", "__setitem__", "__delitem__", "__iadd__"})
+
+
+def make(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`collections.deque(iterable=(), maxlen=None)`."""
+    if len(args) > 2 or set(kwargs) - {"iterable", "maxlen"}:
+        raise tracer.user_error(TypeError("deque() takes at most 2 arguments"))
+    iterable = args[0] if args else kwargs.get("iterable")
+    bound = args[1] if len(args) > 1 else kwargs.get("maxlen", NONE)
+    maxlen = operations.python_value(tracer, bound, "deque(maxlen=...)")
+    if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 0):
+        raise tracer.user_error(ValueError("maxlen must be non-negative") if isinstance(maxlen, int)
+                                else TypeError("an integer is required"))
+    items = operations.iterate(tracer, iterable) if iterable is not None and not operations.is_none(iterable) else []
+    return DequeValue(items, maxlen)
+
+
+def _index(tracer: "Tracer", deque: DequeValue, key: Value) -> int:
+    index = operations.python_value(tracer, key, "a deque index")
+    if not isinstance(index, int):
+        raise tracer.user_error(TypeError(f"sequence index must be integer, not '{type(index).__name__}'"))
+    if not -len(deque.items) <= index < len(deque.items):
+        raise tracer.user_error(IndexError("deque index out of range"))
+    return index
+
+
+def getitem(tracer: "Tracer", deque: DequeValue, key: Value) -> Value:
+    return deque.items[_index(tracer, deque, key)]
+
+
+def _append(deque: DequeValue, item: Value, left: bool) -> None:
+    items = deque.items
+    if deque.maxlen == 0:
+        return
+    if deque.maxlen is not None and len(items) == deque.maxlen:
+        items.pop() if left else items.pop(0)
+    items.insert(0, item) if left else items.append(item)
+
+
+def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value],
+                kwargs: dict[str, Value]) -> Value:
+    items = deque.items
+    if kwargs:
+        raise tracer.user_error(TypeError(f"deque.{name}() takes no keyword arguments"))
+    if name in _CHANGES:
+        # iterate first: `d.extend(d)` takes the items as they were
+        added = operations.iterate(tracer, args[0]) if name in ("extend", "extendleft", "__iadd__") else []
+        tracer.side_effects.mutate(deque)
+        if name in ("append", "appendleft"):
+            _append(deque, args[0], left=name == "appendleft")
+        elif name in ("extend", "extendleft", "__iadd__"):
+            for item in added:
+                _append(deque, item, left=name == "extendleft")
+            return deque if name == "__iadd__" else NONE
+        elif name in ("pop", "popleft"):
+            if not items:
+                raise tracer.user_error(IndexError(f"{name} from an empty deque"))
+            return items.pop() if name == "pop" else items.pop(0)
+        elif name == "insert":
+            if deque.maxlen is not None and len(items) >= deque.maxlen:
+                raise tracer.user_error(IndexError("deque already at its maximum size"))
+            items.insert(operations.python_value(tracer, args[0], "deque.insert"), args[1])
+        elif name == "remove":
+            for position, item in enumerate(items):
+                if operations.native_contains(tracer, SequenceValue([item], list), args[0]):
+                    del items[position]
+                    return NONE
+            raise tracer.user_error(ValueError("deque.remove(x): x not in deque"))
+        elif name == "rotate":
+            steps = operations.python_value(tracer, args[0], "deque.rotate") if args else 1
+            if items:
+                steps %= len(items)
+                items[:] = items[len(items) - steps:] + items[:len(items) - steps]
+        elif name == "reverse":
+            items.reverse()
+        elif name == "clear":
+            items.clear()
+        elif name == "__setitem__":
+            items[_index(tracer, deque, args[0])] = args[1]
+        else:
+            del items[_index(tracer, deque, args[0])]
+        return NONE
+    if name == "copy":
+        return DequeValue(list(items), deque.maxlen)
+    if name == "__getitem__":
+        return getitem(tracer, deque, args[0])
+    if name == "__len__":
+        return ConstantValue(len(items))
+    if name == "__iter__":
+        return IteratorValue(list(items))
+    if name == "__reversed__":
+        return IteratorValue(items[::-1])
+    if name == "__contains__":
+        return ConstantValue(operations.native_contains(tracer, deque, args[0]))
+    if name == "count":
+        return ConstantValue(sum(operations.native_contains(tracer, SequenceValue([item], list), args[0])
+                                 for item in items))
+    if name == "index":
+        for position, item in enumerate(items):
+            if operations.native_contains(tracer, SequenceValue([item], list), args[0]):
+                return ConstantValue(position)
+        raise tracer.user_error(ValueError(f"{operations.python_value(tracer, args[0])!r} is not in deque"))
+    raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"deque.{name}", name=name, type="deque")
+
+
+def binary(tracer: "Tracer", op: Any, lhs: Value, rhs: Value) -> Value | None:
+    """`+` of two deques, `+=` of any iterable, `*` by an int, `==` of two deques."""
+    if op is operator.iadd and isinstance(lhs, DequeValue):
+        return call_method(tracer, lhs, "__iadd__", [rhs], {})
+    both = isinstance(lhs, DequeValue) and isinstance(rhs, DequeValue)
+    if op is operator.add and both:
+        return DequeValue(lhs.items + rhs.items, lhs.maxlen)
+    if op in (operator.mul, operator.imul) and isinstance(lhs, DequeValue):
+        times = operations.python_value(tracer, rhs, "deque * n")
+        made = DequeValue([], lhs.maxlen)
+        for item in lhs.items * max(times, 0):
+            _append(made, item, left=False)
+        if op is operator.imul:
+            tracer.side_effects.mutate(lhs)
+            lhs.items[:] = made.items
+            return lhs
+        return made
+    if op in (operator.eq, operator.ne):
+        same = both and len(lhs.items) == len(rhs.items) and all(
+            operations.native_contains(tracer, SequenceValue([left], list), right)
+            for left, right in zip(lhs.items, rhs.items))
+        return ConstantValue(same if op is operator.eq else not same)
+    return None

@@ -1,0 +1,125 @@
+"""Corpus programs whose compiled code calls code compiled on its own: a training step
+calling a compiled model, a compiled function calling a compiled helper or a method of
+a compiled module. The inner compiled code is traced into (its original function or
+module), so its work joins the caller's graphs, as under torch.compile."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .harness import Program, rand
+
+PROGRAMS = []
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.scale = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * self.scale
+
+    def logits(self, x):
+        return self.forward(x).log_softmax(-1)
+
+
+def _model_compiled_alone(world, compile):
+    model, optimizer = world
+    return model, optimizer, compile(model)
+
+
+def _train_step(compiled_model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = F.mse_loss(compiled_model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _sgd_world():
+    model = Scaled()
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def _step(world, compiled, args):
+    _, optimizer, compiled_model = world
+    return compiled(compiled_model, optimizer, *args.args)
+
+
+PROGRAMS.append(Program(
+    name="training_step_calling_a_model_compiled_on_its_own", make=_sgd_world,
+    nested=_model_compiled_alone, target=lambda world: _train_step, call=_step,
+    inputs=lambda: (rand(5, 4), rand(5, 3)), repeats=3, fullgraph=False, frames=3,
+    observe=lambda world: world[0].state_dict()))
+
+
+def _forward_and_loss(compiled_model, x, y):
+    return F.mse_loss(compiled_model(x), y)
+
+
+def _loss_of_compiled_model(world, compiled, args):
+    return compiled(world[2], *args.args)
+
+
+PROGRAMS.append(Program(
+    name="loss_over_a_compiled_model_is_one_graph", make=_sgd_world, nested=_model_compiled_alone,
+    target=lambda world: _forward_and_loss, call=_loss_of_compiled_model,
+    inputs=lambda: (rand(5, 4, requires_grad=True), rand(5, 3)), grad=True, frames=1))
+
+
+def _calls_a_method(compiled_model, x):
+    return compiled_model.logits(x) + 1
+
+
+PROGRAMS.append(Program(
+    name="method_of_a_compiled_module_traced_into", make=_sgd_world, nested=_model_compiled_alone,
+    target=lambda world: _calls_a_method, call=_loss_of_compiled_model,
+    inputs=lambda: (rand(5, 4),), frames=1))
+
+
+class Breaking(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.second = nn.Linear(4, 3)
+
+    def forward(self, x):
+        x = torch.tanh(self.first(x))
+        print("between the layers")
+        return self.second(x)
+
+
+def _breaking_world():
+    model = Breaking()
+    return model, None
+
+
+PROGRAMS.append(Program(
+    name="compiled_model_with_a_break_inside_a_compiled_loss", make=_breaking_world,
+    nested=_model_compiled_alone, target=lambda world: _forward_and_loss, call=_loss_of_compiled_model,
+    inputs=lambda: (rand(5, 4), rand(5, 3)), fullgraph=False, frames=3))
+
+
+def _helper(x):
+    return torch.sin(x) * 2
+
+
+def _helper_compiled_alone(world, compile):
+    return compile(_helper)
+
+
+def _calls_the_helper(world, compiled, args):
+    return compiled(world, *args.args)
+
+
+def _uses_helper(helper, x):
+    return helper(x).sum() + helper(x + 1).mean()
+
+
+PROGRAMS.append(Program(
+    name="function_compiled_on_its_own_inlined_into_its_caller", make=lambda: None,
+    nested=_helper_compiled_alone, target=lambda world: _uses_helper, call=_calls_the_helper,
+    inputs=lambda: (rand(4),), frames=1))
