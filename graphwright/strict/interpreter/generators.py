@@ -308,17 +308,16 @@ def throw(tracer: "Tracer", generator: GeneratorValue, thrown: UserException) ->
         except UserException as raised:
             thrown = raised
         return resume(generator, NONE, thrown)
-    if isinstance(receiver, GeneratorValue):
-        delegated = lambda: throw(tracer, receiver, thrown)  # noqa: E731
-    else:
-        method = _method(tracer, receiver, "throw")
-        if method is None:
-            return resume(generator, NONE, thrown)
-        exception = thrown.value
-        arguments = [classes.class_value(exception.python_type()), exception, exception.traceback]
-        delegated = lambda: _call(tracer, method, arguments)  # noqa: E731
+    method = None if isinstance(receiver, GeneratorValue) else _method(tracer, receiver, "throw")
+    if method is None and not isinstance(receiver, GeneratorValue):
+        return resume(generator, NONE, thrown)  # an iterator without throw(): raised here
     try:
-        item = delegated()
+        if method is None:
+            item = throw(tracer, receiver, thrown)
+        else:
+            exception = thrown.value
+            item = _call(tracer, method, [classes.class_value(exception.python_type()), exception,
+                                          exception.traceback])
     except UserException as raised:
         return _leave_delegation(tracer, generator, raised)
     if item is None:  # the subgenerator returned
