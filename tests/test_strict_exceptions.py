@@ -139,3 +139,19 @@ def test_sys_exc_info_in_a_callee_sees_the_callers_handled_exception():
         return x, str(seen), current()
 
     assert graphwright.compile(fn, backend="eager", fullgraph=True)(torch.ones(2))[1:] == ("handled", None)
+
+
+def test_a_check_on_data_inside_a_try_block_runs_where_its_failure_can_be_caught(monkeypatch):
+    monkeypatch.setattr(graphwright.config, "capture_scalar_outputs", True)
+
+    def fn(x):
+        count = x.sum().item()
+        try:
+            torch._check(count > 3)
+            return x * 2
+        except RuntimeError:
+            return x - 1
+
+    compiled = graphwright.compile(fn, backend="eager")
+    for size in (5, 2):  # the check holds, then fails: eager's handler runs
+        assert torch.equal(compiled(torch.ones(size)), fn(torch.ones(size)))
