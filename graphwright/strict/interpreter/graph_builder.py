@@ -243,6 +243,10 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             raise brk
+        if self._shape_env is not None:
+            # symbols this fake run made (`nonzero`, `masked_select`) are the node's; ahead-of-time
+            # autograd, tracing the graph again, makes and binds its own
+            self._shape_env.pending_fresh_unbacked_symbols.clear()
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
