@@ -21,7 +21,6 @@ unknown: a graph break.
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import TYPE_CHECKING
 
 from ..objects import classes, exceptions, operations
@@ -49,9 +48,6 @@ from .graph_breaks import UserException
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_MADE: "weakref.WeakKeyDictionary[Tracer, list[GeneratorValue]]" = weakref.WeakKeyDictionary()
-
-
 class Yielded(Exception):
     """Unwinds `Frame.run` at a `yield`: control flow, not an error."""
 
@@ -71,14 +67,14 @@ class GeneratorFrame(Frame):
 def make_generator(tracer: "Tracer", function: FunctionValue, local_values: dict[str, Value]) -> GeneratorValue:
     frame = GeneratorFrame(tracer, function.code, function.globals, local_values, function.closure)
     generator = GeneratorValue(frame)
-    _MADE.setdefault(tracer, []).append(generator)
+    tracer.generators.append(generator)
     return generator
 
 
 def _awaiting_cleanup(tracer: "Tracer") -> list[GeneratorValue]:
     """The generators suspended inside a `try`/`with` block, whose cleanup Python runs when
     the generator is collected (not running now)."""
-    return [generator for generator in _MADE.get(tracer, ()) if generator.started and not generator.done
+    return [generator for generator in tracer.generators if generator.started and not generator.done
             and not generator.running
             and generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered]
 

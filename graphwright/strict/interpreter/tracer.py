@@ -71,6 +71,7 @@ class Tracer:
         self.open_contexts: list = []
         self.cells_by_id: dict[int, CellValue] = {}
         self.handled = exceptions.HandledExceptions()
+        self.generators: list = []  # the GeneratorValues made in the region, in order
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
