@@ -83,3 +83,21 @@ def test_generator_dropped_inside_a_zip_is_closed_there():
     expected = zipped(torch.ones(2), eager_log)
     result = graphwright.compile(zipped, backend="eager", fullgraph=True)(torch.ones(2), compiled_log)
     assert torch.equal(result, expected) and compiled_log == eager_log == ["closed", "after the loop"]
+
+
+def test_tracing_generators_keeps_no_tracer_alive():
+    import gc
+
+    from graphwright.strict.interpreter.tracer import Tracer
+
+    def numbers(t):
+        yield t
+        yield t * 2
+
+    def total(x):
+        return sum(numbers(x))
+
+    graphwright.compile(total, backend="eager")(torch.ones(2))
+    graphwright.reset()
+    gc.collect()
+    assert not [obj for obj in gc.get_objects() if isinstance(obj, Tracer)]
