@@ -41,15 +41,15 @@ def test_generator_held_by_a_local_is_closed_when_the_function_returns():
 
 
 def test_generator_dropped_inside_an_iterator_the_tracer_cannot_see_into_breaks_the_graph():
-    def zipped(x, log):
-        for number, _ in zip(_numbers(log), [0, 0]):
-            break  # the zip, and the generator it holds, are dropped here
+    def counted(x, log):
+        for _, number in enumerate(_numbers(log)):
+            break  # the enumerate, and the generator it holds, are dropped here
         return x * number
 
     with pytest.raises(graphwright.Unsupported, match="left suspended inside a `try`/`with` block"):
-        graphwright.compile(zipped, backend="eager", fullgraph=True)(torch.ones(2), [])
+        graphwright.compile(counted, backend="eager", fullgraph=True)(torch.ones(2), [])
     log = []
-    result = graphwright.compile(zipped, backend="eager")(torch.ones(2), log)
+    result = graphwright.compile(counted, backend="eager")(torch.ones(2), log)
     assert torch.equal(result, torch.ones(2)) and log == ["closed"]
 
 
@@ -70,3 +70,34 @@ def test_generator_finished_or_suspended_outside_try_is_fine():
 
     assert torch.equal(graphwright.compile(use, backend="eager", fullgraph=True)(torch.ones(2)),
                        torch.full((2,), 2.0))
+
+
+def test_generator_dropped_inside_a_zip_is_closed_there():
+    def zipped(x, log):
+        for number, _ in zip(_numbers(log), [0, 0]):
+            break  # the zip, and the generator it holds, are dropped here
+        log.append("after the loop")
+        return x * number
+
+    eager_log, compiled_log = [], []
+    expected = zipped(torch.ones(2), eager_log)
+    result = graphwright.compile(zipped, backend="eager", fullgraph=True)(torch.ones(2), compiled_log)
+    assert torch.equal(result, expected) and compiled_log == eager_log == ["closed", "after the loop"]
+
+
+def test_tracing_generators_keeps_no_tracer_alive():
+    import gc
+
+    from graphwright.strict.interpreter.tracer import Tracer
+
+    def numbers(t):
+        yield t
+        yield t * 2
+
+    def total(x):
+        return sum(numbers(x))
+
+    graphwright.compile(total, backend="eager")(torch.ones(2))
+    graphwright.reset()
+    gc.collect()
+    assert not [obj for obj in gc.get_objects() if isinstance(obj, Tracer)]

@@ -205,7 +205,7 @@ def _graph_entry(fn: Callable, result: TraceResult, settings: CompileSettings, t
     # also for a function that returns one tensor and does nothing else.
     returns_tensor_alone = finished and settings.fullgraph and isinstance(result.output, TensorValue) \
         and result.side_effects.is_empty()
-    if graph.op_count() or writer.outputs or returns_tensor_alone:
+    if graph.op_count() and not graph.only_undone_switches() or writer.outputs or returns_tensor_alone:
         inputs = [writer.expr(source) for source in graph.input_sources]
         graph.drop_grad_mode_round_trips(torch.is_grad_enabled())  # the trace is over: the entry's mode
         gm = graph.finish(writer.outputs)

@@ -8,7 +8,7 @@ drawn with Hypothesis so that every failure shrinks to a minimal program:
 - `expressions` tensor expression trees over the variables in scope
 - `statements`  the dispatcher over statement kinds, and nested bodies
 - `control_flow`, `containers`, `python_objects`, `modules`, `mutation`, `breaks`,
-  `markers`, `side_effects`: one kind of statement each
+  `markers`, `side_effects`, `exceptions`: one kind of statement each
 - `program`     the whole program: module-level definitions, `f`, its inputs and calls
 - `runner`      runs a program eagerly and compiled, compares, classifies the outcome
 - `campaign`    many programs under one seed: summary, shrinking, saving what failed

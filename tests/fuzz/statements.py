@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import breaks, containers, control_flow, markers, modules, mutation, python_objects, side_effects
+from . import (
+    breaks,
+    containers,
+    control_flow,
+    exceptions,
+    markers,
+    modules,
+    mutation,
+    python_objects,
+    side_effects,
+)
 from .builder import Builder
 from .expressions import new_value
 
@@ -51,6 +61,9 @@ PLAIN: list[Kind] = [
     ("object_attribute", side_effects.object_attribute, 1),
     ("module_attribute", side_effects.module_attribute, 1),
     ("argument_list", side_effects.argument_list, 1),
+    ("exception_across_frames", exceptions.raise_across_frames, 1),
+    ("exception_in_loop", exceptions.raise_in_loop, 1),
+    ("exception_suppressed", exceptions.suppressed_by_with, 1),
 ]
 BLOCKS: list[Kind] = [
     ("if_else", control_flow.if_else, 3),
@@ -68,6 +81,7 @@ BREAKS: list[Kind] = [
     ("unsupported_call", breaks.unsupported_call, 1),
     ("disabled_call", breaks.disabled_call, 1),
     ("dynamic_shape", breaks.dynamic_shape_call, 1),
+    ("observed_exception", exceptions.raised_only_when_compiling, 1),
 ]
 MAX_BLOCK_DEPTH = 2
 

@@ -77,6 +77,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return call_value(tracer, function.func, [*function.args, *args], {**function.keywords, **kwargs})
     if isinstance(function, operators.TransformedFunction):
         return function.call(tracer, args, kwargs)
+    if isinstance(function, ContextValue):
+        return contexts.decorate(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = function.source
         if source is not None:
@@ -225,6 +227,9 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     if cls is weakref.ref:
         return _weak_reference(tracer, args, kwargs)
     if cls in contexts.MODELLED_CLASSES:
+        if cls in (torch.no_grad, torch.enable_grad) and len(args) == 1 and not kwargs:
+            # `torch.no_grad(fn)`: the class applied to a function as a decorator
+            return contexts.decorate(tracer, contexts.make_context(tracer, cls, [], {}), args, {})
         python_args = [operations.python_value(tracer, arg) for arg in args]
         python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
         return contexts.make_context(tracer, cls, python_args, python_kwargs)

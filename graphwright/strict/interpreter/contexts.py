@@ -13,6 +13,7 @@ switch when tracing ends, however it ends.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
@@ -23,10 +24,13 @@ from ..objects.values import (
     NONE,
     ConstantValue,
     ContextValue,
+    FunctionValue,
     MethodValue,
     ObjectValue,
+    PartialValue,
     Value,
 )
+from ..objects.wrap import function_value
 from ..objects import output_calls
 from . import graph_breaks as gb
 
@@ -36,8 +40,9 @@ if TYPE_CHECKING:
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
                      torch.inference_mode)
 AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
-# Profiler ranges: the graph does not record them (PyTorch ignores them too, with a warning).
-PROFILER_CLASSES = (torch.autograd.profiler.record_function,)
+# Profilers and their ranges: the graph does not record them (PyTorch ignores them too).
+PROFILER_CLASSES = (torch.autograd.profiler.record_function, torch.profiler.profile,
+                    torch.autograd.profiler.profile)
 MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, warnings.catch_warnings)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
@@ -45,14 +50,14 @@ LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
     """The value of `cls(*args, **kwargs)` for a modelled context-manager class (Python args)."""
     if cls is torch.no_grad:
-        return ContextValue("grad", (False,))
+        return ContextValue("grad", (False, cls))
     if cls is torch.enable_grad:
-        return ContextValue("grad", (True,))
+        return ContextValue("grad", (True, cls))
     if cls is torch.inference_mode:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "inference_mode", type="torch.inference_mode")
     if cls is torch.set_grad_enabled:
         # set_grad_enabled switches on construction, not on __enter__ (it doubles as a function)
-        context = ContextValue("grad", (bool(args[0]),))
+        context = ContextValue("grad", (bool(args[0]), cls))
         context.saved = torch.is_grad_enabled()
         set_grad_mode(tracer, bool(args[0]))
         return context
@@ -68,7 +73,7 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
 
 
 def _decorated(make_context: Any, function: Any) -> Any:
-    """What a context manager used as a decorator returns (`@torch.no_grad()`), inlined."""
+    """What a grad-mode context manager used as a decorator returns (`@torch.no_grad()`), inlined."""
     @functools.wraps(function)
     def in_context(*args, **kwargs):
         with make_context():
@@ -76,19 +81,38 @@ def _decorated(make_context: Any, function: Any) -> Any:
     return in_context
 
 
-def decorate(tracer: "Tracer", context: ContextValue, args: list[Value], kwargs: dict) -> Value:
-    """`context(function)`: the function, run in a fresh context of the same kind at each call."""
-    from ..objects.wrap import function_value
+def decorate(tracer: "Tracer", context: ContextValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.no_grad()(fn)` (`@torch.no_grad()`, enable_grad, set_grad_enabled): `fn` wrapped to
+    run under that grad mode, its name and docstring kept as torch's decorator keeps them.
+    `set_grad_enabled`, which switched the mode when it was made, switches it back first, as
+    its `__call__` does."""
     from . import calls
 
-    if context.kind != "grad" or len(args) != 1 or kwargs:
-        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"call {context!r}",
-                                 name=f"a {context.kind} context manager used as a decorator")
+    function = args[0] if len(args) == 1 and not kwargs else None
+    if context.kind != "grad" or not isinstance(function, (FunctionValue, PartialValue)) \
+            or isinstance(function, FunctionValue) and function.code.co_flags & inspect.CO_GENERATOR:
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"{context!r} called as a decorator",
+                                 type=f"{context.kind} context manager called on {args!r}")
+    if context.saved is not None:
+        set_grad_mode(tracer, bool(context.saved))
     factory = ConstantValue(torch.enable_grad if context.args[0] else torch.no_grad)
-    return calls.inline(tracer, function_value(_decorated, None), [factory, args[0]], {})
+    return calls.inline(tracer, function_value(_decorated, None), [factory, function], {})
+
+
+def remade_grad_mode(cls: type, enabled: bool, previous: bool | None) -> Any:
+    """A grad-mode context manager made in the region, made again by residual code without
+    switching the mode (the region already did what it did): a `set_grad_enabled`, which
+    switched it when made, restores `previous` on exit."""
+    if cls is not torch.set_grad_enabled:
+        return cls()
+    context = object.__new__(torch.set_grad_enabled)
+    context.prev, context.mode = previous, enabled
+    return context
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:
+    if torch.is_grad_enabled() == enabled:
+        return  # already so (the grad-mode guard holds it at entry): nothing for the graph to do
     tracer.graph.record(torch._C._set_grad_enabled, [enabled])
     torch._C._set_grad_enabled(enabled)
 
@@ -101,7 +125,7 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
     from . import calls
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
-        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad,))
+        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad, type(manager.value)))
     if isinstance(manager, ContextValue):
         if manager.kind == "grad" and manager.saved is None:
             manager.saved = torch.is_grad_enabled()
@@ -113,6 +137,9 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
                 [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
             real.__enter__()
             tracer.open_contexts.append(real)
+        elif manager.kind == "profiler" and bound:
+            raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
+                                     type="profiler whose object is used (the graph does not profile)")
         elif manager.kind == "warnings":
             options = manager.args[0]
             if options.get("record") and bound:

@@ -123,8 +123,8 @@ class Frame(Instructions311):
         except gb.GraphBreak as brk:
             brk.frames.append((self, inst))
             raise
-        except StopTrace:
-            raise
+        except (StopTrace, gb.UserException):
+            raise  # a UserException knows where it was raised
         except Exception as error:
             if not hasattr(error, "graphwright_user_stack"):
                 error.graphwright_user_stack = self.tracer.user_stack()

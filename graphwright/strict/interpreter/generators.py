@@ -21,7 +21,6 @@ unknown: a graph break.
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import TYPE_CHECKING
 
 from ..objects import classes, exceptions, operations
@@ -49,9 +48,6 @@ from .graph_breaks import UserException
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-_MADE: "weakref.WeakKeyDictionary[Tracer, list[GeneratorValue]]" = weakref.WeakKeyDictionary()
-
-
 class Yielded(Exception):
     """Unwinds `Frame.run` at a `yield`: control flow, not an error."""
 
@@ -71,14 +67,14 @@ class GeneratorFrame(Frame):
 def make_generator(tracer: "Tracer", function: FunctionValue, local_values: dict[str, Value]) -> GeneratorValue:
     frame = GeneratorFrame(tracer, function.code, function.globals, local_values, function.closure)
     generator = GeneratorValue(frame)
-    _MADE.setdefault(tracer, []).append(generator)
+    tracer.generators.append(generator)
     return generator
 
 
 def _awaiting_cleanup(tracer: "Tracer") -> list[GeneratorValue]:
     """The generators suspended inside a `try`/`with` block, whose cleanup Python runs when
     the generator is collected (not running now)."""
-    return [generator for generator in _MADE.get(tracer, ()) if generator.started and not generator.done
+    return [generator for generator in tracer.generators if generator.started and not generator.done
             and not generator.running
             and generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered]
 
@@ -175,7 +171,7 @@ def _references(value: Value) -> list | None:
         frame = value.frame
         return [*frame.locals.values(), *frame.cells.values(), *frame.closure, *frame.stack]
     if isinstance(value, LazyIteratorValue):
-        return None
+        return None if value.parts is None else list(value.parts[1])
     held = list((getattr(value, "overlay", None) or {}).values())  # a tensor's is None until set
     if isinstance(value, SequenceValue):
         held += value.items
@@ -246,7 +242,7 @@ def _stop_iteration_escaped(tracer: "Tracer", raised: UserException) -> UserExce
     error = exceptions.from_error(tracer, RuntimeError("generator raised StopIteration"))
     error.cause = error.context = raised.value
     error.suppress_context = True
-    return UserException(error, "generator raised StopIteration", raised.user_stack)
+    return UserException(error, "generator raised StopIteration", raised.positions)
 
 
 def _raise_at_yield(frame: Frame, thrown: UserException) -> None:
@@ -293,7 +289,7 @@ def thrown_exception(tracer: "Tracer", args: list[Value]) -> UserException:
         raise tracer.user_error(TypeError(
             "exceptions must be classes or instances deriving from BaseException, "
             f"not {first.python_type().__name__}"))
-    return UserException(exception, f"throw {exception.cls.__name__}", tracer.user_stack())
+    return UserException(exception, f"throw {exception.cls.__name__}", tracer.positions())
 
 
 def throw(tracer: "Tracer", generator: GeneratorValue, thrown: UserException) -> Value | None:
@@ -308,17 +304,16 @@ def throw(tracer: "Tracer", generator: GeneratorValue, thrown: UserException) ->
         except UserException as raised:
             thrown = raised
         return resume(generator, NONE, thrown)
-    if isinstance(receiver, GeneratorValue):
-        delegated = lambda: throw(tracer, receiver, thrown)  # noqa: E731
-    else:
-        method = _method(tracer, receiver, "throw")
-        if method is None:
-            return resume(generator, NONE, thrown)
-        exception = thrown.value
-        arguments = [classes.class_value(exception.python_type()), exception, exception.traceback]
-        delegated = lambda: _call(tracer, method, arguments)  # noqa: E731
+    method = None if isinstance(receiver, GeneratorValue) else _method(tracer, receiver, "throw")
+    if method is None and not isinstance(receiver, GeneratorValue):
+        return resume(generator, NONE, thrown)  # an iterator without throw(): raised here
     try:
-        item = delegated()
+        if method is None:
+            item = throw(tracer, receiver, thrown)
+        else:
+            exception = thrown.value
+            item = _call(tracer, method, [classes.class_value(exception.python_type()), exception,
+                                          exception.traceback])
     except UserException as raised:
         return _leave_delegation(tracer, generator, raised)
     if item is None:  # the subgenerator returned
@@ -366,7 +361,7 @@ def close(tracer: "Tracer", generator: GeneratorValue) -> Value:
             thrown = raised
     if thrown is None:
         exit_value = exceptions.from_error(tracer, GeneratorExit())
-        thrown = UserException(exit_value, "close", tracer.user_stack())
+        thrown = UserException(exit_value, "close", tracer.positions())
     try:
         item = resume(generator, NONE, thrown)
     except UserException as raised:

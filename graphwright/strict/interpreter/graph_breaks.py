@@ -8,10 +8,13 @@ with an id that never changes meaning (`GB001`...). The tracer raises
 """
 from __future__ import annotations
 
+import linecache
 import traceback
+import types
 from dataclasses import dataclass
 
 from ..._core.errors import Unsupported
+from ..._core.user_stack import is_graphwright_file
 
 
 @dataclass(frozen=True)
@@ -49,19 +52,38 @@ class GraphBreak(Exception):
                            user_stack=self.user_stack)
 
 
+def frame_summaries(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:
+    """The frames at `positions` ((code, line)), as a traceback shows them."""
+    return [traceback.FrameSummary(code.co_filename, line, code.co_name,
+                                   line=linecache.getline(code.co_filename, line).strip())
+            for code, line in positions]
+
+
+def shown_stack(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:
+    """The frames at `positions` (outermost first) that a message shows: all but
+    graphwright's own (all of them when only those are)."""
+    frames = frame_summaries(positions)
+    return [summary for summary in frames if not is_graphwright_file(summary.filename)] or frames
+
+
 class UserException(Exception):
     """An exception the traced program raised (`value` is its symbolic value).
 
     The program's own `try`/`except` handlers may catch it; escaping the compiled function
-    it becomes an OBSERVED_EXCEPTION graph break. `in_traceback`: the frame it is in
-    already has its traceback entry (it re-raised the exception)."""
+    it becomes an OBSERVED_EXCEPTION graph break. `positions` is where it was raised (see
+    `shown_stack`), made into a stack only if it escapes: most are caught. `in_traceback`:
+    the frame it is in already has its traceback entry (it re-raised the exception)."""
 
-    def __init__(self, value, debug_context: str, user_stack: list[traceback.FrameSummary]) -> None:
+    def __init__(self, value, debug_context: str, positions: list[tuple[types.CodeType, int]]) -> None:
         super().__init__(debug_context)
         self.value = value
         self.debug_context = debug_context
-        self.user_stack = user_stack
+        self.positions = positions
         self.in_traceback = False
+
+    @property
+    def user_stack(self) -> list[traceback.FrameSummary]:
+        return shown_stack(self.positions)
 
     def to_graph_break(self, description: str, real: BaseException | None) -> GraphBreak:
         """The break for this exception escaping the compiled function; `description` is

@@ -147,6 +147,11 @@ class GraphBuilder:
         self._names: set[str] = set()
         self._first_op: torch.fx.Node | None = None
         self.call_count = 0
+        # grad-mode and autocast switches: a graph of nothing else that ends in the state it
+        # began in does nothing (`only_undone_switches`)
+        self._switches = 0
+        self._grad_mode_at_start = self._grad_mode = torch.is_grad_enabled()
+        self._autocast_depth = 0
         self._by_fake: dict[int, TensorValue] = {}
         self.submodules: dict[str, torch.nn.Module] = {}  # subgraphs of higher-order calls
 
@@ -253,6 +258,10 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             raise brk
+        if self._shape_env is not None:
+            # symbols this fake run made (`nonzero`, `masked_select`) are the node's; ahead-of-time
+            # autograd, tracing the graph again, makes and binds its own
+            self._shape_env.pending_fresh_unbacked_symbols.clear()
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
@@ -297,7 +306,22 @@ class GraphBuilder:
 
     def record(self, target: Any, args: list) -> torch.fx.Node:
         """A node run for its effect on global state (grad mode, autocast); no fake run needed."""
+        if target is torch._C._set_grad_enabled:
+            self._grad_mode = args[0]
+        elif target is torch.amp.autocast_mode._enter_autocast:
+            self._autocast_depth += 1
+        elif target is torch.amp.autocast_mode._exit_autocast:
+            self._autocast_depth -= 1
+        else:
+            return self._create_node("call_function", target, args, {})
+        self._switches += 1
         return self._create_node("call_function", target, args, {})
+
+    def only_undone_switches(self) -> bool:
+        """Whether the graph only switches grad mode or autocast and ends as it began (a break
+        inside `with torch.no_grad():` before any operation): running it changes nothing."""
+        return self.call_count == self._switches and self._grad_mode == self._grad_mode_at_start \
+            and self._autocast_depth == 0
 
     def _create_node(self, kind: str, target: Any, args: list, kwargs: dict) -> torch.fx.Node:
         if kind == "call_function" and isinstance(target, types.MethodType):

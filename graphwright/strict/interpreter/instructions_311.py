@@ -283,15 +283,19 @@ class Instructions311:
 
     def op_UNPACK_SEQUENCE(self, inst):
         items = operations.iterate(self.tracer, self.pop())
-        if len(items) != inst.arg:
-            raise self.tracer.user_error(ValueError(f"expected {inst.arg} values to unpack, got {len(items)}"))
+        if len(items) > inst.arg:
+            raise self.tracer.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
+        if len(items) < inst.arg:
+            raise self.tracer.user_error(ValueError(
+                f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
         self.stack.extend(reversed(items))
 
     def op_UNPACK_EX(self, inst):
         before, after = inst.arg & 0xFF, inst.arg >> 8
         items = operations.iterate(self.tracer, self.pop())
         if len(items) < before + after:
-            raise self.tracer.user_error(ValueError("not enough values to unpack"))
+            raise self.tracer.user_error(ValueError(
+                f"not enough values to unpack (expected at least {before + after}, got {len(items)})"))
         middle = SequenceValue(items[before:len(items) - after], list)
         unpacked = items[:before] + [middle] + items[len(items) - after:]
         self.stack.extend(reversed(unpacked))

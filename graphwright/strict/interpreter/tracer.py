@@ -20,7 +20,6 @@ import torch
 from ..._core import config
 from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
-from ..._core.user_stack import is_graphwright_file
 from ..guards.guards import Guard, global_state
 from ..guards.sources import (
     AttrSource,
@@ -72,6 +71,7 @@ class Tracer:
         self.open_contexts: list = []
         self.cells_by_id: dict[int, CellValue] = {}
         self.handled = exceptions.HandledExceptions()
+        self.generators: list = []  # the GeneratorValues made in the region, in order
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
@@ -106,8 +106,11 @@ class Tracer:
         """The interpreted frames, outermost first: the user's and those of the libraries it
         calls (torch's Python code included), so that the innermost line is where capture
         stopped, as torch.compile shows it; graphwright's own frames are left out."""
-        frames = [frame.frame_summary() for frame in self.frames]
-        return [summary for summary in frames if not is_graphwright_file(summary.filename)] or frames
+        return gb.shown_stack(self.positions())
+
+    def positions(self) -> list[tuple[Any, int]]:
+        """(code, line) of each interpreted frame: a stack to show later, cheap to take."""
+        return [(frame.code, frame.lineno) for frame in self.frames]
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:

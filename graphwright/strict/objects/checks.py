@@ -6,7 +6,8 @@ it is called for real on the symbolic value, which tells the ShapeEnv the fact (
 code may branch on it), and the graph gets the aten operator that checks it at run time
 (`_assert_scalar`, or `sym_constrain_range_for_size` for `_check_is_size`), which ahead-of-time
 autograd traces too: a violated check raises RuntimeError at run time, as eager's would (with
-the user's message; `_check_index` and friends raise their own error type in eager).
+the user's message; `_check_index` and friends raise their own error type in eager). Inside a
+`try` block the program could catch that error, which it cannot from inside the graph: a break.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import operations
 from .values import NONE, ConstantValue, Value
@@ -46,6 +48,8 @@ def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str
         except Exception as error:
             raise tracer.user_error(error, f"{check.__name__}(...)")
         return NONE
+    if _inside_try_block(tracer):
+        raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{check.__name__} on a symbolic condition in a try block")
     check(*leading, condition.value)  # the ShapeEnv learns the fact (a deferred runtime assert)
     node = tracer.graph.node_arg(condition)
     if check is torch._check_is_size:
@@ -56,3 +60,12 @@ def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str
             else f"Expected cond to be True, but got False ({check.__name__})"
         tracer.graph.record(torch.ops.aten._assert_scalar.default, [node, text])
     return NONE
+
+
+def _inside_try_block(tracer: "Tracer") -> bool:
+    """Whether a `try` block of a running frame encloses the current instruction: a check that
+    fails at run time raises inside the graph, where the program's handler cannot catch it."""
+    from ..residual.split import open_with_blocks
+
+    return any(open_with_blocks(frame.code, frame.instructions[frame.index - 1].offset) is None
+               for frame in tracer.frames)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
 from . import operations
-from .values import NONE, ConstantValue, DequeValue, IteratorValue, SequenceValue, Value
+from .values import NONE, ConstantValue, DequeValue, IteratorValue, LazyIteratorValue, SequenceValue, Value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -63,6 +63,11 @@ def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value
     items = deque.items
     if kwargs:
         raise tracer.user_error(TypeError(f"deque.{name}() takes no keyword arguments"))
+    if name in ("extend", "extendleft", "__iadd__") and isinstance(args[0], LazyIteratorValue):
+        tracer.side_effects.mutate(deque)
+        while (item := args[0].next_item()) is not None:  # each item added before the next is made
+            _append(deque, item, left=name == "extendleft")
+        return deque if name == "__iadd__" else NONE
     if name in _CHANGES:
         # iterate first: `d.extend(d)` takes the items as they were
         added = operations.iterate(tracer, args[0]) if name in ("extend", "extendleft", "__iadd__") else []

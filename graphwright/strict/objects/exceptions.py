@@ -17,7 +17,8 @@ user subclass's own attributes live in its overlay, as any instance's do, and it
   matching an `except` clause (`matches`).
 
 Frames unwind to handlers (`interpreter/frame.py`); the opcode handlers only call these.
-Nothing here touches a real exception that existed before the region.
+Nothing here touches a real exception that existed before the region: raising one gives its
+value a context and a traceback entry that are not written back to it.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from .values import (
     NONE,
     ConstantValue,
     ExceptionValue,
+    MethodValue,
     SequenceValue,
     TracebackValue,
     Value,
@@ -196,8 +198,6 @@ def bind_builtin(tracer: "Tracer", instance: ExceptionValue, owner: type, raw: A
     if isinstance(raw, (types.GetSetDescriptorType, types.MemberDescriptorType)):
         return read_slot(tracer, instance, owner, name)
     if isinstance(raw, (types.MethodDescriptorType, types.WrapperDescriptorType)) and name in METHODS:
-        from .values import MethodValue
-
         return MethodValue(instance, name)
     return None
 
@@ -341,7 +341,7 @@ def raised(tracer: "Tracer", exception: ExceptionValue, debug_context: str) -> U
     if isinstance(handled, ExceptionValue) and handled is not exception:
         _cut_cycle(handled, exception)
         exception.context = handled
-    return UserException(exception, debug_context, tracer.user_stack())
+    return UserException(exception, debug_context, tracer.positions())
 
 
 def _cut_cycle(handled: ExceptionValue, exception: ExceptionValue) -> None:
@@ -363,7 +363,7 @@ def _cut_cycle(handled: ExceptionValue, exception: ExceptionValue) -> None:
 def reraise(tracer: "Tracer", exception: Value, debug_context: str) -> UserException:
     """The exception to propagate for a re-raise (bare `raise`, RERAISE): no new context, and
     no traceback entry for the frame re-raising it."""
-    propagated = UserException(exception, debug_context, tracer.user_stack())
+    propagated = UserException(exception, debug_context, tracer.positions())
     propagated.in_traceback = True
     return propagated
 
@@ -376,7 +376,7 @@ def add_traceback(propagated: UserException, frame: Any) -> None:
         return
     exception = propagated.value
     if isinstance(exception, ExceptionValue):
-        exception.traceback = TracebackValue(frame.frame_summary(), exception.traceback)
+        exception.traceback = TracebackValue(frame.code, frame.lineno, exception.traceback)
 
 
 def matches(tracer: "Tracer", exception: Value, handler: Value) -> bool:
@@ -402,24 +402,20 @@ def traceback_attribute(tracer: "Tracer", entry: TracebackValue, name: str) -> V
     if name == "tb_next":
         return entry.next
     if name == "tb_lineno":
-        return ConstantValue(entry.summary.lineno)
+        return ConstantValue(entry.lineno)
     if name in ("tb_frame", "tb_lasti"):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"traceback.{name}", name=name,
                                  type="traceback of an exception raised in the compiled region")
     return None
 
 
-def _summaries(entry: Value) -> list[traceback.FrameSummary]:
-    found = []
-    while isinstance(entry, TracebackValue):
-        found.append(entry.summary)
-        entry = entry.next
-    return found
-
-
 def _extract_tb(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
-    summaries = _summaries(args[0]) if args else []
-    return tracer.wrap(traceback.StackSummary.from_list(summaries), None)
+    """`traceback.extract_tb(tb)` of a traceback made in the region: its entries' lines."""
+    positions, entry = [], args[0] if args else NONE
+    while isinstance(entry, TracebackValue):
+        positions.append((entry.code, entry.lineno))
+        entry = entry.next
+    return tracer.wrap(traceback.StackSummary.from_list(gb.frame_summaries(positions)), None)
 
 
 def _clear_frames(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:

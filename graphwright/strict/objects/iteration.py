@@ -85,11 +85,13 @@ def _pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
         yield item
 
 
-def _result(items: Iterator[Value], cls: type, lazy: bool) -> Value:
-    """`items` as the helper's iterator: all made now, or each when the consumer asks."""
+def _result(items: Iterator[Value], cls: type, lazy: bool, inputs: list[Value] | None = None) -> Value:
+    """`items` as the helper's iterator: all made now, or each when the consumer asks.
+    `inputs`: the values `cls(*inputs)` is made of (the helper's own state is no more than
+    theirs: zip, map, filter, chain), so that residual code can make it again."""
     if not lazy:
         return IteratorValue(list(items))
-    return LazyIteratorValue(lambda: next(items, None), cls)
+    return LazyIteratorValue(lambda: next(items, None), cls, None if inputs is None else (cls, inputs))
 
 
 def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool]:
@@ -133,8 +135,9 @@ def _enumerate(tracer, args, kwargs):
 def _zip(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
     pulls = [_pull(tracer, it) for it in iterators]
-    rows = _strict_rows(tracer, pulls) if _python(tracer, kwargs.get("strict"), False) else zip(*pulls)
-    return _result((SequenceValue(list(row), tuple) for row in rows), zip, lazy)
+    strict = _python(tracer, kwargs.get("strict"), False)
+    rows = _strict_rows(tracer, pulls) if strict else zip(*pulls)
+    return _result((SequenceValue(list(row), tuple) for row in rows), zip, lazy, None if strict else iterators)
 
 
 def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[tuple]:
@@ -155,7 +158,8 @@ def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[tup
 def _map(tracer, args, kwargs):
     iterators, _ = _iterators(tracer, list(args[1:]))
     rows = zip(*(_pull(tracer, it) for it in iterators))
-    return _result((_call(tracer, args[0], list(row)) for row in rows), map, lazy=True)
+    return _result((_call(tracer, args[0], list(row)) for row in rows), map, lazy=True,
+                   inputs=[args[0], *iterators])
 
 
 def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
@@ -168,7 +172,8 @@ def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
 def _filter(tracer, args, kwargs):
     keep = _truth_of(tracer, args[0])
     iterator = iterator_of(tracer, args[1])
-    return _result((item for item in _pull(tracer, iterator) if keep(item)), filter, lazy=True)
+    return _result((item for item in _pull(tracer, iterator) if keep(item)), filter, lazy=True,
+                   inputs=[args[0], iterator])
 
 
 @_handles(reversed)
@@ -204,7 +209,7 @@ for _target in (itertools.combinations, itertools.permutations, itertools.combin
 @_handles(itertools.chain)
 def _chain(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
-    return _result((item for it in iterators for item in _pull(tracer, it)), itertools.chain, lazy)
+    return _result((item for it in iterators for item in _pull(tracer, it)), itertools.chain, lazy, iterators)
 
 
 @_handles(itertools.chain.from_iterable)

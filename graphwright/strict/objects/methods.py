@@ -199,7 +199,7 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         elif name == "reverse":
             items.reverse()
         elif name == "remove":
-            items.pop(_index_of(tracer, items, args[0]))
+            items.pop(_index_of(tracer, items, args[0], "list.remove(x): x not in list"))
         elif name == "sort":
             from . import builtin_calls
 
@@ -212,7 +212,13 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
             operations.native_delitem(tracer, sequence, args[0])
         return NONE
     if name == "index":
-        return ConstantValue(_index_of(tracer, items, args[0]))
+        if sequence.kind is tuple:
+            message = "tuple.index(x): x not in tuple"
+        elif operations.is_constant_tree(args[0]):
+            message = f"{operations.python_value(tracer, args[0])!r} is not in list"
+        else:
+            message = "value is not in list"
+        return ConstantValue(_index_of(tracer, items, args[0], message))
     if name == "count":
         return ConstantValue(sum(operations.is_same(tracer, item, args[0]) or
                                  (operations.is_constant_tree(item) and operations.is_constant_tree(args[0])
@@ -240,11 +246,11 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
                              type=sequence.python_type().__name__)
 
 
-def _index_of(tracer: "Tracer", items: list[Value], wanted: Value) -> int:
+def _index_of(tracer: "Tracer", items: list[Value], wanted: Value, message: str) -> int:
     for index, item in enumerate(items):
         if operations.contains(tracer, SequenceValue([item], list), wanted):
             return index
-    raise tracer.user_error(ValueError("value is not in list"))
+    raise tracer.user_error(ValueError(message))
 
 
 def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args: list[Value],

@@ -588,8 +588,13 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             if isinstance(index, slice):
                 return SequenceValue(container.items[index], container.kind)
             return container.items[index]
-        except (IndexError, TypeError) as error:
-            raise _user_error(tracer, error, "getitem")
+        except (IndexError, TypeError):
+            # the error Python gives for this kind of sequence, from one of the same length
+            try:
+                container.kind(range(len(container.items)))[index]
+            except (IndexError, TypeError) as error:
+                raise _user_error(tracer, error, "getitem") from None
+            raise
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
         found = container.lookup(python_key)

@@ -435,14 +435,16 @@ class ExceptionValue(ObjectValue):
 
 
 class TracebackValue(Value):
-    """One entry of an exception's `__traceback__`: the line a frame of the trace was running
-    when the exception passed through it, and the entry of the next (inner) frame."""
+    """One entry of an exception's `__traceback__`: the code and line a frame of the trace
+    was running when the exception passed through it, and the entry of the next (inner)
+    frame."""
 
-    __slots__ = ("summary", "next")
+    __slots__ = ("code", "lineno", "next")
 
-    def __init__(self, summary: Any, next_entry: Value) -> None:
+    def __init__(self, code: types.CodeType, lineno: int, next_entry: Value) -> None:
         super().__init__(None)
-        self.summary = summary
+        self.code = code
+        self.lineno = lineno
         self.next = next_entry
 
     def python_type(self) -> type:
@@ -511,15 +513,19 @@ class IteratorValue(Value):
 
 class LazyIteratorValue(Value):
     """An iterator whose items are made on demand, in the consumer's order, so that side
-    effects interleave as in Python: `advance()` returns the next item, or None at the end."""
+    effects interleave as in Python: `advance()` returns the next item, or None at the end.
+    `parts`, when known, is (a callable, the values it is called on) that makes the same
+    iterator from its inputs as they are now (`zip(a, b)`): what residual code rebuilds."""
 
-    __slots__ = ("advance", "cls", "done")
+    __slots__ = ("advance", "cls", "done", "parts")
 
-    def __init__(self, advance: Callable[[], Value | None], cls: type) -> None:
+    def __init__(self, advance: Callable[[], Value | None], cls: type,
+                 parts: tuple[Callable, list[Value]] | None = None) -> None:
         super().__init__(None)
         self.advance = advance
         self.cls = cls
         self.done = False
+        self.parts = parts
 
     def next_item(self) -> Value | None:
         if self.done:
@@ -550,8 +556,8 @@ class GeneratorValue(LazyIteratorValue):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad", "autocast", "warnings"
-    (replayed), or "lock" and "profiler" (no-ops)."""
+    """A context manager the tracer models: `kind` is "grad" (`args`: the mode, and the
+    class made), "autocast", "warnings" (replayed), or "lock" and "profiler" (no-ops)."""
 
     __slots__ = ("kind", "args", "saved")
 

@@ -26,6 +26,7 @@ import torch
 
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
+from ..interpreter.contexts import remade_grad_mode
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
 from ..objects.classes import builtin_base, instance_dict_of, is_instance_value, is_user_class
@@ -46,6 +47,7 @@ from ..objects.values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -234,6 +236,12 @@ class ResidualWriter(EntryWriter):
             return f"{self.ref(convert)}({self.rebuild(value.tensor)})"
         if isinstance(value, GeneratorValue):
             return self._build_generator(value)
+        if isinstance(value, LazyIteratorValue) and value.parts is not None and not value.done:
+            made, inputs = value.parts
+            return f"{self.ref(made)}({', '.join(self.rebuild(item) for item in inputs)})"
+        if isinstance(value, ContextValue) and value.kind == "grad":
+            enabled, cls = value.args
+            return f"{self.ref(remade_grad_mode)}({self.ref(cls)}, {enabled}, {self.literal(value.saved)})"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 

@@ -298,7 +298,7 @@ def _reentry(context: ContextValue) -> ReenteredContext:
 def exit_open_contexts(graph: Any, contexts: list[tuple[int, ReenteredContext, ContextValue]]) -> None:
     """End the graph outside the `with` blocks still open, innermost last entered first out."""
     for _, _, context in reversed(contexts):
-        if context.kind == "grad":
+        if context.kind == "grad" and bool(context.saved) != bool(context.args[0]):
             graph.record(torch._C._set_grad_enabled, [bool(context.saved)])
         elif context.kind == "autocast":
             graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
