@@ -58,7 +58,6 @@ PYTORCH_TESTS ?=
 PYTORCH_TEST_FILES ?=
 test-pytorch-suite: $(STAMP)
 	@test -n "$(PYTORCH_TESTS)" || { echo "set PYTORCH_TESTS to a folder with PyTorch's test/dynamo files"; exit 2; }
-	$(PY) -m pip install --quiet expecttest==0.3.0 pytest-timeout==2.4.0
 	$(PY) -m tools.pytorch_suite $(PYTORCH_TESTS) $(PYTORCH_TEST_FILES)
 
 # A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;

@@ -81,8 +81,9 @@ def _sum_as_float(a, b):
 
 def test_a_float_item_returned_leaves_the_graph_as_a_tensor(monkeypatch):
     monkeypatch.setattr(graphwright.config, "capture_scalar_outputs", True)
-    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
-    ours, theirs = _counts(_sum_as_float, lambda: (torch.randn(3, 3), torch.randn(3, 3)))
+    # PyTorch's config is patched through its own API: pytest's monkeypatch deletes the key on undo.
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        ours, theirs = _counts(_sum_as_float, lambda: (torch.randn(3, 3), torch.randn(3, 3)))
     assert ours == theirs == (1, 4)  # add, sum, item, scalar_tensor
 
 
