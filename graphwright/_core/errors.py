@@ -21,6 +21,8 @@ from __future__ import annotations
 import traceback
 from collections.abc import Sequence
 
+from torch.fx.experimental import symbolic_shapes
+
 from .user_stack import format_user_stack
 
 
@@ -116,5 +118,6 @@ class BackendError(GraphwrightError):
     """A backend failed to compile or run a captured graph."""
 
 
-class ConstraintViolationError(GraphwrightError):
-    """A dimension marked with `mark_dynamic` was forced to one size by the program."""
+class ConstraintViolationError(GraphwrightError, symbolic_shapes.ConstraintViolationError):
+    """A dimension marked with `mark_dynamic` was forced to one size by the program (PyTorch's
+    exception of the same name too, so that code catching PyTorch's catches it)."""

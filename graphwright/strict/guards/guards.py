@@ -51,6 +51,10 @@ def global_state() -> tuple:
     return (torch.get_default_dtype(), autocast_state())
 
 
+DIMENSION_MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices")
+_NO_MARKS: frozenset[int] = frozenset()
+
+
 @dataclass(frozen=True)
 class TensorMeta:
     """What a tensor guard checks: everything fake-tensor tracing specialised on."""
@@ -67,14 +71,19 @@ class TensorMeta:
     # Python key), or None where they cannot change between calls: module state,
     # whose tensors are made once (checking them on every call costs ~0.4 us each).
     dispatch_keys: int | None = None
+    # The dimensions marked dynamic (`mark_dynamic`, `maybe_mark_dynamic`) of a tensor that had
+    # marks: a tensor marked on other dimensions recompiles, as in PyTorch. An unmarked tensor
+    # is not checked for marks (it would cost every call a failed attribute lookup).
+    marks: tuple[tuple[str, frozenset[int]], ...] = ()
 
     @staticmethod
     def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset(),
            check_dispatch_keys: bool = True) -> "TensorMeta":
         keys = torch._C._dispatch_keys(tensor).raw_repr() if check_dispatch_keys else None
+        marks = tuple((name, frozenset(getattr(tensor, name))) for name in DIMENSION_MARKS if hasattr(tensor, name))
         return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
                           tuple(tensor.shape), tuple(tensor.stride()), dynamic, tensor.is_inference(),
-                          keys)
+                          keys, marks)
 
     def is_contiguous_layout(self) -> bool:
         expected, step = [], 1
@@ -253,6 +262,8 @@ def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -
     device += f" and {value}.is_inference() is {meta.inference!r}"
     if meta.dispatch_keys is not None:
         device += f" and ___dispatch_keys({value}).raw_repr() == {meta.dispatch_keys}"
+    for name, dims in meta.marks:
+        device += f" and {ref(getattr)}({value}, {name!r}, {ref(_NO_MARKS)}) <= {ref(dims)}"
     if meta.dynamic:
         sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
                         if i not in meta.dynamic)
@@ -278,6 +289,10 @@ def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
     if meta.dispatch_keys is not None:
         checks.append(("dispatch keys", torch._C.DispatchKeySet.from_raw_repr(meta.dispatch_keys),
                        torch._C._dispatch_keys(actual)))
+    for mark, dims in meta.marks:
+        marked = set(getattr(actual, mark, ()))
+        if not marked <= dims:
+            checks.append((f"dimensions marked ({mark})", sorted(dims), sorted(marked)))
     for what, expected, got in checks:
         if expected != got:
             return f"tensor '{name}' {what} mismatch: expected {expected}, actual {got}"
