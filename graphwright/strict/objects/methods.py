@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
                                "__index__", "data_ptr", "untyped_storage", "storage"})
-_CAPTURABLE_SCALARS = frozenset({"item", "tolist"})
 _TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
 _STORAGE_QUERIES = frozenset({"storage_offset", "is_shared", "is_pinned"})
 _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "__init__", "__eq__", "__ne__"})
@@ -78,7 +77,9 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
 
 def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[Value],
                    kwargs: dict[str, Value]) -> Value:
-    if name in _CAPTURABLE_SCALARS and tracer.data_dependence.scalars:
+    if name == "item" and tracer.data_dependence.scalars:
+        return tracer.graph.call("call_method", "item", [tensor], {})
+    if name == "tolist" and tracer.data_dependence.scalars:
         return _captured_scalars(tracer, tensor)
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
@@ -121,16 +122,13 @@ def _scaled_pointwise_by_a_tensor(tracer: "Tracer", tensor: TensorValue, name: s
 
 
 def _captured_scalars(tracer: "Tracer", tensor: TensorValue) -> Value:
-    """`.item()` / `.tolist()` as graph values (unbacked symbols): a list is one `item` per
-    element, so that every backend (ahead-of-time autograd too) sees only `item` calls."""
+    """`.tolist()` as graph values (unbacked symbols): one `item` per element, so that every
+    backend (ahead-of-time autograd too) sees only `item` calls. A symbolic length is
+    specialised (a list has a length)."""
     if tensor.fake.dim() == 0:
         return tracer.graph.call("call_method", "item", [tensor], {})
-    length = tensor.fake.shape[0]
-    if not isinstance(length, int):
-        raise tracer.graph_break(gb.TENSOR_TO_PYTHON, "Tensor.tolist() of a symbolic length",
-                                 what="Tensor.tolist() on a tensor whose length is symbolic")
     rows = [tracer.graph.call("call_function", operator.getitem, [tensor, ConstantValue(index)], {})
-            for index in range(length)]
+            for index in range(int(tensor.fake.shape[0]))]
     return SequenceValue([_captured_scalars(tracer, row) for row in rows], list)
 
 

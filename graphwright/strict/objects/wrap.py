@@ -16,6 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental import symbolic_shapes
 
 from ..guards.guards import TensorMeta
 from ..guards.sources import (
@@ -66,8 +67,10 @@ _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
 def _python_operators() -> frozenset:
     """The Python functions of torch that are operators: those `torch.overrides` lists as
-    overridable (torch.*, torch.nn.functional.*, ...) and the Python methods of Tensor."""
-    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values()]
+    overridable (torch.*, torch.nn.functional.*, ...), the Python methods of Tensor, and the
+    logic of symbolic booleans (`sym_and`, `sym_or`, beside `torch.sym_not`)."""
+    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values(),
+              (symbolic_shapes.sym_and, symbolic_shapes.sym_or)]
     return frozenset(fn for table in tables for fn in table if type(fn) is types.FunctionType)
 
 
