@@ -71,10 +71,11 @@ class GraphwrightError(Exception):
         return "\n".join(parts)
 
 
-class Unsupported(GraphwrightError):
+class Unsupported(GraphwrightError, RuntimeError):
     """The strict tracer met something it cannot capture (a graph break).
 
-    Raised under `fullgraph=True`; otherwise the break splits the graph.
+    Raised under `fullgraph=True`; otherwise the break splits the graph. A RuntimeError, as
+    PyTorch's `Unsupported` is (code catching that catches this).
     `gb_id` is the stable id of the graph-break kind (e.g. "GB001").
     """
 

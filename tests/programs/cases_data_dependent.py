@@ -153,3 +153,19 @@ def _(values, mask):
 def _(values, mask):
     doubled = values * 2
     return doubled[mask].sum() + 1
+
+
+@program("min_and_max_of_scalar_tensors_and_numbers", lambda: (rand(3), rand(3)))
+def _(a, b):
+    c = a + b
+    a, b = a.sum(), b.sum()
+    a = min(max(a, 0), 1)
+    b = max(0, min(1, b))
+    return max(a, b) - min(a, b) + c
+
+
+@program("bool_of_a_scalar_tensor_is_captured_under_fullgraph", lambda: torch.tensor(3.5),
+         changed=lambda: torch.tensor(0.0), frames_changed=1)
+def _(x):
+    flag = bool(x)
+    return bool((x == 0).all()), flag, bool(x.item() > 1)
