@@ -169,3 +169,10 @@ def _(a, b):
 def _(x):
     flag = bool(x)
     return bool((x == 0).all()), flag, bool(x.item() > 1)
+
+
+@program("new_tensor_of_data_dependent_counts", lambda: torch.tensor([1, 0, 0, 5]),
+         changed=lambda: torch.tensor([1, 2, 0, 5]), frames_changed=1)
+def _(a):
+    n = a.nonzero().squeeze(-1).numel()
+    return a.new_tensor([n, n + 1, n * 2]), a.new_tensor([[n, a.shape[0]], [2, n - 1]])

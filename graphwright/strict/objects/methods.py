@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
-from . import classes, operations, output_calls
+from . import classes, operations, output_calls, symbolic_numbers
 from .values import (
     NONE,
     ConstantValue,
@@ -87,6 +87,12 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
     if name in _STORAGE_QUERIES and not args and not kwargs:
         return _storage_query(tracer, tensor, name)
+    if name == "new_tensor" and args:  # data the graph computes: `torch.tensor` of it, as TorchDynamo
+        made = symbolic_numbers.tensor_of_a_symbol(
+            tracer, args[:1], {"dtype": ConstantValue(tensor.fake.dtype), "device": ConstantValue(tensor.fake.device),
+                               **kwargs})
+        if made is not None:
+            return made
     if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
         return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
