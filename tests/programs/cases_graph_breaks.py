@@ -955,10 +955,3 @@ def _(*args, scale=1.0, **options):
     a = args[0] * scale
     graph_break()
     return a + args[1] + options["shift"]
-
-
-@program("tensor_method_held_across_a_break", lambda: rand(4), fullgraph=False, frames=2)
-def _(x):
-    make = (x * 2).new_tensor
-    print("between the graphs")
-    return make([1.0, 2.0]) + x[:2]

@@ -222,9 +222,6 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         if isinstance(receiver, TensorValue):
             return MethodValue(receiver, real.__func__.__name__)
         return ConstantValue(real, source)
-    if cls is types.BuiltinMethodType and isinstance(real.__self__, torch.Tensor):
-        # a tensor's method read before a graph break (`t.new_tensor` on the resumed stack)
-        return MethodValue(wrap(tracer, real.__self__, _attr(source, "__self__")), real.__name__)
     if cls is types.BuiltinMethodType and not isinstance(real.__self__, (types.ModuleType, type(None))):
         # `cls.__subclasses__`, `"sep".join`: made anew at each read; what it binds is what stays
         tracer.add_guard(source, "type", cls)
