@@ -33,6 +33,12 @@ def _(x, n):
     return x * 2 + n
 
 
+@program("slice_argument_is_guarded", lambda: (rand(6), slice(0, 4, 2)),
+         changed=lambda: (rand(6), slice(1, 5, 1)), frames_changed=2)
+def _(x, where):
+    return x[where] * 2, list(range(10))[where] + [100], where.step
+
+
 def _marked(dims):
     def make():
         x = rand(3, 3, 3)

@@ -109,6 +109,10 @@ class Guard:
         if self.kind == "query":  # one per function asked: its answer may not hash
             return (self.source, self.kind, id(self.expected[0]))
         expected = id(self.expected) if self.kind in ("id", "type", "code") else self.expected
+        try:
+            hash(expected)
+        except TypeError:  # a constant Python 3.11 cannot hash (a slice): its exact text
+            expected = (type(expected), repr(expected))
         return (self.source, self.kind, expected)
 
     def condition(self, value: str, writer: ExprWriter) -> str:
