@@ -22,3 +22,18 @@ def test_random_numbers_after_a_seed_set_in_the_region_repeat():
     first = seeded()
     assert torch.equal(first, seeded())
     assert first.shape == (5,) and first.dtype == torch.int64
+
+
+def _doubled_sparse(x):
+    return x.to_sparse() * 2
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_operator_returning_a_sparse_tensor_is_a_graph_break(backend):
+    x = torch.randn(4, 4)
+    result = graphwright.compile(_doubled_sparse, backend=backend)(x)
+    assert result.layout is torch.sparse_coo
+    torch.testing.assert_close(result.to_dense(), _doubled_sparse(x).to_dense())
+    explained = graphwright.explain(_doubled_sparse)(x)
+    assert explained.graph_count == 0  # the sparse result, then the resumed code's sparse input
+    assert {reason.reason.split(":")[0] for reason in explained.break_reasons} == {"Unsupported tensor input"}

@@ -93,6 +93,15 @@ def _has_unbacked_symbols(result: Any) -> bool:
     return isinstance(result, SYMBOLIC_TYPES)
 
 
+def _sparse_tensor(result: Any) -> torch.Tensor | None:
+    """A tensor of `result` (an operator's output) that is not strided, if any."""
+    if isinstance(result, torch.Tensor):
+        return result if result.layout is not torch.strided else None
+    if isinstance(result, (tuple, list)):
+        return next((found for item in result if (found := _sparse_tensor(item)) is not None), None)
+    return None
+
+
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
     return tensor.fake
 
@@ -235,6 +244,11 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             raise brk
+        sparse = _sparse_tensor(result)
+        if sparse is not None:  # as a sparse input is: the backends take strided tensors
+            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
+                                 name=f"the result of {name}", tensor=tensor_kind(sparse),
+                                 error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
@@ -268,6 +282,11 @@ class GraphBuilder:
     def call_with_result(self, target: Any, args: list[Value | torch.fx.Node], result: Any) -> Value:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace);
         an argument may be a node the caller made (`add_submodule`)."""
+        sparse = _sparse_tensor(result)
+        if sparse is not None:  # as a sparse input is: the backends take strided tensors
+            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
+                                 name=f"the result of {name}", tensor=tensor_kind(sparse),
+                                 error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})

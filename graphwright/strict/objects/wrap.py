@@ -326,9 +326,10 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
-    if real.is_nested or real.layout not in (torch.strided, torch.sparse_coo):
+    if real.is_nested or real.layout is not torch.strided:
+        # sparse tensors too, as in PyTorch: ahead-of-time autograd and Inductor take strided ones
         raise tracer.graph_break(gb.UNSUPPORTED_TENSOR, f"{source.name()}: {real.layout}", name=source.name(),
-                                 tensor=tensor_kind(real), error="the tracer models strided and sparse COO tensors")
+                                 tensor=tensor_kind(real), error="the tracer models strided tensors")
     value = tracer.graph.add_input(real, source)
     module_state = isinstance(source, ModuleDictSource)
     tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),
