@@ -46,9 +46,16 @@ def global_module_hooks() -> bool:
     return any(getattr(hooks, table) for table in GLOBAL_HOOK_TABLES)
 
 
+# Global flags that change which kernels run (as PyTorch's global-state guard checks them):
+# read with torch's C getters, the cheapest calls there are on the per-call path.
+TORCH_FLAGS = (torch._C._get_deterministic_algorithms, torch._C._get_deterministic_algorithms_warn_only,
+               torch._C._get_cublas_allow_tf32)
+
+
 def global_state() -> tuple:
-    """Global torch state that changes what operators return: the default dtype and autocast."""
-    return (torch.get_default_dtype(), autocast_state())
+    """Global torch state that changes what operators return: the default dtype, autocast, and
+    the flags of `TORCH_FLAGS` (deterministic algorithms, TF32 matmuls)."""
+    return (torch.get_default_dtype(), autocast_state(), tuple(flag() for flag in TORCH_FLAGS))
 
 
 DIMENSION_MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices")
@@ -145,10 +152,11 @@ class Guard:
         if kind == "grad_mode":
             return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
         if kind == "global_state":
-            dtype, autocast = expected
+            dtype, autocast, flags = expected
             autocast_check = (f"not {ref(torch._C._is_any_autocast_enabled)}()" if autocast is None
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
-            return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
+            flag_checks = "".join(f" and {ref(flag)}() is {value!r}" for flag, value in zip(TORCH_FLAGS, flags))
+            return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}{flag_checks}"
         if kind == "global_hooks":  # hooks registered for every module (none when traced)
             hooks = ref(torch.nn.modules.module)
             return " and ".join(f"not {hooks}.{table}" for table in GLOBAL_HOOK_TABLES)
@@ -207,7 +215,8 @@ class Guard:
             "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",
             "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
             "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
-            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}, "
+                                    f"deterministic algorithms, warn only, TF32 matmuls are {expected[2]}",
             "code": lambda: f"{name} is the code object {_short(expected)} (or an equal one)",
             "global_hooks": lambda: "no module hook is registered for every module",
             "query": lambda: f"{getattr(expected[0], '__qualname__', expected[0])}() == {expected[1]!r}",
@@ -246,8 +255,8 @@ class Guard:
                                     or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
             return f"class '{name}' has an attribute '{expected[0]}' now"
         if kind == "global_state" and global_state() != expected:
-            return f"global torch state changed (default dtype, autocast): expected {expected}, " \
-                   f"actual {global_state()}"
+            return f"global torch state changed (default dtype, autocast, deterministic algorithms, TF32): " \
+                   f"expected {expected}, actual {global_state()}"
         if kind == "global_hooks" and global_module_hooks():
             return "hooks for every module were registered (`register_module_forward_hook`...)"
         if kind == "query" and expected[0]() != expected[1]:

@@ -1,10 +1,11 @@
-"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined.
+"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
+and the global flags a region may switch (`torch.use_deterministic_algorithms`).
 
-Grad mode and autocast change how later operations behave, so entering one
-both records a node in the graph (the compiled graph switches the mode at
+Grad mode, autocast and those flags change how later operations behave, so switching
+one both records a node in the graph (the compiled graph switches the mode at
 run time, as eager would) and switches the real mode while tracing (so fake
-tensors get the right `requires_grad` and dtypes). The tracer undoes the real
-switch when tracing ends, however it ends.
+tensors get the right `requires_grad` and dtypes, and queries the right answer).
+The tracer undoes the real switch when tracing ends, however it ends.
 """
 from __future__ import annotations
 
@@ -54,6 +55,31 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
     if cls in PROFILER_CLASSES:
         return ContextValue("profiler", ())
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
+
+
+def use_deterministic_algorithms(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.use_deterministic_algorithms(mode, warn_only=...)` in the region (the entry's
+    global-state guard saw the flags it starts with)."""
+    from ..objects import operations
+
+    try:
+        mode = bool(operations.python_value(tracer, args[0] if args else kwargs["mode"]))
+        warn_only = bool(operations.python_value(tracer, kwargs.get("warn_only", ConstantValue(False))))
+    except KeyError:
+        raise tracer.user_error(TypeError("use_deterministic_algorithms() missing argument 'mode'")) from None
+    tracer.graph.record(torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
+    torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+    return NONE
+
+
+def saved_torch_flags() -> tuple:
+    """The global flags a region may switch, to restore when tracing ends."""
+    return torch._C._get_deterministic_algorithms(), torch._C._get_deterministic_algorithms_warn_only()
+
+
+def restore_torch_flags(saved: tuple) -> None:
+    deterministic, warn_only = saved
+    torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:

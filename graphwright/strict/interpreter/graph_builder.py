@@ -221,8 +221,10 @@ class GraphBuilder:
         self._names.add(name)
         return name
 
-    def call(self, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        """Run `target` on fakes, then record it; `kind` is call_function or call_method."""
+    def call(self, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value],
+             effectful: bool = False) -> Value:
+        """Run `target` on fakes, then record it; `kind` is call_function or call_method. A call
+        returning no tensor is recorded only if it may mutate its inputs, or is `effectful`."""
         fake_args = [self._fake(arg, target, kind) for arg in args]
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
@@ -251,7 +253,7 @@ class GraphBuilder:
                                  error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
-        if not self._holds_tensor(result) and not self._may_mutate(kind, target):
+        if not self._holds_tensor(result) and not self._may_mutate(kind, target) and not effectful:
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
                     and not holds_symbol(result)):
@@ -296,9 +298,9 @@ class GraphBuilder:
         """The fx argument standing for `value` (a tensor's node, a symbol's computing node)."""
         return self._node_arg(value)
 
-    def record(self, target: Any, args: list) -> torch.fx.Node:
+    def record(self, target: Any, args: list, kwargs: dict | None = None) -> torch.fx.Node:
         """A node run for its effect on global state (grad mode, autocast); no fake run needed."""
-        return self._create_node("call_function", target, args, {})
+        return self._create_node("call_function", target, args, kwargs or {})
 
     def _create_node(self, kind: str, target: Any, args: list, kwargs: dict) -> torch.fx.Node:
         if kind == "call_function" and isinstance(target, types.MethodType):

@@ -35,6 +35,7 @@ from ..guards.sources import (
 from ..objects import wrap as wrapping
 from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
+from . import contexts
 from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
@@ -172,7 +173,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
 def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_dims: dict[Source, frozenset[int]] | None,
            stop_at: int | None, data_dependence: DataDependence) -> TraceResult:
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)), data_dependence)
-    grad_enabled = torch.is_grad_enabled()
+    grad_enabled, flags = torch.is_grad_enabled(), contexts.saved_torch_flags()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
     # functions sharing this code share the cache; `fn.__code__ = ...` is another function
@@ -209,6 +210,7 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
         for context in reversed(tracer.open_contexts):
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
+        contexts.restore_torch_flags(flags)
     return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()],
                        stopped)
 
