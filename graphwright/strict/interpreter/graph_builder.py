@@ -284,11 +284,6 @@ class GraphBuilder:
     def call_with_result(self, target: Any, args: list[Value | torch.fx.Node], result: Any) -> Value:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace);
         an argument may be a node the caller made (`add_submodule`)."""
-        sparse = _sparse_tensor(result)
-        if sparse is not None:  # as a sparse input is: the backends take strided tensors
-            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
-                                 name=f"the result of {name}", tensor=tensor_kind(sparse),
-                                 error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})

@@ -211,8 +211,10 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
         contexts.restore_torch_flags(flags)
-    return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()],
-                       stopped)
+        # the graph raises its breaks through the tracer: no cycle may keep the inputs it
+        # holds alive once the caller drops the result
+        graph, tracer.graph = tracer.graph, None
+    return TraceResult(graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()], stopped)
 
 
 def add_size_guards(tracer: Tracer) -> None:
