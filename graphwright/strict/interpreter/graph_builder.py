@@ -23,7 +23,11 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import (
+    GuardOnDataDependentSymNode,
+    PendingUnbackedSymbolNotFound,
+    compute_unbacked_bindings,
+)
 
 from ..guards.sources import Source
 from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
@@ -263,11 +267,27 @@ class GraphBuilder:
                 node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                          {key: self._node_arg(arg) for key, arg in kwargs.items()})
                 node.meta["example_value"] = result
+                self._bind_new_symbols(node, result)
                 self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
+        self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
+
+    def _bind_new_symbols(self, node: torch.fx.Node, result: Any) -> None:
+        """The unbacked symbols the call made (`.item()`, `nonzero`) are bound to its node, as a
+        tracer must: a symbol left pending breaks the next trace on the same ShapeEnv (ahead-of-
+        time autograd's, Inductor's)."""
+        shape_env = self.fake_mode.shape_env
+        if shape_env is None or not shape_env.pending_fresh_unbacked_symbols:
+            return
+        try:
+            bindings = compute_unbacked_bindings(shape_env, result)
+        except PendingUnbackedSymbolNotFound:  # made inside the call, not in its result: unbound
+            return
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
 
     def add_submodule(self, prefix: str, module: torch.nn.Module) -> torch.fx.Node:
         """A get_attr node reading `module` (a subgraph), held by the graph as `<prefix>_<n>`."""
@@ -287,6 +307,7 @@ class GraphBuilder:
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
+        self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
 
     def node_arg(self, value: Value) -> Any:
