@@ -25,7 +25,7 @@ from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
-from ..objects import builtin_calls, classes, instances, introspection, methods, operations
+from ..objects import builtin_calls, classes, instances, introspection, methods, operations, optimizer_state
 from ..objects.values import (
     ConstantValue,
     DictValue,
@@ -417,6 +417,7 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
             tracer.add_guard(function.source, "id", function.fn)  # the meaning belongs to this object
             return modelled
     if function.bound_self is not None:
+        optimizer_state.initialise_before_tracing(tracer, function, args, kwargs)
         args = [function.bound_self, *args]
     state = state_source(function)
     if state is not None:  # `fn.__code__ = ...` replaces what the function does
