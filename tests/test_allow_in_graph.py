@@ -180,3 +180,23 @@ def test_number_and_none_outputs_are_allowed():
 
     x = torch.randn(2)
     torch.testing.assert_close(fn(x), (x + 1) * 3)
+
+
+def test_a_call_returning_no_tensor_stays_in_the_graph_and_runs_at_every_call():
+    seen = []
+
+    @graphwright.allow_in_graph
+    def note_grad_mode():
+        seen.append(torch.is_grad_enabled())
+
+    counter = CompileCounter()
+
+    @graphwright.compile(fullgraph=True, backend=counter)
+    def step(x):
+        note_grad_mode()
+        return x + 1
+
+    for _ in range(3):
+        step(torch.ones(2))
+    assert counter.frame_count == 1
+    assert seen == [True] * 4  # once while tracing (as torch.compile), then at every call

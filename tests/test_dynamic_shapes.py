@@ -312,3 +312,24 @@ def test_compiling_generate_itself_captures_graphs_and_matches_eager():
     tokens = graphwright.compile(model.generate, backend=counter)(ids, max_new_tokens=8, do_sample=False)
     assert torch.equal(tokens, expected)
     assert counter.frame_count >= 5  # the forward, the logits processing; PyTorch: 12
+
+
+def _rows_of_nonzero_checked(x):
+    found = x.nonzero()
+    torch._check(found.shape[0] % 4 == 0)
+    return torch.ones(found.shape[0])
+
+
+def _cond_over_a_check_in_both_branches(x):
+    return torch.cond(x.shape[0] % 4 == 0, lambda: _rows_of_nonzero_checked(x),
+                      lambda: _rows_of_nonzero_checked(x))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_data_dependent_check_inside_cond_branches_is_asserted_at_run_time(backend, monkeypatch):
+    monkeypatch.setattr(graphwright.config, "capture_dynamic_output_shape_ops", True)
+    compiled = graphwright.compile(_cond_over_a_check_in_both_branches, backend=backend, dynamic=True)
+    torch.testing.assert_close(compiled(torch.ones(4, 4)), torch.ones(16))
+    with pytest.raises(RuntimeError, match=r"Runtime assertion failed for expression Eq\(Mod\(u\d+, 4\), 0\) "
+                                           r"\(`_check` at .*test_dynamic_shapes.py:\d+\)"):
+        compiled(torch.ones(5, 5))  # 25 rows

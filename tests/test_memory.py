@@ -213,3 +213,34 @@ def test_an_autograd_function_class_made_in_a_loop_is_freed():
     gc.collect()
     gc.collect()
     assert all(ref() is None for ref in refs)
+
+
+def test_an_input_is_freed_when_the_caller_drops_it_without_a_collection():
+    # what the trace held (fake tensors made from the inputs, the tracer's memo of real objects)
+    # sits in no reference cycle: dropping the last reference frees the input at once
+    compiled = graphwright.compile(lambda x: x + x, backend=CompileCounter())
+    x = torch.rand(4)
+    watched = weakref.ref(x)
+    compiled(x)
+    gc.disable()
+    try:
+        del x
+        assert watched() is None
+    finally:
+        gc.enable()
+
+
+def test_a_module_passed_to_a_compiled_function_is_freed_without_a_collection():
+    def forward(module, x):
+        return module(x)
+
+    compiled = graphwright.compile(forward, backend=lambda gm, example_inputs: (lambda *args: (1,)))
+    module, x = nn.Linear(4, 4), torch.rand(2, 4)
+    watched, weight = weakref.ref(module), weakref.ref(module.weight)
+    compiled(module, x)
+    gc.disable()
+    try:
+        del module, x
+        assert watched() is None and weight() is None
+    finally:
+        gc.enable()

@@ -36,7 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts, dump, logs
 from .._core.errors import GraphwrightError
-from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile, example_values
+from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
 from .registry import register_backend
 
 
@@ -88,8 +88,10 @@ def _joint_graph_passes(gm: torch.fx.GraphModule, config: dict[str, Any]) -> tor
     from torch._inductor.fx_passes.joint_graph import joint_graph_passes
     from torch._inductor.virtualized import V
 
-    # Some passes make new fake values and look for the fake mode where compile_fx puts it.
-    fake_modes = [v.fake_mode for v in example_values(gm) if isinstance(v, FakeTensor)]
+    # Some passes make new fake values and look for the fake mode where compile_fx puts it;
+    # a graph without tensor inputs (`torch.manual_seed(3); torch.randint(...)`) has it on its nodes.
+    fake_modes = [node.meta["val"].fake_mode for node in gm.graph.nodes
+                  if isinstance(node.meta.get("val"), FakeTensor)]
     with V.set_fake_mode(fake_modes[0]) if fake_modes else contextlib.nullcontext(), _config_patch(config):
         return joint_graph_passes(gm)
 

@@ -23,7 +23,7 @@ import torch.fx
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+from torch.fx.experimental.symbolic_shapes import PendingUnbackedSymbolNotFound, compute_unbacked_bindings
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core import recompute
@@ -240,7 +240,10 @@ class GraphRecorder(TorchDispatchMode):
         if shape_env is not None and shape_env.pending_fresh_unbacked_symbols:
             # the symbols this call made (`.item()`, `nonzero`) are bound to its output, as a
             # backend that propagates fake tensors again (Inductor) expects of every node
-            bindings = compute_unbacked_bindings(shape_env, out)
+            try:
+                bindings = compute_unbacked_bindings(shape_env, out)
+            except PendingUnbackedSymbolNotFound:  # made inside an opaque call, not in its output
+                bindings = None
             if bindings:
                 node.meta["unbacked_bindings"] = bindings
         return node

@@ -99,6 +99,24 @@ def _(x):
     return torch.zeros(idx.shape[0], 2) + idx.unsqueeze(1).float()
 
 
+@program("item_of_a_one_element_vector_is_a_number_checked_as_a_size", lambda: torch.tensor([3]),
+         changed=lambda: torch.tensor([5]), frames_changed=1)
+def _(x):
+    n = x.item()
+    torch._check(n >= 0)
+    return torch.arange(0, n), torch.empty((n - 1) // 2).shape[0]
+
+
+@program("tolist_of_a_dynamic_vector_with_symbolic_logic_checked", lambda: torch.tensor([5, 6]),
+         changed=lambda: torch.tensor([8, 7]), frames_changed=1, options={"dynamic": True})
+def _(xs):
+    from torch.fx.experimental.symbolic_shapes import sym_and
+
+    u0, u1 = xs.tolist()
+    torch._check(sym_and(u0 >= 3, u0 <= 10, u1 >= 2))
+    return torch.ones(u0) * u1, u0 + u1
+
+
 @program("len_of_a_nonzero_result_is_its_data_dependent_size", _positives)
 def _(x):
     found = (x > 0).nonzero()
@@ -135,3 +153,26 @@ def _(values, mask):
 def _(values, mask):
     doubled = values * 2
     return doubled[mask].sum() + 1
+
+
+@program("min_and_max_of_scalar_tensors_and_numbers", lambda: (rand(3), rand(3)))
+def _(a, b):
+    c = a + b
+    a, b = a.sum(), b.sum()
+    a = min(max(a, 0), 1)
+    b = max(0, min(1, b))
+    return max(a, b) - min(a, b) + c
+
+
+@program("bool_of_a_scalar_tensor_is_captured_under_fullgraph", lambda: torch.tensor(3.5),
+         changed=lambda: torch.tensor(0.0), frames_changed=1)
+def _(x):
+    flag = bool(x)
+    return bool((x == 0).all()), flag, bool(x.item() > 1)
+
+
+@program("new_tensor_of_data_dependent_counts", lambda: torch.tensor([1, 0, 0, 5]),
+         changed=lambda: torch.tensor([1, 2, 0, 5]), frames_changed=1)
+def _(a):
+    n = a.nonzero().squeeze(-1).numel()
+    return a.new_tensor([n, n + 1, n * 2]), a.new_tensor([[n, a.shape[0]], [2, n - 1]])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import types
 
 import torch
+import torch._dynamo
 from torch import nn
 
 from .harness import Args, Program, function_program, module_program, program_decorator, rand
@@ -30,6 +31,29 @@ def _(x, kind):
          changed=lambda: (rand(3), 1.5), frames_changed=2, fullgraph=False)
 def _(x, n):
     return x * 2 + n
+
+
+@program("slice_argument_is_guarded", lambda: (rand(6), slice(0, 4, 2)),
+         changed=lambda: (rand(6), slice(1, 5, 1)), frames_changed=2)
+def _(x, where):
+    return x[where] * 2, list(range(10))[where] + [100], where.step
+
+
+def _marked(dims):
+    def make():
+        x = rand(3, 3, 3)
+        for dim in dims:
+            torch._dynamo.mark_dynamic(x, dim)
+        return x
+    return make
+
+
+@program("tensor_marked_dynamic_on_other_dimensions_recompiles", _marked([0]),
+         changed=_marked([1]), frames_changed=2, fullgraph=False)
+def _(x):
+    if x.shape[0] > 2:
+        return x.cos()
+    return x.sin()
 
 
 SCALE = 2

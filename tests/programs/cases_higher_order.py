@@ -281,3 +281,9 @@ _ENERGY_HESSIAN = torch.func.hessian(_row_energy)
 @program("functions_transformed_outside_the_region", lambda: rand(4, 3, requires_grad=True), grad=True)
 def _(x):
     return _BATCHED_ENERGY(x), _ENERGY_HESSIAN(x[0])
+
+
+@program("cond_operator_called_directly_takes_a_branch_at_run_time",
+         lambda: (torch.tensor(True), rand(3)), changed=lambda: (torch.tensor(False), rand(3)), frames_changed=1)
+def _(pred, x):
+    return torch.ops.higher_order.cond(pred, lambda y: y.sin() * 2, lambda y: y.cos() - 1, (x,))

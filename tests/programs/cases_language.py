@@ -564,3 +564,35 @@ def _(x, cfg, slotted, ns, args, transform):
         x = x * cfg.lr
     x = x * slotted.gain + slotted.bias + ns.alpha + args.beta
     return transform(x), getattr(cfg, "missing", "fallback")
+
+
+@program("identity_operators_called_as_functions_on_a_tensor", lambda: rand(3))
+def _(x):
+    return x + 1, [op(-10, x) for op in (operator.is_, operator.is_not)], operator.is_(x, x)
+
+
+class _BoolReturnsFloat:
+    def __init__(self, value):
+        self.value = value
+
+    def __bool__(self):
+        self.value = 1.2
+        return self.value
+
+
+@program("bool_returning_a_float_is_a_type_error", lambda: rand(3))
+def _(x):
+    holder = _BoolReturnsFloat(0.5)
+    try:
+        if not holder:
+            return x + holder.value, "not reached"
+    except TypeError as error:
+        return x - holder.value, str(error)
+    return x, "not reached"
+
+
+@program("list_and_size_indexed_by_a_tensor_made_of_a_constant", lambda: (rand(2, 3, 4), rand(3)))
+def _(x, y):
+    items = [x, y, x + 1]
+    index = torch.as_tensor(2)
+    return items[index], x.reshape(-1, x.shape[torch.tensor(1)])

@@ -366,6 +366,18 @@ PROGRAMS.append(Program(
     observe=lambda world: world[0].state_dict()))
 
 
+def _adam_training_step_world():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    return model, torch.optim.Adam(model.parameters(), lr=0.05, amsgrad=True)
+
+
+PROGRAMS.append(Program(
+    name="whole_training_step_with_adam_makes_its_state_once", make=_adam_training_step_world,
+    target=lambda world: training_step, inputs=lambda: (rand(6, 4), rand(6, 1)),
+    call=_compiled_whole_step, repeats=3, fullgraph=False, frames=3,
+    observe=lambda world: (world[0].state_dict(), world[1].state_dict())))
+
+
 class FiftyLayers(nn.Module):
     def __init__(self):
         super().__init__()

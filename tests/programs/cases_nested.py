@@ -49,11 +49,20 @@ def _step(world, compiled, args):
     return compiled(compiled_model, optimizer, *args.args)
 
 
-PROGRAMS.append(Program(
-    name="training_step_calling_a_model_compiled_on_its_own", make=_sgd_world,
-    nested=_model_compiled_alone, target=lambda world: _train_step, call=_step,
-    inputs=lambda: (rand(5, 4), rand(5, 3)), repeats=3, fullgraph=False, frames=3,
-    observe=lambda world: world[0].state_dict()))
+def _adamw_world():
+    model = Scaled()
+    return model, torch.optim.AdamW(model.parameters(), lr=0.01)
+
+
+for _name, _world in (("sgd", _sgd_world), ("adamw", _adamw_world)):
+    # AdamW makes its state on the first step: made before that step is traced, one graph serves
+    # every step (as under torch.compile)
+    PROGRAMS.append(Program(
+        name=f"training_step_calling_a_model_compiled_on_its_own_{_name}", make=_world,
+        nested=_model_compiled_alone, target=lambda world: _train_step, call=_step,
+        inputs=lambda: (rand(5, 4), rand(5, 3)), repeats=3, fullgraph=False, frames=3,
+        observe=lambda world: (world[0].state_dict(), world[1].state_dict(),
+                               [parameter.grad for parameter in world[0].parameters()])))
 
 
 def _forward_and_loss(compiled_model, x, y):

@@ -310,3 +310,28 @@ def _(x):
     Registry.created = Registry.created + 2
     Registry.names.append("call")
     return x * Registry.created
+
+
+def _with_deterministic(world, compiled, args):
+    """The call made with deterministic algorithms on (warn only) or off, as asked."""
+    torch.use_deterministic_algorithms(args.kwargs["deterministic"], warn_only=True)
+    try:
+        output = compiled(*args.args)
+        return (output, torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled())
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+@program("deterministic_algorithms_switched_off_in_the_region", lambda: Args(rand(4), deterministic=True),
+         call=_with_deterministic, repeats=3)
+def _(x):
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(False)
+    return x + 1, before, torch.are_deterministic_algorithms_enabled()
+
+
+@program("deterministic_algorithms_state_is_guarded", lambda: Args(rand(4), deterministic=True),
+         call=_with_deterministic, changed=lambda: Args(rand(4), deterministic=False), frames_changed=2)
+def _(x):
+    return x * 2

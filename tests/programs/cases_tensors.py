@@ -92,6 +92,13 @@ def _(x):
             isinstance(made, torch.LongTensor), isinstance(made, torch.FloatTensor), isinstance(x, torch.Tensor))
 
 
+@program("tensor_built_from_a_list_of_zero_dim_tensors", lambda: (rand(3, requires_grad=True), rand(2)))
+def _(x, y):
+    table = torch.tensor([[x.sum(), y[0]], [2.0, x.max()]])
+    counts = torch.tensor([x.argmax()], dtype=torch.int64)
+    return table * 2 + y.sum(), counts, table.requires_grad
+
+
 @program("device_metadata", lambda: rand(3))
 def _(x):
     ones = torch.ones(3, device=x.device, dtype=x.dtype)

@@ -46,9 +46,20 @@ def global_module_hooks() -> bool:
     return any(getattr(hooks, table) for table in GLOBAL_HOOK_TABLES)
 
 
+# Global flags that change which kernels run (as PyTorch's global-state guard checks them):
+# read with torch's C getters, the cheapest calls there are on the per-call path.
+TORCH_FLAGS = (torch._C._get_deterministic_algorithms, torch._C._get_deterministic_algorithms_warn_only,
+               torch._C._get_cublas_allow_tf32)
+
+
 def global_state() -> tuple:
-    """Global torch state that changes what operators return: the default dtype and autocast."""
-    return (torch.get_default_dtype(), autocast_state())
+    """Global torch state that changes what operators return: the default dtype, autocast, and
+    the flags of `TORCH_FLAGS` (deterministic algorithms, TF32 matmuls)."""
+    return (torch.get_default_dtype(), autocast_state(), tuple(flag() for flag in TORCH_FLAGS))
+
+
+DIMENSION_MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices")
+_NO_MARKS: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -67,14 +78,19 @@ class TensorMeta:
     # Python key), or None where they cannot change between calls: module state,
     # whose tensors are made once (checking them on every call costs ~0.4 us each).
     dispatch_keys: int | None = None
+    # The dimensions marked dynamic (`mark_dynamic`, `maybe_mark_dynamic`) of a tensor that had
+    # marks: a tensor marked on other dimensions recompiles, as in PyTorch. An unmarked tensor
+    # is not checked for marks (it would cost every call a failed attribute lookup).
+    marks: tuple[tuple[str, frozenset[int]], ...] = ()
 
     @staticmethod
     def of(tensor: torch.Tensor, dynamic: frozenset[int] = frozenset(),
            check_dispatch_keys: bool = True) -> "TensorMeta":
         keys = torch._C._dispatch_keys(tensor).raw_repr() if check_dispatch_keys else None
+        marks = tuple((name, frozenset(getattr(tensor, name))) for name in DIMENSION_MARKS if hasattr(tensor, name))
         return TensorMeta(type(tensor), tensor.dtype, tensor.device, tensor.requires_grad,
                           tuple(tensor.shape), tuple(tensor.stride()), dynamic, tensor.is_inference(),
-                          keys)
+                          keys, marks)
 
     def is_contiguous_layout(self) -> bool:
         expected, step = [], 1
@@ -100,6 +116,10 @@ class Guard:
         if self.kind == "query":  # one per function asked: its answer may not hash
             return (self.source, self.kind, id(self.expected[0]))
         expected = id(self.expected) if self.kind in ("id", "type", "code") else self.expected
+        try:
+            hash(expected)
+        except TypeError:  # a constant Python 3.11 cannot hash (a slice): its exact text
+            expected = (type(expected), repr(expected))
         return (self.source, self.kind, expected)
 
     def condition(self, value: str, writer: ExprWriter) -> str:
@@ -132,10 +152,11 @@ class Guard:
         if kind == "grad_mode":
             return f"{ref(torch.is_grad_enabled)}() is {expected!r}"
         if kind == "global_state":
-            dtype, autocast = expected
+            dtype, autocast, flags = expected
             autocast_check = (f"not {ref(torch._C._is_any_autocast_enabled)}()" if autocast is None
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
-            return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}"
+            flag_checks = "".join(f" and {ref(flag)}() is {value!r}" for flag, value in zip(TORCH_FLAGS, flags))
+            return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}{flag_checks}"
         if kind == "global_hooks":  # hooks registered for every module (none when traced)
             hooks = ref(torch.nn.modules.module)
             return " and ".join(f"not {hooks}.{table}" for table in GLOBAL_HOOK_TABLES)
@@ -194,7 +215,8 @@ class Guard:
             "mro_lacks": lambda: f"no class in the MRO of {name} defines '{expected[0]}'",
             "call": lambda: f"{name}.{expected[0]}{expected[1]} == {expected[2]!r}",
             "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
-            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}",
+            "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}, "
+                                    f"deterministic algorithms, warn only, TF32 matmuls are {expected[2]}",
             "code": lambda: f"{name} is the code object {_short(expected)} (or an equal one)",
             "global_hooks": lambda: "no module hook is registered for every module",
             "query": lambda: f"{getattr(expected[0], '__qualname__', expected[0])}() == {expected[1]!r}",
@@ -233,8 +255,8 @@ class Guard:
                                     or any(expected[0] in klass.__dict__ for klass in actual.__mro__)):
             return f"class '{name}' has an attribute '{expected[0]}' now"
         if kind == "global_state" and global_state() != expected:
-            return f"global torch state changed (default dtype, autocast): expected {expected}, " \
-                   f"actual {global_state()}"
+            return f"global torch state changed (default dtype, autocast, deterministic algorithms, TF32): " \
+                   f"expected {expected}, actual {global_state()}"
         if kind == "global_hooks" and global_module_hooks():
             return "hooks for every module were registered (`register_module_forward_hook`...)"
         if kind == "query" and expected[0]() != expected[1]:
@@ -253,6 +275,8 @@ def _tensor_condition(value: str, meta: TensorMeta, ref: Callable[[Any], str]) -
     device += f" and {value}.is_inference() is {meta.inference!r}"
     if meta.dispatch_keys is not None:
         device += f" and ___dispatch_keys({value}).raw_repr() == {meta.dispatch_keys}"
+    for name, dims in meta.marks:
+        device += f" and {ref(getattr)}({value}, {name!r}, {ref(_NO_MARKS)}) <= {ref(dims)}"
     if meta.dynamic:
         sizes = "".join(f" and {value}.size({i}) == {size}" for i, size in enumerate(meta.shape)
                         if i not in meta.dynamic)
@@ -278,6 +302,10 @@ def _tensor_failure(name: str, meta: TensorMeta, actual: Any) -> str | None:
     if meta.dispatch_keys is not None:
         checks.append(("dispatch keys", torch._C.DispatchKeySet.from_raw_repr(meta.dispatch_keys),
                        torch._C._dispatch_keys(actual)))
+    for mark, dims in meta.marks:
+        marked = set(getattr(actual, mark, ()))
+        if not marked <= dims:
+            checks.append((f"dimensions marked ({mark})", sorted(dims), sorted(marked)))
     for what, expected, got in checks:
         if expected != got:
             return f"tensor '{name}' {what} mismatch: expected {expected}, actual {got}"

@@ -35,6 +35,7 @@ from ..objects import (
     methods,
     numpy_calls,
     operations,
+    optimizer_state,
 )
 from ..objects.values import (
     ConstantValue,
@@ -60,10 +61,9 @@ _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autogra
 # Queries of the state a trace models itself (grad mode and autocast, entered and left in the
 # region): their answers follow from the entry's grad-mode and global-state guards.
 _MODELLED_STATE = {getattr(module, name) for module in (torch, torch._C) for name in dir(module)
-                   if "grad_enabled" in name or "autocast" in name}
+                   if "grad_enabled" in name or "autocast" in name or "deterministic_algorithms" in name}
 _GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
-                       torch.set_default_device, torch.use_deterministic_algorithms,
-                       torch.set_printoptions, torch.set_num_threads}
+                       torch.set_default_device, torch.set_printoptions, torch.set_num_threads}
 
 
 def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -147,6 +147,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return slot
     if _is_one_of(target, _AUTOGRAD_CALLS):
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
+    if target is torch.use_deterministic_algorithms:
+        return contexts.use_deterministic_algorithms(tracer, args, kwargs)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     return None
@@ -438,6 +440,7 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
             tracer.add_guard(function.source, "id", function.fn)  # the meaning belongs to this object
             return modelled
     if function.bound_self is not None:
+        optimizer_state.initialise_before_tracing(tracer, function, args, kwargs)
         args = [function.bound_self, *args]
     state = state_source(function)
     if state is not None:  # `fn.__code__ = ...` replaces what the function does

@@ -1,14 +1,15 @@
 """`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
-grad-mode context managers used as decorators.
+grad-mode context managers used as decorators; the global flags a region may switch
+(`torch.use_deterministic_algorithms`).
 
 `warnings.catch_warnings` is entered and left by the residual code, among the warnings
 it replays (`output_calls`); the list `record=True` gives is only known then.
 
-Grad mode and autocast change how later operations behave, so entering one
-both records a node in the graph (the compiled graph switches the mode at
+Grad mode, autocast and those flags change how later operations behave, so switching
+one both records a node in the graph (the compiled graph switches the mode at
 run time, as eager would) and switches the real mode while tracing (so fake
-tensors get the right `requires_grad` and dtypes). The tracer undoes the real
-switch when tracing ends, however it ends.
+tensors get the right `requires_grad` and dtypes, and queries the right answer).
+The tracer undoes the real switch when tracing ends, however it ends.
 """
 from __future__ import annotations
 
@@ -108,6 +109,29 @@ def remade_grad_mode(cls: type, enabled: bool, previous: bool | None) -> Any:
     context = object.__new__(torch.set_grad_enabled)
     context.prev, context.mode = previous, enabled
     return context
+def use_deterministic_algorithms(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.use_deterministic_algorithms(mode, warn_only=...)` in the region (the entry's
+    global-state guard saw the flags it starts with)."""
+    from ..objects import operations
+
+    try:
+        mode = bool(operations.python_value(tracer, args[0] if args else kwargs["mode"]))
+        warn_only = bool(operations.python_value(tracer, kwargs.get("warn_only", ConstantValue(False))))
+    except KeyError:
+        raise tracer.user_error(TypeError("use_deterministic_algorithms() missing argument 'mode'")) from None
+    tracer.graph.record(torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
+    torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
+    return NONE
+
+
+def saved_torch_flags() -> tuple:
+    """The global flags a region may switch, to restore when tracing ends."""
+    return torch._C._get_deterministic_algorithms(), torch._C._get_deterministic_algorithms_warn_only()
+
+
+def restore_torch_flags(saved: tuple) -> None:
+    deterministic, warn_only = saved
+    torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:

@@ -25,7 +25,11 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import (
+    GuardOnDataDependentSymNode,
+    PendingUnbackedSymbolNotFound,
+    compute_unbacked_bindings,
+)
 
 from ..guards.sources import Source
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
@@ -109,6 +113,15 @@ def _has_unbacked_symbols(result: Any) -> bool:
     if isinstance(result, (tuple, list)):
         return any(_has_unbacked_symbols(item) for item in result)
     return isinstance(result, SYMBOLIC_TYPES)
+
+
+def _sparse_tensor(result: Any) -> torch.Tensor | None:
+    """A tensor of `result` (an operator's output) that is not strided, if any."""
+    if isinstance(result, torch.Tensor):
+        return result if result.layout is not torch.strided else None
+    if isinstance(result, (tuple, list)):
+        return next((found for item in result if (found := _sparse_tensor(item)) is not None), None)
+    return None
 
 
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
@@ -235,8 +248,10 @@ class GraphBuilder:
         self._names.add(name)
         return name
 
-    def call(self, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        """Run `target` on fakes, then record it; `kind` is call_function or call_method."""
+    def call(self, kind: str, target: Any, args: list[Value], kwargs: dict[str, Value],
+             effectful: bool = False) -> Value:
+        """Run `target` on fakes, then record it; `kind` is call_function or call_method. A call
+        returning no tensor is recorded only if it may mutate its inputs, or is `effectful`."""
         fake_args = [self._fake(arg, target, kind) for arg in args]
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
@@ -258,13 +273,14 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             raise brk
-        if self._shape_env is not None:
-            # symbols this fake run made (`nonzero`, `masked_select`) are the node's; ahead-of-time
-            # autograd, tracing the graph again, makes and binds its own
-            self._shape_env.pending_fresh_unbacked_symbols.clear()
+        sparse = _sparse_tensor(result)
+        if sparse is not None:  # as a sparse input is: the backends take strided tensors
+            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
+                                 name=f"the result of {name}", tensor=tensor_kind(sparse),
+                                 error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
-        if not self._holds_tensor(result) and not self._may_mutate(kind, target):
+        if not self._holds_tensor(result) and not self._may_mutate(kind, target) and not effectful:
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
                     and not holds_symbol(result)):
@@ -274,11 +290,27 @@ class GraphBuilder:
                 node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                          {key: self._node_arg(arg) for key, arg in kwargs.items()})
                 node.meta["example_value"] = result
+                self._bind_new_symbols(node, result)
                 self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
+        self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
+
+    def _bind_new_symbols(self, node: torch.fx.Node, result: Any) -> None:
+        """The unbacked symbols the call made (`.item()`, `nonzero`) are bound to its node, as a
+        tracer must: a symbol left pending breaks the next trace on the same ShapeEnv (ahead-of-
+        time autograd's, Inductor's)."""
+        shape_env = self.fake_mode.shape_env
+        if shape_env is None or not shape_env.pending_fresh_unbacked_symbols:
+            return
+        try:
+            bindings = compute_unbacked_bindings(shape_env, result)
+        except PendingUnbackedSymbolNotFound:  # made inside the call, not in its result: unbound
+            return
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
 
     def add_submodule(self, prefix: str, module: torch.nn.Module) -> torch.fx.Node:
         """A get_attr node reading `module` (a subgraph), held by the graph as `<prefix>_<n>`."""
@@ -298,13 +330,14 @@ class GraphBuilder:
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
         node = self._create_node("call_function", target, [self._node_arg(arg) for arg in args], {})
+        self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
 
     def node_arg(self, value: Value) -> Any:
         """The fx argument standing for `value` (a tensor's node, a symbol's computing node)."""
         return self._node_arg(value)
 
-    def record(self, target: Any, args: list) -> torch.fx.Node:
+    def record(self, target: Any, args: list, kwargs: dict | None = None) -> torch.fx.Node:
         """A node run for its effect on global state (grad mode, autocast); no fake run needed."""
         if target is torch._C._set_grad_enabled:
             self._grad_mode = args[0]
@@ -313,9 +346,9 @@ class GraphBuilder:
         elif target is torch.amp.autocast_mode._exit_autocast:
             self._autocast_depth -= 1
         else:
-            return self._create_node("call_function", target, args, {})
+            return self._create_node("call_function", target, args, kwargs or {})
         self._switches += 1
-        return self._create_node("call_function", target, args, {})
+        return self._create_node("call_function", target, args, kwargs or {})
 
     def only_undone_switches(self) -> bool:
         """Whether the graph only switches grad mode or autocast and ends as it began (a break

@@ -36,6 +36,7 @@ from ..objects import exceptions
 from ..objects import wrap as wrapping
 from ..objects.values import CellValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
+from . import contexts
 from . import graph_breaks as gb
 from .frame import Frame, StopTrace, UnreadArgument
 from .graph_breaks import GraphBreak, GraphBreakKind, UserException
@@ -184,7 +185,7 @@ def trace_function(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool = 
 def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_dims: dict[Source, frozenset[int]] | None,
            stop_at: int | None, data_dependence: DataDependence) -> TraceResult:
     tracer = Tracer(dynamic_all, dynamic_dims, has_marked_tensor((args, kwargs)), data_dependence)
-    grad_enabled = torch.is_grad_enabled()
+    grad_enabled, flags = torch.is_grad_enabled(), contexts.saved_torch_flags()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
     # functions sharing this code share the cache; `fn.__code__ = ...` is another function
@@ -222,8 +223,11 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
         for context in reversed(tracer.open_contexts):
             context.__exit__(None, None, None)
         torch._C._set_grad_enabled(grad_enabled)
-    return TraceResult(tracer.graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()],
-                       stopped)
+        contexts.restore_torch_flags(flags)
+        # the graph raises its breaks through the tracer: no cycle may keep the inputs it
+        # holds alive once the caller drops the result
+        graph, tracer.graph = tracer.graph, None
+    return TraceResult(graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()], stopped)
 
 
 def add_size_guards(tracer: Tracer) -> None:

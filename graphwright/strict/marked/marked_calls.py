@@ -130,7 +130,8 @@ def _call_allowed(tracer: "Tracer", fn: Any, name: str, args: list[Value], kwarg
         if not _allowed_argument(value):
             raise tracer.graph_break(mb.ALLOW_IN_GRAPH_INVALID_INPUT, f"{path} of {name}", path=path,
                                      name=name, type=value.python_type().__qualname__)
-    result = tracer.graph.call("call_function", fn, args, kwargs)
+    # recorded whatever it returns: the user put it in the graph, effects and all
+    result = tracer.graph.call("call_function", fn, args, kwargs, effectful=True)
     if not _allowed_argument(result):
         raise tracer.graph_break(mb.ALLOW_IN_GRAPH_INVALID_OUTPUT, f"output of {name}", name=name,
                                  type=_described_type(result))

@@ -105,7 +105,10 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     """Call `target` now on the Python values of its arguments (operators on tensors: a node;
     `operator.ge(a, b)` on objects: `a >= b`, by their special methods)."""
     if getattr(target, "__module__", "") in ("operator", "_operator"):
-        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs:
+        if target in (operator.is_, operator.is_not) and len(args) == 2 and not kwargs:
+            return ConstantValue(operations.is_same(tracer, args[0], args[1]) is (target is operator.is_))
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
+                and not all(operations.is_constant_tree(arg) for arg in args):
             return operations.binary(tracer, target, args[0], args[1])
         if any(isinstance(arg, TensorValue) for arg in args):
             return tracer.graph.call("call_function", target, args, kwargs)
@@ -200,7 +203,9 @@ _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 @handles(bool)
 def _bool(tracer, args, kwargs):
-    return ConstantValue(operations.truth(tracer, args[0]) if args else False)
+    if not args:
+        return ConstantValue(False)
+    return operations.symbolic_truth(tracer, args[0]) or ConstantValue(operations.truth(tracer, args[0]))
 
 
 @handles(len)
@@ -380,6 +385,8 @@ def _min_max(function: Callable) -> Handler:
         if symbolic is not None:
             return symbolic
         items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
+        if len(args) > 1 and not kwargs and _scalar_tensors_and_numbers(items):
+            return functools.reduce(lambda lhs, rhs: _elementwise_min_max(tracer, function, lhs, rhs), items)
         keys = _sort_keys(tracer, items, kwargs.get("key"))
         if any(isinstance(key, TensorValue) for key in keys):
             raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
@@ -395,6 +402,25 @@ def _min_max(function: Callable) -> Handler:
                 best = index
         return items[best]
     return handler
+
+
+def _scalar_tensors_and_numbers(items: list[Value]) -> bool:
+    """0-d tensors (one at least) and numbers: what `max(a, 0)` on a loss or a norm compares."""
+    return any(isinstance(item, TensorValue) for item in items) and all(
+        isinstance(item, TensorValue) and item.fake.dim() == 0
+        or isinstance(item, ConstantValue) and isinstance(item.value, (int, float)) for item in items)
+
+
+def _elementwise_min_max(tracer: "Tracer", function: Callable, lhs: Value, rhs: Value) -> Value:
+    """`max(lhs, rhs)` of a 0-d tensor and a tensor or number, computed in the graph as TorchDynamo
+    does (`torch.maximum`, or `torch.clamp` against a number): the same value as Python's
+    comparison picks, which would need the tensor's data."""
+    if isinstance(lhs, TensorValue) and isinstance(rhs, TensorValue):
+        return tracer.graph.call("call_function", torch.maximum if function is max else torch.minimum,
+                                 [lhs, rhs], {})
+    tensor, number = (lhs, rhs) if isinstance(lhs, TensorValue) else (rhs, lhs)
+    return tracer.graph.call("call_function", torch.clamp, [tensor],
+                             {"min" if function is max else "max": number})
 
 
 def _sort_keys(tracer: "Tracer", items: list[Value], key: Value | None) -> list[Value]:

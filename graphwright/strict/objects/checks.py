@@ -57,7 +57,7 @@ def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str
     else:
         message = args[position + 1] if len(args) > position + 1 else kwargs.get("message")
         text = message.value if isinstance(message, ConstantValue) and isinstance(message.value, str) \
-            else f"Expected cond to be True, but got False ({check.__name__})"
+            else _assertion_text(tracer, check, condition.value)
         tracer.graph.record(torch.ops.aten._assert_scalar.default, [node, text])
     return NONE
 
@@ -69,3 +69,11 @@ def _inside_try_block(tracer: "Tracer") -> bool:
 
     return any(open_with_blocks(frame.code, frame.instructions[frame.index - 1].offset) is None
                for frame in tracer.frames)
+
+
+def _assertion_text(tracer: "Tracer", check: Any, condition: torch.SymBool) -> str:
+    """What a failed check without a message says at run time: the fact, as PyTorch words it,
+    and the user's line."""
+    stack = tracer.user_stack()
+    where = f" (`{check.__name__}` at {stack[-1].filename}:{stack[-1].lineno})" if stack else ""
+    return f"Runtime assertion failed for expression {condition.node.expr}{where}"

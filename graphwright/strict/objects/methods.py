@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
                                "__index__", "data_ptr", "untyped_storage", "storage"})
-_CAPTURABLE_SCALARS = frozenset({"item", "tolist"})
 _TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
 _STORAGE_QUERIES = frozenset({"storage_offset", "is_shared", "is_pinned"})
 _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "__init__", "__eq__", "__ne__"})
@@ -111,7 +110,9 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
 
 def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[Value],
                    kwargs: dict[str, Value]) -> Value:
-    if name in _CAPTURABLE_SCALARS and tracer.data_dependence.scalars:
+    if name == "item" and tracer.data_dependence.scalars:
+        return tracer.graph.call("call_method", "item", [tensor], {})
+    if name == "tolist" and tracer.data_dependence.scalars:
         return _captured_scalars(tracer, tensor)
     if name == "numpy" and not args:
         return numpy_arrays.from_tensor(tracer, tensor, kwargs)
@@ -128,6 +129,12 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
     if name == "type" and args and isinstance(args[0], ConstantValue) and isinstance(args[0].value, type):
         # a legacy tensor type (torch.HalfTensor) by its name, which the graph's code can spell
         args = [ConstantValue(f"{args[0].value.__module__}.{args[0].value.__name__}"), *args[1:]]
+    if name == "new_tensor" and args:  # data the graph computes: `torch.tensor` of it, as TorchDynamo
+        made = symbolic_numbers.tensor_of_a_symbol(
+            tracer, args[:1], {"dtype": ConstantValue(tensor.fake.dtype), "device": ConstantValue(tensor.fake.device),
+                               **kwargs})
+        if made is not None:
+            return made
     if name in _SCALED_POINTWISE and isinstance(kwargs.get("value"), TensorValue) and len(args) == 2:
         return _scaled_pointwise_by_a_tensor(tracer, tensor, name, args, kwargs)
     return tracer.graph.call("call_method", name, [tensor, *args], kwargs)
@@ -163,16 +170,13 @@ def _scaled_pointwise_by_a_tensor(tracer: "Tracer", tensor: TensorValue, name: s
 
 
 def _captured_scalars(tracer: "Tracer", tensor: TensorValue) -> Value:
-    """`.item()` / `.tolist()` as graph values (unbacked symbols): a list is one `item` per
-    element, so that every backend (ahead-of-time autograd too) sees only `item` calls."""
+    """`.tolist()` as graph values (unbacked symbols): one `item` per element, so that every
+    backend (ahead-of-time autograd too) sees only `item` calls. A symbolic length is
+    specialised (a list has a length)."""
     if tensor.fake.dim() == 0:
         return tracer.graph.call("call_method", "item", [tensor], {})
-    length = tensor.fake.shape[0]
-    if not isinstance(length, int):
-        raise tracer.graph_break(gb.TENSOR_TO_PYTHON, "Tensor.tolist() of a symbolic length",
-                                 what="Tensor.tolist() on a tensor whose length is symbolic")
     rows = [tracer.graph.call("call_function", operator.getitem, [tensor, ConstantValue(index)], {})
-            for index in range(length)]
+            for index in range(int(tensor.fake.shape[0]))]
     return SequenceValue([_captured_scalars(tracer, row) for row in rows], list)
 
 

@@ -152,6 +152,19 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
                              types=value.python_type().__name__)
 
 
+def index_value(tracer: "Tracer", key: Value) -> Any:
+    """`key` as the index of a list, tuple or Size. A tensor computed from constants alone
+    (`torch.tensor(1)`, whose fake tensor carries its value) is its `__index__`, as Python
+    takes it; any other tensor's value is unknown."""
+    constant = getattr(key.fake, "constant", None) if isinstance(key, TensorValue) else None
+    if constant is None:
+        return python_value(tracer, key, "an index")
+    try:
+        return operator.index(constant)
+    except TypeError as error:  # a float tensor, or one of several elements: Python's error
+        raise _user_error(tracer, error, "an index")
+
+
 def _user_error(tracer: "Tracer", error: Exception, what: str) -> Exception:
     return tracer.user_error(error, what)
 
@@ -378,10 +391,16 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
     if isinstance(value, ArrayValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
-    for name in ("__bool__", "__len__"):
-        method = special_method(tracer, value, name)
-        if method is not None:
-            return truth(tracer, _call(tracer, method, []))
+    method = special_method(tracer, value, "__bool__")
+    if method is not None:
+        result = _call(tracer, method, [])
+        if result.python_type() is not bool:
+            raise tracer.user_error(TypeError(f"__bool__ should return bool, returned "
+                                              f"{result.python_type().__name__}"))
+        return truth(tracer, result)
+    method = special_method(tracer, value, "__len__")
+    if method is not None:
+        return truth(tracer, _call(tracer, method, []))
     if isinstance(value, (SequenceValue, DictValue)):
         return bool(value.items)
     if isinstance(value, DictViewValue):
@@ -397,6 +416,19 @@ def is_callable(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ConstantValue):
         return callable(value.value)
     return find(tracer, value.python_type(), "__call__") is not None
+
+
+def symbolic_truth(tracer: "Tracer", value: Value) -> Value | None:
+    """`bool(value)` as a symbolic boolean the graph computes: of a symbol, and of a tensor when
+    scalars are captured (its `item()`, as TorchDynamo does); None for any other value, whose
+    truth `truth` decides now."""
+    if isinstance(value, TensorValue) and tracer.data_dependence.scalars:
+        value = tracer.graph.call("call_method", "item", [value], {})
+    if not is_symbolic(value):
+        return None
+    if isinstance(value.value, torch.SymBool):
+        return value
+    return tracer.graph.call("call_function", operator.ne, [value, ConstantValue(0)], {})
 
 
 def is_none(value: Value) -> bool:
@@ -583,7 +615,7 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
     if isinstance(container, ArrayValue):
         return numpy_arrays.getitem(tracer, container, key)
     if isinstance(container, SequenceValue):
-        index = python_value(tracer, key, "an index")
+        index = index_value(tracer, key)
         try:
             if isinstance(index, slice):
                 return SequenceValue(container.items[index], container.kind)
@@ -600,13 +632,12 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         found = container.lookup(python_key)
         return found if found is not None else _missing(tracer, container, key, python_key)
     if isinstance(container, ConstantValue):
-        index = python_value(tracer, key, "an index")
         try:
-            return constant_result(container.value[index])
+            return constant_result(container.value[index_value(tracer, key)])
         except Exception as error:
             raise _user_error(tracer, error, "getitem")
     if isinstance(container, ModuleValue):
-        return attributes.module_item(tracer, container, python_value(tracer, key, "an index"))
+        return attributes.module_item(tracer, container, index_value(tracer, key))
     raise _unsupported(tracer, operator.getitem, container, key)
 
 

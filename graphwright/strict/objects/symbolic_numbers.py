@@ -4,7 +4,8 @@ SymFloat of symbolic sizes, and of scalar inputs that changed between calls).
 A function with a symbolic counterpart in torch (`math.sqrt` -> `torch._sym_sqrt`, `int` ->
 `torch.sym_int`, two-argument `max` -> `torch.sym_max`...) or a symbolic special method
 (`math.floor`, `round`) becomes a graph node over the symbols, so the compiled code serves
-every value; so does `torch.tensor(symbol)` (as `torch.scalar_tensor`). Any other function is
+every value; so does `torch.tensor(symbol)` (as `torch.scalar_tensor`), and `torch.tensor` of a
+list holding symbols or 0-d tensors (as `torch._refs.tensor`). Any other function is
 left to its caller, which specialises the symbols it reads (a guard on their values): slower to
 compile again, never a wrong answer. Methods of the number (`m.is_integer()`, `n.bit_length()`)
 are those of SymInt and SymFloat, run on the symbols and recorded when the answer is symbolic,
@@ -19,7 +20,7 @@ import torch
 
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import operations
-from .values import ConstantValue, MethodValue, Value
+from .values import ConstantValue, MethodValue, SequenceValue, TensorValue, Value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -61,9 +62,23 @@ def symbolic_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
 _TENSOR_DTYPES = {int: torch.int64, bool: torch.bool}
 
 
+def _holds_graph_values(value: Value) -> bool:
+    """A (nested) list or tuple holding 0-d tensors or symbols, which the graph computes."""
+    if isinstance(value, TensorValue):
+        return value.fake.dim() == 0  # a tensor of more elements is no number: Python's error
+    if isinstance(value, SequenceValue):
+        return any(_holds_graph_values(item) for item in value.items) and \
+            all(_holds_graph_values(item) or _is_number(item) for item in value.items)
+    return _is_number(value) and isinstance(value.value, SYMBOLIC_TYPES)
+
+
 def tensor_of_a_symbol(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     """`torch.tensor(number)` or `torch.as_tensor(number)` of a symbol: `torch.scalar_tensor` with
-    the dtype `torch.tensor` would choose; None for any other call."""
+    the dtype `torch.tensor` would choose; `torch.tensor` of a list of numbers some of which the
+    graph computes (0-d tensors, symbols): torch's reference implementation, which builds it
+    from them in the graph, as TorchDynamo does. None for any other call."""
+    if len(args) == 1 and isinstance(args[0], SequenceValue) and _holds_graph_values(args[0]):
+        return tracer.graph.call("call_function", torch._refs.tensor, args, kwargs)
     if len(args) != 1 or not _is_number(args[0]) or not isinstance(args[0].value, SYMBOLIC_TYPES) \
             or set(kwargs) - {"dtype", "device", "requires_grad"}:
         return None

@@ -16,6 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental import symbolic_shapes
 
 from ..guards.guards import TensorMeta
 from ..guards.sources import (
@@ -78,8 +79,10 @@ _AUTOGRAD_APPLY = torch.autograd.function.Function.apply.__func__
 
 def _python_operators() -> frozenset:
     """The Python functions of torch that are operators: those `torch.overrides` lists as
-    overridable (torch.*, torch.nn.functional.*, ...) and the Python methods of Tensor."""
-    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values()]
+    overridable (torch.*, torch.nn.functional.*, ...), the Python methods of Tensor, and the
+    logic of symbolic booleans (`sym_and`, `sym_or`, beside `torch.sym_not`)."""
+    tables = [*torch.overrides.get_overridable_functions().values(), vars(torch.Tensor).values(),
+              (symbolic_shapes.sym_and, symbolic_shapes.sym_or)]
     return frozenset(fn for table in tables for fn in table if type(fn) is types.FunctionType)
 
 
@@ -436,9 +439,10 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
-    if real.is_nested or real.layout not in (torch.strided, torch.sparse_coo):
+    if real.is_nested or real.layout is not torch.strided:
+        # sparse tensors too, as in PyTorch: ahead-of-time autograd and Inductor take strided ones
         raise tracer.graph_break(gb.UNSUPPORTED_TENSOR, f"{source.name()}: {real.layout}", name=source.name(),
-                                 tensor=tensor_kind(real), error="the tracer models strided and sparse COO tensors")
+                                 tensor=tensor_kind(real), error="the tracer models strided tensors")
     value = tracer.graph.add_input(real, source)
     module_state = isinstance(source, ModuleDictSource)
     tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),

@@ -99,4 +99,5 @@ def _refuse(tracer: "Tracer", reason: str) -> Exception:
     return tracer.graph_break(gb.HIGHER_ORDER_CALL, f"torch.cond: {reason}", op="torch.cond", reason=reason)
 
 
-HANDLERS = {_COND_FUNCTION: call_cond}
+# the operator itself too: `torch.cond` called eagerly compiles a function calling it
+HANDLERS = {_COND_FUNCTION: call_cond, torch.ops.higher_order.cond: call_cond}

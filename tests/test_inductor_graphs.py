@@ -1,0 +1,39 @@
+"""Graphs of unusual shape through the `inductor` backend: no tensor inputs, random numbers
+after a seed set in the region. Each once crashed inside graphwright's use of Inductor."""
+import pytest
+import torch
+
+import graphwright
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    yield
+    graphwright.reset()
+
+
+def test_random_numbers_after_a_seed_set_in_the_region_repeat():
+    @graphwright.compile(backend="inductor")
+    def seeded():
+        torch.manual_seed(3)
+        return torch.randint(0, 5, (5,))
+
+    first = seeded()
+    assert torch.equal(first, seeded())
+    assert first.shape == (5,) and first.dtype == torch.int64
+
+
+def _doubled_sparse(x):
+    return x.to_sparse() * 2
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_an_operator_returning_a_sparse_tensor_is_a_graph_break(backend):
+    x = torch.randn(4, 4)
+    result = graphwright.compile(_doubled_sparse, backend=backend)(x)
+    assert result.layout is torch.sparse_coo
+    torch.testing.assert_close(result.to_dense(), _doubled_sparse(x).to_dense())
+    explained = graphwright.explain(_doubled_sparse)(x)
+    assert explained.graph_count == 0  # the sparse result, then the resumed code's sparse input
+    assert {reason.reason.split(":")[0] for reason in explained.break_reasons} == {"Unsupported tensor input"}
