@@ -94,11 +94,14 @@ class Tracer:
                        "Rewrite the line so that it does not depend on the exact size."],
                 user_stack=self.user_stack())
 
-    def user_error(self, error: BaseException, debug_context: str = "") -> Exception:
+    def user_error(self, error: BaseException, debug_context: str = "", *, raised_eagerly: bool = False) -> Exception:
         """The exception to raise when the traced program raises `error` (catchable by it), as
         Python raises it: chained to the exception being handled. A graph break (or another
-        error of the tracer's) met while computing the operation is itself, never the program's."""
-        if isinstance(error, (GraphBreak, UserException, GraphwrightError, StopTrace)):
+        error of the tracer's) met while computing the operation is itself, never the program's,
+        unless `raised_eagerly`: graphwright's own API called by the program (a leaf function's
+        markings checked) raises that error when the program runs eagerly too."""
+        if isinstance(error, (GraphBreak, UserException, StopTrace)) \
+                or isinstance(error, GraphwrightError) and not raised_eagerly:
             return error
         return exceptions.raised(self, exceptions.from_error(self, error),
                                  debug_context or f"{type(error).__name__}: {error}")

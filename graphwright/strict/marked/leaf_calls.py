@@ -58,7 +58,7 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
     try:
         mutated, names = _mutated_and_named(info, flat, fakes)
     except (InvalidMarkingError, TypeError) as error:
-        raise tracer.user_error(error) from None
+        raise tracer.user_error(error, raised_eagerly=True) from None
     sizes = [index for index, value in enumerate(inputs) if not isinstance(value, TensorValue)]
     site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.input_positions,
                     flat.module_states, mutated, names, sizes)
