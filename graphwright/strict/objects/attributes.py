@@ -233,10 +233,17 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
 
 
 def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
-    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds."""
+    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds. A
+    table the region changed (`register_buffer`, `register_module`...) is read as changed."""
     module, source = value.module, value.source
     for table in ("_parameters", "_buffers", "_modules"):
         entries = module.__dict__[table]
+        known = tracer.memo_by_id.get(id(entries))
+        if known is not None and known[1].mutated:
+            found = known[1].lookup(name)
+            if found is not None:
+                return found
+            continue
         if name in entries:
             return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
     return None
