@@ -58,3 +58,11 @@ class _ScaledSquare(torch.autograd.Function):
                     "why": "PyTorch 2.13 passes `cls` again to a classmethod forward when it traces it"})
 def _(x):
     return _ScaledSquare.apply(x, 0.5)
+
+
+@program("tensor_device_and_layout_predicates", lambda: rand(3))
+def _(x):
+    # torchmetrics' bincount takes another path on MPS and XLA devices
+    flags = (x.is_mps, x.is_xpu, x.is_xla, x.is_ipu, x.is_mtia, x.is_maia, x.is_vulkan, x.is_mkldnn,
+             x.is_sparse_csr)
+    return (x * 2 if any(flags) else x + 1), flags

@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf",
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
-                             "is_nested", "itemsize", "nbytes"})
+                             "is_nested", "itemsize", "nbytes",
+                             # the device and layout predicates (torchmetrics asks `is_mps`)
+                             "is_mps", "is_xpu", "is_xla", "is_ipu", "is_mtia", "is_maia",
+                             "is_vulkan", "is_mkldnn", "is_sparse_csr"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
