@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .harness import module_program, program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 program = program_decorator(PROGRAMS)
@@ -66,3 +67,20 @@ def _(x):
     flags = (x.is_mps, x.is_xpu, x.is_xla, x.is_ipu, x.is_mtia, x.is_maia, x.is_vulkan, x.is_mkldnn,
              x.is_sparse_csr)
     return (x * 2 if any(flags) else x + 1), flags
+
+
+def _update(state, *tensors, scale=1.0):
+    graph_break()
+    return [t * scale for t in tensors]
+
+
+def _step(x, *args, **kwargs):
+    # torchmetrics' Metric.forward: `self._forward_cache = self._forward_reduce_state_update(*args, **kwargs)`
+    y = x.sin()
+    out = _update(None, *args, **kwargs)
+    return y + out[0].cos()
+
+
+@program("break_inside_a_star_star_call_resumes_after_it", lambda: (rand(3), rand(3)), fullgraph=False, frames=6)
+def _(x, y):
+    return _step(x, y, scale=2.0) + _step(x, *[y])
