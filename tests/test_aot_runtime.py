@@ -275,3 +275,16 @@ def test_a_view_made_under_no_grad_is_a_leaf_that_requires_grad_as_in_eager(dyna
     view.sin().sum().backward()
     assert x.grad is None  # eager: no gradient flows through a no-grad view to its base
     assert flat.grad_fn is not None
+
+
+def test_a_size_that_depends_on_data_fixed_by_a_later_reshape_is_traced_with_unbacked_symbols():
+    # torchmetrics' confusion counts: `torch.bincount(x, minlength=25).reshape(5, 5)` under
+    # fullgraph=True; the reshape fixes the data-dependent size to 25, and AOT's own trace must
+    # still make the bincount's size a symbol (it raised DynamicOutputShapeException)
+    def confusion(logits, target):
+        bins = torch.bincount(target * 5 + logits.argmax(-1), minlength=25)
+        return bins.reshape(5, 5).float() * logits.sum()
+
+    logits, target = torch.randn(6, 5, requires_grad=True), torch.randint(0, 5, (6,))
+    compiled = graphwright.compile(confusion, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(logits, target), confusion(logits, target))

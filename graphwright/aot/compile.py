@@ -110,7 +110,8 @@ def _fake_mode_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule) -> Fa
     for value in example_inputs:
         if isinstance(value, FakeTensor):
             return value.fake_mode
-    depends_on_data = any(_has_unbacked_symbols(node.meta.get("example_value")) for node in gm.graph.nodes)
+    depends_on_data = any("unbacked_bindings" in node.meta or _has_unbacked_symbols(node.meta.get("example_value"))
+                          for node in gm.graph.nodes)
     return FakeTensorMode(shape_env=ShapeEnv() if depends_on_data else None)
 
 

@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, compute_unbacked_bindings
 
 from ..guards.sources import Source
 from ..objects.values import ConstantValue, DictValue, SequenceValue, TensorValue, Value
@@ -240,6 +240,7 @@ class GraphBuilder:
             raise brk
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
+        bindings = self._unbacked_bindings(result)
         if not self._holds_tensor(result) and not self._may_mutate(kind, target):
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
@@ -250,11 +251,23 @@ class GraphBuilder:
                 node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                          {key: self._node_arg(arg) for key, arg in kwargs.items()})
                 node.meta["example_value"] = result
+                if bindings:
+                    node.meta["unbacked_bindings"] = bindings
                 self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
         return self._wrap_result(node, result)
+
+    def _unbacked_bindings(self, result: Any) -> dict | None:
+        """The symbols a data-dependent call made (`bincount`, `nonzero`, `.item()`), bound to
+        its output as torch.fx marks them: a backend that traces the graph again must know that
+        it depends on data even where a later check fixed the size (`u0 == 25`)."""
+        if self._shape_env is None or not self._shape_env.pending_fresh_unbacked_symbols:
+            return None
+        return compute_unbacked_bindings(self._shape_env, result)
 
     def add_submodule(self, prefix: str, module: torch.nn.Module) -> torch.fx.Node:
         """A get_attr node reading `module` (a subgraph), held by the graph as `<prefix>_<n>`."""
