@@ -288,3 +288,20 @@ def test_a_size_that_depends_on_data_fixed_by_a_later_reshape_is_traced_with_unb
     logits, target = torch.randn(6, 5, requires_grad=True), torch.randint(0, 5, (6,))
     compiled = graphwright.compile(confusion, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(logits, target), confusion(logits, target))
+
+
+def test_operators_on_small_tensor_literals_run_on_their_values_as_the_strict_trace_did():
+    # torchdiffeq's adaptive solvers check `torch.cat([step_t, jump_t]).unique(return_counts=True)`
+    # on two empty literals: the fake mode computes such constants for real (the strict tracer's
+    # did, so the graph holds `unique`); AOT's trace raised DataDependentError
+    def with_literals(x):
+        empty = torch.tensor([], dtype=x.dtype)
+        counts = torch.cat([empty, empty]).unique(return_counts=True)[1]
+        return x * 2, counts, torch.tensor(3.0) * x
+
+    x = torch.randn(3, requires_grad=True)
+    for fullgraph in (True, False):
+        graphwright.reset()
+        compiled = graphwright.compile(with_literals, fullgraph=fullgraph, backend="aot_eager")
+        for got, expected in zip(compiled(x), with_literals(x)):
+            torch.testing.assert_close(got, expected)
