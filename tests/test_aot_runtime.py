@@ -305,3 +305,32 @@ def test_operators_on_small_tensor_literals_run_on_their_values_as_the_strict_tr
         compiled = graphwright.compile(with_literals, fullgraph=fullgraph, backend="aot_eager")
         for got, expected in zip(compiled(x), with_literals(x)):
             torch.testing.assert_close(got, expected)
+
+
+class _LossFromAZeroBuffer(torch.nn.Module):
+    """vector-quantize-pytorch's auxiliary loss: starts from a zero buffer made to require grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3))
+        self.register_buffer("zero", torch.tensor(0.0))
+
+    def forward(self, x):
+        loss = self.zero
+        loss.requires_grad_()
+        return loss + (x * self.weight).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_requires_grad_set_on_an_input_changes_the_users_tensor_and_gets_its_gradient(backend):
+    torch.manual_seed(0)
+    eager, compiled_module = _LossFromAZeroBuffer(), _LossFromAZeroBuffer()
+    compiled_module.load_state_dict(eager.state_dict())
+    compiled = graphwright.compile(compiled_module, backend=backend)
+    for _ in range(2):
+        x = torch.randn(3)
+        eager(x).backward()
+        compiled(x).backward()
+        assert compiled_module.zero.requires_grad and eager.zero.requires_grad
+        torch.testing.assert_close(compiled_module.zero.grad, eager.zero.grad)
+        torch.testing.assert_close(compiled_module.weight.grad, eager.weight.grad)
