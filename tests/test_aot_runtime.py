@@ -275,3 +275,62 @@ def test_a_view_made_under_no_grad_is_a_leaf_that_requires_grad_as_in_eager(dyna
     view.sin().sum().backward()
     assert x.grad is None  # eager: no gradient flows through a no-grad view to its base
     assert flat.grad_fn is not None
+
+
+def test_a_size_that_depends_on_data_fixed_by_a_later_reshape_is_traced_with_unbacked_symbols():
+    # torchmetrics' confusion counts: `torch.bincount(x, minlength=25).reshape(5, 5)` under
+    # fullgraph=True; the reshape fixes the data-dependent size to 25, and AOT's own trace must
+    # still make the bincount's size a symbol (it raised DynamicOutputShapeException)
+    def confusion(logits, target):
+        bins = torch.bincount(target * 5 + logits.argmax(-1), minlength=25)
+        return bins.reshape(5, 5).float() * logits.sum()
+
+    logits, target = torch.randn(6, 5, requires_grad=True), torch.randint(0, 5, (6,))
+    compiled = graphwright.compile(confusion, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(logits, target), confusion(logits, target))
+
+
+def test_operators_on_small_tensor_literals_run_on_their_values_as_the_strict_trace_did():
+    # torchdiffeq's adaptive solvers check `torch.cat([step_t, jump_t]).unique(return_counts=True)`
+    # on two empty literals: the fake mode computes such constants for real (the strict tracer's
+    # did, so the graph holds `unique`); AOT's trace raised DataDependentError
+    def with_literals(x):
+        empty = torch.tensor([], dtype=x.dtype)
+        counts = torch.cat([empty, empty]).unique(return_counts=True)[1]
+        return x * 2, counts, torch.tensor(3.0) * x
+
+    x = torch.randn(3, requires_grad=True)
+    for fullgraph in (True, False):
+        graphwright.reset()
+        compiled = graphwright.compile(with_literals, fullgraph=fullgraph, backend="aot_eager")
+        for got, expected in zip(compiled(x), with_literals(x)):
+            torch.testing.assert_close(got, expected)
+
+
+class _LossFromAZeroBuffer(torch.nn.Module):
+    """vector-quantize-pytorch's auxiliary loss: starts from a zero buffer made to require grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3))
+        self.register_buffer("zero", torch.tensor(0.0))
+
+    def forward(self, x):
+        loss = self.zero
+        loss.requires_grad_()
+        return loss + (x * self.weight).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_requires_grad_set_on_an_input_changes_the_users_tensor_and_gets_its_gradient(backend):
+    torch.manual_seed(0)
+    eager, compiled_module = _LossFromAZeroBuffer(), _LossFromAZeroBuffer()
+    compiled_module.load_state_dict(eager.state_dict())
+    compiled = graphwright.compile(compiled_module, backend=backend)
+    for _ in range(2):
+        x = torch.randn(3)
+        eager(x).backward()
+        compiled(x).backward()
+        assert compiled_module.zero.requires_grad and eager.zero.requires_grad
+        torch.testing.assert_close(compiled_module.zero.grad, eager.zero.grad)
+        torch.testing.assert_close(compiled_module.weight.grad, eager.weight.grad)

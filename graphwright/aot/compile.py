@@ -110,7 +110,8 @@ def _fake_mode_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule) -> Fa
     for value in example_inputs:
         if isinstance(value, FakeTensor):
             return value.fake_mode
-    depends_on_data = any(_has_unbacked_symbols(node.meta.get("example_value")) for node in gm.graph.nodes)
+    depends_on_data = any("unbacked_bindings" in node.meta or _has_unbacked_symbols(node.meta.get("example_value"))
+                          for node in gm.graph.nodes)
     return FakeTensorMode(shape_env=ShapeEnv() if depends_on_data else None)
 
 
@@ -167,6 +168,7 @@ class AOTCompiledGraph:
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
+        self._input_grad_changes = _input_requires_grad_changes(gm)
         self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
     def _to_fake(self, value: Any) -> Any:
@@ -188,6 +190,8 @@ class AOTCompiledGraph:
         # Hot path: one tuple of flags per call picks the compiled signature.
         if self._state_slots:
             args = (*args, *[getattr(module, name) for module, name in self._state_slots])
+        for index, flag in self._input_grad_changes:
+            args[index].requires_grad_(flag)
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
         key = (torch.is_grad_enabled() and (True in flags or self._makes_leaves), flags)
         signature = self.signatures.get(key)
@@ -345,6 +349,23 @@ def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
     returned: set = set()
     torch.fx.node.map_arg(output.args, returned.add)
     return bool(leaves), bool(returned & leaves)
+
+
+def _input_requires_grad_changes(gm: torch.fx.GraphModule) -> list[tuple[int, bool]]:
+    """`x.requires_grad_(flag)` on graph inputs, as (input index, flag): the user's tensor
+    changes, as eagerly (vector-quantize-pytorch's `loss = self.zero; loss.requires_grad_()`
+    on a buffer), where the aten graphs' trace would change only its fake. Set before the call,
+    the gradient reaches the input as in eager."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    changes = []
+    for node in gm.graph.nodes:
+        sets_flag = (node.op == "call_method" and node.target == "requires_grad_") or \
+            (node.op == "call_function" and node.target is torch.Tensor.requires_grad_)
+        if sets_flag and node.args and node.args[0] in placeholders:
+            flag = node.args[1] if len(node.args) > 1 else node.kwargs.get("requires_grad", True)
+            if isinstance(flag, bool):
+                changes.append((placeholders.index(node.args[0]), flag))
+    return changes
 
 
 class SizesSpecialised(Exception):

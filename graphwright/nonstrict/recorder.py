@@ -165,7 +165,8 @@ class GraphRecorder(TorchDispatchMode):
                 result = decomposition(*args, **kwargs)
             if result is not NotImplemented:
                 return result
-        if func is _aten.lift_fresh.default:
+        literal = func is _aten.lift_fresh.default
+        if literal:
             # A tensor literal (`torch.tensor([1, 2])`) in the program: a copy
             # of it, so that running the graph never mutates the constant.
             func = _aten.lift_fresh_copy.default
@@ -175,7 +176,10 @@ class GraphRecorder(TorchDispatchMode):
         node_args = tuple([to_arg(a) for a in args])
         node_kwargs = {k: to_arg(v) for k, v in kwargs.items()} if kwargs else {}
         self._lifting_literal = False
-        if self._args_hold_real_constants:
+        if self._args_hold_real_constants and not literal:
+            # (a literal is lifted from the real tensor: the fake mode keeps a small one's value,
+            # and operators on such constants run for real, as in eager: `unique` of an empty
+            # literal has a known size)
             args = self._with_fake_constants(args)
             kwargs = self._with_fake_constants(kwargs)
         out = func(*args, **kwargs)

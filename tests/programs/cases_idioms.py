@@ -414,9 +414,7 @@ class LazyTable(nn.Module):
 
 PROGRAMS.append(module_program(
     "buffer_registered_lazily_on_the_first_call", LazyTable, lambda: rand(3, 4), repeats=2,
-    frames=[1, 2], observe=lambda world: (world.cached_length, world.table.clone()),
-    xfail="nn.Module.register_buffer inside the region (it mutates the module's "
-          "_non_persistent_buffers_set: set.add, GB005)"))
+    frames=[1, 2], observe=lambda world: (world.cached_length, world.table.clone())))
 
 
 # -- version checks inside forward: a regex-parsed version compared through `operator` ----------

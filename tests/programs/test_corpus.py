@@ -27,6 +27,7 @@ from . import (
     cases_models,
     cases_modules,
     cases_nested,
+    cases_new_libraries,
     cases_numpy,
     cases_real_models,
     cases_side_effects,
@@ -48,6 +49,7 @@ ALL_PROGRAMS = [
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
     *cases_nested.PROGRAMS,
+    *cases_new_libraries.PROGRAMS,
 ]
 
 

@@ -3,8 +3,8 @@
 `HF_HUB_OFFLINE=1` is set before anything imports transformers: the models are
 built from configs with random weights and nothing may be downloaded.
 
-The slow cases of the breadth matrices (every optimizer, diffusers model and repo-style
-model under each backend and `fullgraph` setting, each against torch.compile) are also
+The slow cases of the breadth matrices (every optimizer, diffusers model, repo-style and
+new-library model under each backend and `fullgraph` setting, each against torch.compile) are also
 marked `breadth`: together they take longer than CI's budget, so `make test` leaves them
 to `make test-breadth` and runs their quick cases.
 """
@@ -19,7 +19,8 @@ import pytest  # noqa: E402
 import graphwright  # noqa: E402
 
 
-BREADTH_MODULES = {"test_diffusers.py", "test_pytorch_repos.py", "test_torch_library.py"}
+BREADTH_MODULES = {"test_diffusers.py", "test_pytorch_repos.py", "test_torch_library.py",
+                   "test_new_libraries.py"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -39,8 +39,10 @@ class ModuleCase:
 
 
 def loss(output: Any) -> torch.Tensor:
-    """A loss that reaches every tensor the model returned: the mean square of each."""
-    tensors = [value for value in pytree.tree_leaves(output) if isinstance(value, torch.Tensor)]
+    """A loss that reaches every floating-point tensor the model returned (not the indices a
+    quantizer returns): the mean square of each."""
+    tensors = [value for value in pytree.tree_leaves(output)
+               if isinstance(value, torch.Tensor) and value.is_floating_point()]
     return sum(tensor.pow(2).mean() for tensor in tensors)
 
 

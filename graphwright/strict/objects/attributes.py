@@ -47,7 +47,10 @@ if TYPE_CHECKING:
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_leaf",
                              "layout", "is_cuda", "is_cpu", "is_sparse", "is_quantized", "is_meta",
-                             "is_nested", "itemsize", "nbytes"})
+                             "is_nested", "itemsize", "nbytes",
+                             # the device and layout predicates (torchmetrics asks `is_mps`)
+                             "is_mps", "is_xpu", "is_xla", "is_ipu", "is_mtia", "is_maia",
+                             "is_vulkan", "is_mkldnn", "is_sparse_csr"})
 TENSOR_VIEWS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 GENERATOR_METHODS = frozenset({"send", "throw", "close", "__next__", "__iter__"})
 _MISSING = object()
@@ -228,10 +231,17 @@ def _module_attr(tracer: "Tracer", value: ModuleValue, name: str) -> Value | Non
 
 
 def module_table_entry(tracer: "Tracer", value: ModuleValue, name: str) -> Value | None:
-    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds."""
+    """A parameter, buffer or submodule of the module: what nn.Module.__getattr__ finds. A
+    table the region changed (`register_buffer`, `register_module`...) is read as changed."""
     module, source = value.module, value.source
     for table in ("_parameters", "_buffers", "_modules"):
         entries = module.__dict__[table]
+        known = tracer.memo_by_id.get(id(entries))
+        if known is not None and known[1].mutated:
+            found = known[1].lookup(name)
+            if found is not None:
+                return found
+            continue
         if name in entries:
             return tracer.wrap(entries[name], None if source is None else ModuleDictSource(source, table, name))
     return None

@@ -189,7 +189,7 @@ class Continuation:
         if name == "CALL_FUNCTION_EX":
             has_kwargs = inst.arg & 1
             kwargs = f", **{rebuild(stack[-1])}" if has_kwargs else ""
-            function, args = stack[-3 - has_kwargs], stack[-2 - has_kwargs]
+            function, args = stack[-2 - has_kwargs], stack[-1 - has_kwargs]  # above 3.11's NULL
             return f"___result = {self._callee(function)}(*{rebuild(args)}{kwargs})", 3 + has_kwargs, True
         if name == "COMPARE_OP":
             return f"___result = {rebuild(stack[-2])} {_COMPARISONS[inst.arg]} {rebuild(stack[-1])}", 2, True
