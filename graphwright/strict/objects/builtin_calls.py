@@ -107,8 +107,7 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     if getattr(target, "__module__", "") in ("operator", "_operator"):
         if target in (operator.is_, operator.is_not) and len(args) == 2 and not kwargs:
             return ConstantValue(operations.is_same(tracer, args[0], args[1]) is (target is operator.is_))
-        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs \
-                and not all(operations.is_constant_tree(arg) for arg in args):
+        if operations.is_operator_of_syntax(target) and len(args) == 2 and not kwargs:
             return operations.binary(tracer, target, args[0], args[1])
         if any(isinstance(arg, TensorValue) for arg in args):
             return tracer.graph.call("call_function", target, args, kwargs)
