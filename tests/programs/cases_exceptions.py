@@ -405,6 +405,18 @@ def _(x):
         return x * 2, str(error), type(error.__cause__).__name__
 
 
+@program("exit_stack_enters_grad_mode_and_autocast_through_their_classes", lambda: rand(3, 3, requires_grad=True),
+         reference={"why": "TorchDynamo skips set_grad_enabled.__enter__ called through the class",
+                    "xfail": "Attempted to call function marked as skipped"})
+def _(x):
+    # ExitStack.enter_context calls type(cm).__enter__(cm) and binds type(cm).__exit__ to cm
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.no_grad())
+        stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+        inside = x @ x.T
+    return inside, x * 2, type(torch.enable_grad()).__name__
+
+
 class Counting:
     def __init__(self, log):
         self.log = log

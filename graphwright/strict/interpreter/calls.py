@@ -84,8 +84,6 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         if source is not None:
             source = source.target if isinstance(source, WeakReferenceSource) else WeakrefSource(source)
         return tracer.wrap(function.value(), source)
-    if isinstance(function, ContextValue):
-        return contexts.decorate(tracer, function, args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is functools.partial:
         return call_value(tracer, tracer.wrap(function.value, function.source), args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) in builtin_calls.GETTER_TYPES:
@@ -142,7 +140,7 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound
-    slot = descriptors.call_slot(tracer, target, args, kwargs)
+    slot = descriptors.call_slot(tracer, target, args, kwargs) or contexts.call_slot(tracer, target, args, kwargs)
     if slot is not None:
         return slot
     if _is_one_of(target, _AUTOGRAD_CALLS):
@@ -237,6 +235,10 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         return contexts.make_context(tracer, cls, python_args, python_kwargs)
     if cls in builtin_calls.GETTER_TYPES:
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
+    if cls is types.MethodType and len(args) == 2 and not kwargs:
+        bound = _bound_method(args[0], args[1])
+        if bound is not None:
+            return bound
     if issubclass(cls, BaseException):
         return instances.call_class(tracer, cls, args, kwargs)
     if issubclass(cls, tuple) and hasattr(cls, "n_fields") and len(args) == 1 and not kwargs:
@@ -262,6 +264,16 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
     # constructors may keep their arguments or change class state: run here, they would
     # keep copies and change the world while tracing)
     return instances.call_class(tracer, cls, args, kwargs)
+
+
+def _bound_method(function: Value, receiver: Value) -> FunctionValue | None:
+    """`types.MethodType(function, receiver)` of a Python function (as `ExitStack` binds an
+    `__exit__`); None for another callable, whose binding is not modelled."""
+    if isinstance(function, ConstantValue) and type(function.value) is types.FunctionType:
+        function = function_value(function.value, function.source)
+    if isinstance(function, FunctionValue) and function.bound_self is None:
+        return function.bind(receiver)
+    return None
 
 
 def _weak_reference(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:

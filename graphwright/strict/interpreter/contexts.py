@@ -51,25 +51,25 @@ LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
     """The value of `cls(*args, **kwargs)` for a modelled context-manager class (Python args)."""
     if cls is torch.no_grad:
-        return ContextValue("grad", (False, cls))
+        return ContextValue("grad", (False, cls), cls)
     if cls is torch.enable_grad:
-        return ContextValue("grad", (True, cls))
+        return ContextValue("grad", (True, cls), cls)
     if cls is torch.inference_mode:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "inference_mode", type="torch.inference_mode")
     if cls is torch.set_grad_enabled:
         # set_grad_enabled switches on construction, not on __enter__ (it doubles as a function)
-        context = ContextValue("grad", (bool(args[0]), cls))
+        context = ContextValue("grad", (bool(args[0]), cls), cls)
         context.saved = torch.is_grad_enabled()
         set_grad_mode(tracer, bool(args[0]))
         return context
     if cls in AUTOCAST_CLASSES:
-        return ContextValue("autocast", (cls(*args, **kwargs),))
+        return ContextValue("autocast", (cls(*args, **kwargs),), cls)
     if cls in PROFILER_CLASSES:
-        return ContextValue("profiler", ())
+        return ContextValue("profiler", (), cls)
     if cls is warnings.catch_warnings:
         if args:
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
-        return ContextValue("warnings", (kwargs,))
+        return ContextValue("warnings", (kwargs,), cls)
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
 
 
@@ -149,33 +149,16 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
     from . import calls
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
-        manager = ContextValue("grad", (type(manager.value) is torch.enable_grad, type(manager.value)))
+        cls = type(manager.value)
+        manager = ContextValue("grad", (cls is torch.enable_grad, cls), cls)
     if isinstance(manager, ContextValue):
-        if manager.kind == "grad" and manager.saved is None:
-            manager.saved = torch.is_grad_enabled()
-            set_grad_mode(tracer, bool(manager.args[0]))
-        elif manager.kind == "autocast":
-            real = manager.args[0]
-            manager.saved = tracer.graph.record(
-                torch.amp.autocast_mode._enter_autocast,
-                [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
-            real.__enter__()
-            tracer.open_contexts.append(real)
-        elif manager.kind == "profiler" and bound:
-            raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
-                                     type="profiler whose object is used (the graph does not profile)")
-        elif manager.kind == "warnings":
-            options = manager.args[0]
-            if options.get("record") and bound:
-                raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
-                                         type="warnings.catch_warnings(record=True) whose list is used")
-            tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
+        enter_modelled(tracer, manager, bound)
         push_exit(MethodValue(manager, "__exit__"))
         return NONE
     if isinstance(manager, ObjectValue) and isinstance(manager.obj, LOCK_TYPES):
         # A lock read from outside (functools.cached_property takes one): the trace runs in
         # one thread and the graph holds no Python state another thread could race on.
-        push_exit(MethodValue(ContextValue("lock", ()), "__exit__"))
+        push_exit(MethodValue(ContextValue("lock", (), type(manager.obj)), "__exit__"))
         return manager
     enter_method = classes.special_method(tracer, manager, "__enter__")
     exit_method = classes.special_method(tracer, manager, "__exit__")
@@ -184,6 +167,44 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
         return calls.call_value(tracer, enter_method, [], {})
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, f"with {manager!r}",
                              type=manager.python_type().__name__)
+
+
+def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None:
+    """Enter a modelled context manager (`bound`: the value its `__enter__` returns is used)."""
+    if manager.kind == "grad" and manager.saved is None:
+        manager.saved = torch.is_grad_enabled()
+        set_grad_mode(tracer, bool(manager.args[0]))
+    elif manager.kind == "autocast":
+        real = manager.args[0]
+        manager.saved = tracer.graph.record(
+            torch.amp.autocast_mode._enter_autocast,
+            [real.device, real.fast_dtype, real._enabled, real._cache_enabled])
+        real.__enter__()
+        tracer.open_contexts.append(real)
+    elif manager.kind == "profiler" and bound:
+        raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
+                                 type="profiler whose object is used (the graph does not profile)")
+    elif manager.kind == "warnings":
+        options = manager.args[0]
+        if options.get("record") and bound:
+            raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
+                                     type="warnings.catch_warnings(record=True) whose list is used")
+        tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
+
+
+def call_slot(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`type(cm).__enter__(cm)` and `type(cm).__exit__(cm, *exc)` on a modelled context manager,
+    as `contextlib.ExitStack.enter_context` calls them: what a `with` block does; None for any
+    other call."""
+    if not args or not isinstance(args[0], ContextValue) or kwargs:
+        return None
+    manager = args[0]
+    if target is getattr(manager.cls, "__enter__", None) and len(args) == 1:
+        enter_modelled(tracer, manager, bound=True)
+        return NONE
+    if target is getattr(manager.cls, "__exit__", None) and len(args) == 4:
+        return exit_context(tracer, manager)
+    return None
 
 
 def exit_context(tracer: "Tracer", context: ContextValue) -> Value:

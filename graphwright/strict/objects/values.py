@@ -557,18 +557,20 @@ class GeneratorValue(LazyIteratorValue):
 
 class ContextValue(Value):
     """A context manager the tracer models: `kind` is "grad" (`args`: the mode, and the
-    class made), "autocast", "warnings" (replayed), or "lock" and "profiler" (no-ops)."""
+    class made), "autocast", "warnings" (replayed), or "lock" and "profiler" (no-ops);
+    `cls` is the class the program made it from (what `type()` answers)."""
 
-    __slots__ = ("kind", "args", "saved")
+    __slots__ = ("kind", "args", "saved", "cls")
 
-    def __init__(self, kind: str, args: tuple) -> None:
+    def __init__(self, kind: str, args: tuple, cls: type) -> None:
         super().__init__(None)
         self.kind = kind
         self.args = args
         self.saved: Any = None
+        self.cls = cls
 
     def python_type(self) -> type:
-        return object
+        return self.cls
 
 
 class FrameValue(Value):
