@@ -11,11 +11,15 @@ it raises; the slow `test_torch_compile_gives_the_recorded_counts` checks them a
 with TorchDynamo costs more than the quick tests themselves).
 
 What differs from torch.compile, and why:
-- an optimizer's first step fills `self.state` (keyed by the parameters), which the first
-  trace guarded as empty: the second step compiles again (the optimizer step needs 2 graphs,
-  torch.compile 1: TorchDynamo runs `_init_group` for real while tracing, a rule for
-  torch.optim alone). A hand-written optimizer recompiles in both (tests/programs/
+- an optimizer's first step fills `self.state` (keyed by the parameters): both compilers
+  run `_init_group` for real before tracing it (`strict/objects/optimizer_state.py`), so the
+  step compiles once. A hand-written optimizer recompiles in both (tests/programs/
   cases_torch_library.py).
+- TorchDynamo traces every torch.optim step as if `capturable=True` were set in its param
+  groups (its view of them only; a rule for torch.optim alone), so RAdam's and ASGD's
+  single-tensor steps, which branch on a tensor (`if rho_t > 5.0`) without it, are one
+  graph there; graphwright traces the program's own path: a data-dependent branch in the
+  loop, the step's function runs in Python (one graph fewer, the same values).
 - `torch.compile` turns off argument validation of `torch.distributions` for the whole
   process the first time it runs (`Distribution.set_default_validate_args(False)`), which is
   why it needs one graph for a distribution built with validation on; graphwright keeps the
@@ -63,24 +67,24 @@ OPTIMIZERS = {
 }
 
 # Graphs after three training steps under fullgraph=False, (graphwright, torch.compile): the
-# forward, the optimizer step (twice in graphwright: see the module docstring) and the
-# `loss.detach()` after `zero_grad`; SGD has no state to fill but a momentum buffer made on
-# the first step, in both. Adamax with foreach: under `is_compiling()` its multi-tensor step
+# forward, the optimizer step and the `loss.detach()` after `zero_grad` (RAdam and ASGD: see
+# the module docstring); SGD has no state to fill but a momentum buffer made on the first
+# step, in both. Adamax with foreach: under `is_compiling()` its multi-tensor step
 # gives `_foreach_addcdiv_` a list of tensors, which the operator rejects: the step runs as
 # eager Python (torch.compile takes the `capturable` path instead, by a rule of its own).
 OPTIMIZER_GRAPHS = {
     ("SGD_momentum", False): (4, 4), ("SGD_momentum", True): (4, 4),
     ("SGD_nesterov", False): (4, 4), ("SGD_nesterov", True): (4, 4),
-    ("Adam", False): (4, 3), ("Adam", True): (4, 3),
-    ("AdamW", False): (4, 3), ("AdamW", True): (4, 3),
-    ("Adamax", False): (4, 3), ("Adamax", True): (2, 3),
-    ("NAdam", False): (4, 3), ("NAdam", True): (4, 3),
-    ("RAdam", False): (3, 3), ("RAdam", True): (3, 3),
-    ("RMSprop", False): (4, 3), ("RMSprop", True): (4, 3),
+    ("Adam", False): (3, 3), ("Adam", True): (3, 3),
+    ("AdamW", False): (3, 3), ("AdamW", True): (3, 3),
+    ("Adamax", False): (3, 3), ("Adamax", True): (2, 3),
+    ("NAdam", False): (3, 3), ("NAdam", True): (3, 3),
+    ("RAdam", False): (2, 3), ("RAdam", True): (2, 3),
+    ("RMSprop", False): (3, 3), ("RMSprop", True): (3, 3),
     ("Adagrad", False): (3, 3), ("Adagrad", True): (3, 3),
-    ("Adadelta", False): (4, 3), ("Adadelta", True): (4, 3),
-    ("ASGD", False): (3, 3), ("ASGD", True): (3, 3),
-    ("Rprop", False): (4, 3), ("Rprop", True): (4, 3),
+    ("Adadelta", False): (3, 3), ("Adadelta", True): (3, 3),
+    ("ASGD", False): (2, 3), ("ASGD", True): (3, 3),
+    ("Rprop", False): (3, 3), ("Rprop", True): (3, 3),
 }
 QUICK_OPTIMIZERS = [("SGD_momentum", True), ("Adam", False), ("Adam", True), ("Adamax", True)]
 
@@ -94,8 +98,9 @@ SCHEDULERS = {
 # inside the compiled function (True) or after it (False). The learning rate is a float in
 # `param_groups`: in both compilers the first step specialises it and the recompile after it
 # changed takes it as a graph input (the scheduler's int counters too), so no step compiles
-# again for a new rate. Inside, graphwright's one extra graph is Adam's state (as in
-# OPTIMIZER_GRAPHS); OneCycleLR inside has one more: its phase test (`step_num <= end_step`)
+# again for a new rate. Inside, graphwright compiles one graph more than torch.compile (which
+# of its recompiles torch.compile avoids is not yet compared: Adam.step on the new `lr`, the
+# resume function on `scheduler._step_count`); OneCycleLR inside has one more: its phase test (`step_num <= end_step`)
 # holds a guard on the symbolic step in the graph that also returns `loss.detach()`, which
 # recompiles when the phase changes (torch.compile's count stays at 4; where it places that
 # branch is not yet compared).
