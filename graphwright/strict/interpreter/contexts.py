@@ -170,6 +170,7 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
                 raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
                                          type="warnings.catch_warnings(record=True) whose list is used")
             tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
+            manager.saved = True  # entered: the residual code enters a manager of its own
         push_exit(MethodValue(manager, "__exit__"))
         return NONE
     if isinstance(manager, ObjectValue) and isinstance(manager.obj, LOCK_TYPES):
