@@ -244,3 +244,40 @@ def test_a_module_passed_to_a_compiled_function_is_freed_without_a_collection():
         assert watched() is None and weight() is None
     finally:
         gc.enable()
+
+
+def _module_of_a_class_made_by_a_call(state: nn.Module) -> nn.Module:
+    class Holding(nn.Module):  # its methods' closure holds `state`, as a test's local class does
+        def __init__(self):
+            super().__init__()
+            self.held = state
+
+        def forward(self, x):
+            return self.held(x) * 2
+
+    return Holding()
+
+
+def test_a_module_class_made_by_a_call_is_freed_with_what_its_closure_holds():
+    """The entry guards the class by type; the class (a `<locals>` one) holds its closure:
+    the kept cache must not keep either alive once the program drops them."""
+    def compile_and_drop():
+        state = nn.Linear(4, 4)
+        graphwright.compile(_module_of_a_class_made_by_a_call(state), backend="eager")(torch.randn(2, 4))
+        return weakref.ref(state)
+
+    watched = compile_and_drop()
+    gc.collect()
+    assert watched() is None
+
+
+def test_entries_of_classes_that_are_gone_leave_the_cache():
+    """A class made per iteration compiles once per class; the entries of the classes already
+    gone are dropped, so the loop never reaches the cache size limit (and never runs eagerly)."""
+    counter = CompileCounter()
+    for _ in range(2 * graphwright.config.cache_size_limit):
+        module = _module_of_a_class_made_by_a_call(nn.Linear(4, 4))
+        graphwright.compile(module, backend=counter)(torch.randn(2, 4))
+        del module
+        gc.collect()
+    assert counter.frame_count == 2 * graphwright.config.cache_size_limit

@@ -133,6 +133,7 @@ class CompiledFunction:
 
     def _miss(self, args: tuple, kwargs: dict, fn: types.FunctionType | None = None) -> Any:
         fn, cache, settings = fn or self._fn, self._cache, self._settings
+        _drop_stale_entries(cache)
         if cache.exhausted or not binds(fn, args, kwargs):
             return fn(*args, **kwargs)  # arguments that do not bind: Python's own TypeError
         if any_torch_dispatch_mode_on_stack():
@@ -172,6 +173,17 @@ class CompiledFunction:
     def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
         """A resume function or a callee the residual code calls, compiled with these settings."""
         return CompiledFunction(fn, self._settings.for_residual_calls(), kept=False)
+
+
+def _drop_stale_entries(cache: CodeCache) -> None:
+    """Forget the entries compiled for a class or function that is gone (`Guard.weak`): they
+    can never hit again, and must not count towards the cache size limit (a module class made
+    by a function compiles once per class, as often as the program makes one)."""
+    live = [entry for entry in cache.entries if all(guard.expected is not None for guard in entry.guards
+                                                   if guard.weak)]
+    if len(live) < len(cache.entries):
+        cache.entries[:] = live
+        cache.exhausted = False
 
 
 @contextlib.contextmanager

@@ -520,3 +520,21 @@ def _(x):
     merged = set(["zeta", "eta", "theta"]) | words
     popped = [words.pop() for _ in range(3)]
     return list(words), list(shouted), list(merged), popped, sorted(merged - words), x + 1
+
+
+class _Counted:
+    def __init__(self, count):
+        self.count = count
+
+
+_FIRST = _Counted(0)
+_MEMBERS = frozenset([_FIRST])
+
+
+@program("a_frozensets_member_is_the_same_object_as_reached_otherwise", lambda: rand(3), repeats=3,
+         reset=lambda: setattr(_FIRST, "count", 0), observe=lambda world: _FIRST.count)
+def _(x):
+    # the member read out of the frozenset sees the store made through the global
+    member = list(_MEMBERS)[0]
+    _FIRST.count = 7
+    return x + member.count, member is _FIRST, _FIRST in _MEMBERS

@@ -464,6 +464,20 @@ def _(x):
     return x.sin()
 
 
+def _enters_the_returned_manager(world, compiled, args):
+    y, manager = compiled(*args.args)
+    with manager as caught:
+        warnings.simplefilter("always")
+        warnings.warn("recorded", CorpusWarning)
+    return y, type(manager).__name__, [str(warning.message) for warning in caught]
+
+
+@program("catch_warnings_made_in_the_region_is_returned_unentered", lambda: rand(3),
+         call=_enters_the_returned_manager)
+def _(x):
+    return x.sin(), warnings.catch_warnings(record=True)
+
+
 # -- exceptions that escape the compiled function --------------------------------------------------
 
 

@@ -955,3 +955,38 @@ def _(*args, scale=1.0, **options):
     a = args[0] * scale
     graph_break()
     return a + args[1] + options["shift"]
+
+
+class _Tagged(type):
+    pass
+
+
+class _Base(metaclass=_Tagged):
+    scale = 3
+
+    @classmethod
+    def add(cls, x):
+        return x + 1
+
+    def forward(self, x):
+        return x * 2
+
+
+class _Derived(_Base):
+    @classmethod
+    def add(cls, x):
+        graph_break()
+        return x + super().add(x) + super().scale
+
+    def forward(self, x):
+        def helper():
+            return self  # `self` is a cell: `super()` reads it through the cell
+        graph_break()
+        return super().forward(x) + helper().scale
+
+
+@program("zero_argument_super_after_a_graph_break", lambda: rand(3), fullgraph=False, frames=4)
+def _(x):
+    # the rest of each method runs as resume code, whose first parameters are not `cls`/`self`
+    obj = _Derived()
+    return x + obj.add(x) + obj.forward(x)

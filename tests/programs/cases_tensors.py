@@ -419,3 +419,39 @@ def _(param, exp_avg, denom):
     updated.addcdiv_(exp_avg, denom, value=-step_size)
     mixed = exp_avg.addcmul(param, denom, value=step_size)
     return updated, mixed, torch.addcdiv(param, exp_avg, denom, value=0.5)
+
+
+@program("untyped_storage_of_a_view_is_its_base_storage", lambda: rand(4, 6),
+         changed=lambda: rand(5, 6), frames_changed=2,
+         reference={"xfail": "TorchDynamo models only `size()` and `resize_` of an UntypedStorage: "
+                             "`is` between two storages breaks the graph (GB0059)",
+                    "why": "PyTorch does not model storage identity or `nbytes()`"})
+def _(x):
+    # FSDP compares storage sizes in elements; a changed size makes the storage size symbolic
+    storage = x[1:].untyped_storage()
+    elements = storage.size() // x.element_size()
+    return x[1:] * elements, storage is x.untyped_storage(), storage.nbytes()
+
+
+@program("storage_resized_in_the_graph_is_the_tensors_own", lambda: rand(10),
+         reference={"xfail": "`size()` after `resize_` answers the size before it (its example storage is "
+                             "not resized)",
+                    "why": "a TorchDynamo bug: the storage's size is read from a stale example value"})
+def _(x):
+    y = torch.sin(x + 1)
+    storage = x.clone().untyped_storage()
+    before = storage.size()
+    storage.resize_(0)
+    return torch.cos(y), before, storage.size()
+
+
+def _returns_the_inputs_storage(world, compiled, args):
+    y, storage = compiled(*args.args)
+    return y, storage is args.args[0].untyped_storage(), storage.size()
+
+
+@program("storage_grown_in_place_and_returned", lambda: rand(10), call=_returns_the_inputs_storage)
+def _(x):
+    storage = x.untyped_storage()
+    storage.resize_(storage.size() * 2)
+    return x + 1, storage

@@ -9,6 +9,7 @@ failed; that runs only on the slow path, never on a hit.
 from __future__ import annotations
 
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -100,11 +101,33 @@ class TensorMeta:
         return tuple(reversed(expected)) == self.stride
 
 
-@dataclass(frozen=True, eq=False)
+def dies_with_its_scope(obj: Any) -> bool:
+    """Whether `obj` is a class or function made by a call (its qualified name says `<locals>`):
+    such an object, and what its closure holds (a module's parameters), lives as long as the
+    program keeps it, so a cache entry guarding it must not keep it alive (one made at module
+    level lives as long as the process anyway)."""
+    return isinstance(obj, (type, types.FunctionType)) and "<locals>" in obj.__qualname__
+
+
 class Guard:
-    source: Source
-    kind: str
-    expected: Any = None
+    """A source, a kind and the expected value. An identity or type guard on an object that
+    `dies_with_its_scope` holds it weakly: once the object is gone nothing can match it, and
+    the guard fails (`expected` is then None)."""
+
+    __slots__ = ("source", "kind", "_expected", "weak")
+
+    def __init__(self, source: Source, kind: str, expected: Any = None) -> None:
+        self.source = source
+        self.kind = kind
+        self.weak = kind in ("type", "id") and dies_with_its_scope(expected)
+        self._expected = weakref.ref(expected) if self.weak else expected
+
+    @property
+    def expected(self) -> Any:
+        return self._expected() if self.weak else self._expected
+
+    def __repr__(self) -> str:
+        return f"Guard({self.source!r}, {self.kind!r}, {self.expected!r})"
 
     @property
     def cost(self) -> int:
@@ -125,6 +148,9 @@ class Guard:
     def condition(self, value: str, writer: ExprWriter) -> str:
         """Python text that is true when the guard holds; `value` is the re-read expression."""
         kind, expected, ref = self.kind, self.expected, writer.ref
+        if self.weak:  # the object if it is still alive, else None, which no value of its kind is
+            held = f"{ref(self._expected)}()"
+            return f"___type({value}) is {held}" if kind == "type" else f"{value} is {held}"
         if kind == "type":
             return f"___type({value}) is {ref(expected)}"
         if kind == "id":
@@ -228,6 +254,8 @@ class Guard:
     def failure(self, actual: Any) -> str | None:
         """Why `actual` fails this guard, in the user's terms; None when it passes."""
         name, kind, expected = self.source.name(), self.kind, self.expected
+        if self.weak and expected is None:
+            return f"the {'class' if kind == 'type' else 'object'} '{name}' was compiled for is gone"
         if kind == "type" and type(actual) is not expected:
             return f"type of '{name}' changed: expected {expected.__name__}, actual {type(actual).__name__}"
         if kind == "id" and actual is not expected:

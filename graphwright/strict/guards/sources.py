@@ -97,6 +97,22 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class StorageSource(Source):
+    """The untyped storage of the tensor `base` reads (one object per storage, as in eager)."""
+
+    base: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.expr(self.base)}.untyped_storage()"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return self.base.read(fn, local_values).untyped_storage()
+
+    def name(self) -> str:
+        return f"{self.base.name()}.untyped_storage()"
+
+
+@dataclass(frozen=True)
 class InstanceDictSource(Source):
     """An object's own `__dict__`, read without its class's `__getattribute__` (a Python one
     would run on every guard check)."""

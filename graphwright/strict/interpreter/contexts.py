@@ -190,6 +190,7 @@ def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None
             raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "catch_warnings(record=True) as ...",
                                      type="warnings.catch_warnings(record=True) whose list is used")
         tracer.side_effects.replay_call(output_calls.enter_catch_warnings, [ConstantValue(options)], {})
+        manager.saved = True  # entered: the residual code enters a manager of its own
 
 
 def call_slot(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

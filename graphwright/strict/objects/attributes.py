@@ -20,7 +20,16 @@ import torch
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import callable_attributes, classes, dict_views, introspection, numpy_arrays, output_calls, symbolic_numbers
+from . import (
+    callable_attributes,
+    classes,
+    dict_views,
+    introspection,
+    numpy_arrays,
+    output_calls,
+    storages,
+    symbolic_numbers,
+)
 from .values import (
     ArrayValue,
     ConstantValue,
@@ -35,6 +44,7 @@ from .values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    StorageValue,
     SuperValue,
     TensorValue,
     TracebackValue,
@@ -100,6 +110,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
+    if isinstance(value, StorageValue):
+        return storages.attribute(tracer, value, name)
     if isinstance(value, TracebackValue):
         from .exceptions import traceback_attribute
 

@@ -27,6 +27,7 @@ from . import (
     operations,
     output_calls,
     sets,
+    storages,
     symbolic_numbers,
 )
 from .values import (
@@ -47,6 +48,7 @@ from .values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    StorageValue,
     TensorValue,
     Value,
 )
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 _TENSOR_TO_PYTHON = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
-                               "__index__", "data_ptr", "untyped_storage", "storage"})
+                               "__index__", "data_ptr", "storage"})
 _TENSOR_AUTOGRAD = frozenset({"backward", "register_hook", "retain_grad"})
 _STORAGE_QUERIES = frozenset({"storage_offset", "is_shared", "is_pinned"})
 _OBJECT_METHODS = frozenset({"__setattr__", "__getattribute__", "__delattr__", "__init__", "__eq__", "__ne__"})
@@ -75,6 +77,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
             return result
     if isinstance(receiver, TensorValue):
         return _tensor_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, StorageValue):
+        return storages.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DequeValue):
         return deques.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, ArrayValue):
@@ -116,6 +120,8 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return _captured_scalars(tracer, tensor)
     if name == "numpy" and not args:
         return numpy_arrays.from_tensor(tracer, tensor, kwargs)
+    if name == "untyped_storage" and not args and not kwargs:
+        return storages.storage_of(tensor)
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:

@@ -23,6 +23,7 @@ from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views, exceptions, numpy_arrays
 from .classes import builtin_base, callable_text, find, is_instance_value, special_method, type_name
 from .hashing import hashable_key
+from .storages import same_storage
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
     ArrayValue,
@@ -37,6 +38,7 @@ from .values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    StorageValue,
     TensorValue,
     Value,
     holds_value_keys,
@@ -444,6 +446,8 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
         return lhs.fake is rhs.fake
     if isinstance(lhs, ModuleValue) and isinstance(rhs, ModuleValue):
         return lhs.module is rhs.module
+    if isinstance(lhs, StorageValue) and isinstance(rhs, StorageValue):
+        return same_storage(lhs, rhs)
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):

@@ -31,6 +31,7 @@ One class per kind of Python behaviour, not per type:
 - `ContextValue`: a context manager the tracer models (grad mode, autocast).
 - `CellValue`: a closure cell (only on the stack between LOAD_CLOSURE and MAKE_FUNCTION).
 - `FrameValue`: a frame of the region, as `sys._getframe()` returns it.
+- `StorageValue`: a tensor's `untyped_storage()` (its behaviour is in `storages.py`).
 
 Values read from outside carry a `source`; values created while tracing have none.
 Each value's `birth` is its rank in creation order (compared with a `birth_mark()`).
@@ -585,6 +586,20 @@ class FrameValue(Value):
 
     def python_type(self) -> type:
         return types.FrameType
+
+
+class StorageValue(Value):
+    """`tensor.untyped_storage()`: the storage the tensor's fake shares with its views; its size
+    is the fake storage's, which the graph's `resize_` calls change as they run."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: TensorValue, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.tensor = tensor
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
 
 
 class NullValue(Value):

@@ -130,6 +130,8 @@ def is_dict_key(key: Any) -> bool:
 
 def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
+    if type(real) is frozenset:  # of objects whose state the region may change: a container
+        return not any(hasattr(item, "__dict__") and not callable(item) and not is_constant(item) for item in real)
     return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real)
 
 
@@ -416,8 +418,8 @@ def _wrap_container_subclass(tracer: "Tracer", real: Any, cls: type, source: Sou
 
 
 def _wrap_set(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> Value | None:
-    """A set of constants, or an instance of a subclass of set or frozenset holding constants:
-    its members, read through the builtin base (no overridden `__iter__` runs), guarded in their
+    """A set of constants and objects hashed by identity, or an instance of a subclass of set or
+    frozenset holding them: its members, read through the builtin base (no overridden `__iter__` runs), guarded in their
     order too (code that iterates the set must see the order it was traced with)."""
     from .classes import builtin_base
 
@@ -425,13 +427,16 @@ def _wrap_set(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> 
     if base not in (set, frozenset):
         return None
     members = list(base.__iter__(real))
-    if not all(is_constant(item) for item in members):
+    objects = [not is_constant(item) for item in members]
+    if any(objects) and (source is None or not all(is_constant(item) or is_identity_key(item) for item in members)):
         return None
     tracer.add_guard(source, "type", cls)
     contents = source if cls is base or source is None else ContentsSource(source, base)
     tracer.add_guard(contents, "keys", tuple(members))
-    return DictValue({item: ConstantValue(item) for item in members}, base, source,
-                     cls=None if cls is base else cls, obj=real)
+    # a member that is an object is the same value as the object reached any other way
+    items = {item: wrap(tracer, item, ItemSource(KeyListSource(contents), index)) if is_object
+             else ConstantValue(item) for index, (item, is_object) in enumerate(zip(members, objects))}
+    return DictValue(items, base, source, cls=None if cls is base else cls, obj=real)
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:

@@ -44,6 +44,7 @@ from bytecode import Bytecode, Instr
 
 from ..marked.markers import disable_mark, is_disabled
 from .callees import module_call
+from .explicit_super import ExplicitSuper
 from .instruction_index import real_instructions
 from .module_wrappers import is_module_wrapper, wrapper_method
 
@@ -249,6 +250,7 @@ def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
     null_heads = _calls_with_null_heads(code)
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     real, _ = real_instructions(code)
+    supers = ExplicitSuper(code, cells_are_free=False)
     body: list[Any] = []
     position = 0
     names: tuple = ()
@@ -258,6 +260,10 @@ def _rewrite_calls(code: types.CodeType, router: CallRouter) -> types.CodeType:
             continue
         offset, position = real[position].offset, position + 1
         here = item.location
+        item, added = supers.rewrite(item, offset)
+        if added:
+            body += [item, *added]
+            continue
         if item.name == "LOAD_METHOD":
             body += [Instr("LOAD_ATTR", item.arg, location=here), Instr("PUSH_NULL", location=here),
                      Instr("SWAP", 2, location=here)]

@@ -4,7 +4,8 @@ A resume function takes only the live locals as arguments, so that dead values
 are neither passed nor guarded (a dead tensor would otherwise be a graph input
 and a reason to recompile). The analysis is the textbook backward dataflow
 over CPython 3.11 instructions, with jumps, fall-through and exception
-handlers as successors; cell variables are not fast locals and do not appear.
+handlers as successors; cell variables are not fast locals and do not appear. A `super()`
+without arguments reads the first argument.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import dis
 import functools
 import types
 
+from .explicit_super import zero_argument_supers
 from .instruction_index import real_instructions
 
 _ENDS_BLOCK = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
@@ -33,6 +35,8 @@ def _live_before(code: types.CodeType) -> dict[int, frozenset[str]]:
             following.append(index_of[inst.argval])
         following += [index_of[entry.target] for entry in handlers if entry.start <= inst.offset < entry.end]
         successors.append(following)
+    supers = zero_argument_supers(code)  # `super()` reads the first argument
+    first_is_local = bool(supers) and code.co_varnames[0] not in code.co_cellvars
     live: list[frozenset[str]] = [frozenset()] * len(instructions)
     changed = True
     while changed:
@@ -42,8 +46,8 @@ def _live_before(code: types.CodeType) -> dict[int, frozenset[str]]:
             after = frozenset().union(*(live[s] for s in successors[index]))
             if inst.opname in _WRITES:
                 after = after - {inst.argval}
-            if inst.opname in _READS:
-                after = after | {inst.argval}
+            if inst.opname in _READS or inst.offset in supers and first_is_local:
+                after = after | {inst.argval if inst.opname in _READS else code.co_varnames[0]}
             if after != live[index]:
                 live[index] = after
                 changed = True

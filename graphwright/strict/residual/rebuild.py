@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import functools
 import types
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -53,6 +54,7 @@ from ..objects.values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    StorageValue,
     TensorValue,
     Value,
     ValueKey,
@@ -178,6 +180,8 @@ class ResidualWriter(EntryWriter):
             return self.expr(value.source)
         if isinstance(value, ModuleValue):
             return self.ref(value.module)
+        if isinstance(value, StorageValue):  # the one storage object eager hands out for the tensor
+            return f"{self.rebuild(value.tensor)}.untyped_storage()"
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
@@ -242,6 +246,9 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, ContextValue) and value.kind == "grad":
             enabled, cls = value.args
             return f"{self.ref(remade_grad_mode)}({self.ref(cls)}, {enabled}, {self.literal(value.saved)})"
+        if isinstance(value, ContextValue) and value.kind == "warnings" and value.saved is None:
+            # made and never entered: a manager of the same options, for the caller to enter
+            return f"{self.ref(warnings.catch_warnings)}(**{self.ref(value.args[0])})"
         raise self._on_break(gb.UNRECONSTRUCTIBLE_VALUE, f"rebuild {value!r}",
                              type=value.python_type().__name__)
 

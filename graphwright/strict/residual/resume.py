@@ -31,6 +31,7 @@ from typing import Any
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
+from .explicit_super import ExplicitSuper
 from .instruction_index import real_instructions
 
 _PROLOGUE = frozenset({"COPY_FREE_VARS", "MAKE_CELL", "RETURN_GENERATOR", "POP_TOP", "RESUME"})
@@ -113,6 +114,7 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
     program = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     real, _ = real_instructions(code)
     skipped = _prologue_length(real)
+    supers = ExplicitSuper(code, cells_are_free=True)
     target = Label()
     body: list[Any] = []
     position = 0
@@ -125,6 +127,10 @@ def _assemble_resume_code(code: types.CodeType, offset: int, layout: ResumeLayou
             if real[position - 1].offset == offset:
                 body.append(target)
                 location = item.location
+            item, added = supers.rewrite(item, real[position - 1].offset)
+            if added:
+                body += [item, *added]
+                continue
             if isinstance(item.arg, CellVar):
                 item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
             elif item.name in _FAST_OPS and local_name(item.arg) != item.arg:
