@@ -82,7 +82,7 @@ def _marks_graphwright_inside(x):
 def test_mark_dynamic_inside_the_region_is_an_error_as_in_pytorch(fn, fullgraph):
     with pytest.raises(AssertionError, match="forbidden callable"):
         torch.compile(fn, backend="eager", fullgraph=fullgraph)(torch.randn(3, 3))
-    with pytest.raises(AssertionError, match="forbidden callable") as caught:
+    with pytest.raises(graphwright.ForbiddenCallError, match="forbidden callable") as caught:
         graphwright.compile(fn, backend="eager", fullgraph=fullgraph)(torch.randn(3, 3))
     assert caught.value.user_stack[-1].lineno == fn.__code__.co_firstlineno + 1
 
