@@ -32,7 +32,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
-from ..guards.sources import Source
+from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
 from .symbolic_sizes import (
@@ -138,6 +138,12 @@ def tensor_kind(tensor: torch.Tensor) -> str:
     return f"{type(tensor).__name__} ({layout}, {tensor.device})"
 
 
+def _passed_in_arguments(source: Source) -> bool:
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
+
+
 def _marked_ranges(real: torch.Tensor, source: Source, marked: set[int]) -> dict[int, tuple[int, int | None]]:
     """The sizes `mark_dynamic(..., min=, max=)` allows for the `marked` dimensions of `real` that
     were given bounds, as {dim: (lowest, highest or None)}; raises if `real` is outside them."""
@@ -197,8 +203,13 @@ class GraphBuilder:
 
     def wants_symbolic_scalar(self, source: Source, real: int | float) -> bool:
         """An int or float input that changed between calls (dynamic=None) is traced as a
-        SymInt or SymFloat."""
-        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and may_be_symbolic(real)
+        SymInt or SymFloat; under dynamic=True so is every int passed in the arguments (as an
+        argument or an item of one) from the first call, as in PyTorch (an int read from a
+        global or an attribute, a module's configuration, stays a constant)."""
+        if self.symbolic is None or not may_be_symbolic(real):
+            return False
+        return self.dynamic_dims.get(source) == SCALAR or \
+            self.dynamic_all and type(real) is int and _passed_in_arguments(source)
 
     def add_scalar_input(self, real: int | float, source: Source) -> ConstantValue:
         """A graph input standing for number `real`: a placeholder typed by a fresh symbol."""
