@@ -10,6 +10,12 @@ import torch
 import torch._dynamo
 import torch._dynamo.testing
 import torch.nn as nn
+from torch.fx.experimental.symbolic_shapes import (
+    guard_or_false,
+    has_static_value,
+    statically_known_false,
+    statically_known_true,
+)
 
 import graphwright
 from graphwright.testing import CompileCounter, CompileCounterWithBackend
@@ -59,6 +65,104 @@ def test_mark_dynamic_serves_every_size_with_one_graph():
         graphwright.mark_dynamic(x, 0)
         torch.testing.assert_close(compiled(x), x.sum(0) * rows)
     assert counter.frame_count == 1
+
+
+def _marks_inside(x):
+    torch._dynamo.mark_dynamic(x, 0)
+    return x * x
+
+
+def _marks_graphwright_inside(x):
+    graphwright.mark_dynamic(x, 0)
+    return x * x
+
+
+@pytest.mark.parametrize("fn", [_marks_inside, _marks_graphwright_inside])
+@pytest.mark.parametrize("fullgraph", [True, False])
+def test_mark_dynamic_inside_the_region_is_an_error_as_in_pytorch(fn, fullgraph):
+    with pytest.raises(AssertionError, match="forbidden callable"):
+        torch.compile(fn, backend="eager", fullgraph=fullgraph)(torch.randn(3, 3))
+    with pytest.raises(graphwright.ForbiddenCallError, match="forbidden callable") as caught:
+        graphwright.compile(fn, backend="eager", fullgraph=fullgraph)(torch.randn(3, 3))
+    assert caught.value.user_stack[-1].lineno == fn.__code__.co_firstlineno + 1
+
+
+def test_mark_dynamic_inside_an_untaken_branch_is_no_error():
+    def fn(x):
+        if x.shape[0] == 3:
+            return x + 1
+        graphwright.mark_dynamic(x, 0)
+        return x
+
+    x = torch.randn(3)
+    torch.testing.assert_close(graphwright.compile(fn, backend="eager")(x), fn(x))
+
+
+def _scaled_by_rows(x):
+    return x * x.shape[0]
+
+
+@pytest.mark.parametrize("mark", [torch._dynamo.mark_dynamic, graphwright.mark_dynamic])
+def test_mark_dynamic_range_serves_its_sizes_and_rejects_others_as_pytorch(mark):
+    def outcomes(compile_fn, counter):
+        compiled, seen = compile_fn(_scaled_by_rows, backend=counter), []
+        for rows in (8, 3, 4, 5, 6, 1):
+            x = torch.randn(rows, 2)
+            mark(x, 0, min=2, max=5)
+            try:
+                torch.testing.assert_close(compiled(x), x * rows)
+                seen.append(counter.frame_count)
+            except torch.fx.experimental.symbolic_shapes.ConstraintViolationError:
+                seen.append("rejected")
+        return seen
+
+    ours = outcomes(graphwright.compile, CompileCounter())
+    assert ours == outcomes(torch.compile, torch._dynamo.testing.CompileCounter())
+    assert ours == ["rejected", 1, 1, 1, "rejected", "rejected"]
+
+
+def _knowledge(x):
+    before = statically_known_true(x.shape[0] > 9)
+    torch._check(x.shape[0] >= 10)
+    after = statically_known_true(x.shape[0] > 9), statically_known_false(x.shape[0] < 10)
+    return x * 2, before, after, has_static_value(x.shape[0]), guard_or_false(x.shape[0] == 12)
+
+
+def test_shape_queries_answer_what_the_compilation_knows_as_in_pytorch():
+    x = torch.zeros(10)
+    graphwright.mark_dynamic(x, 0)
+    ours = graphwright.compile(_knowledge, fullgraph=True, backend="eager")(x)[1:]
+    torch._dynamo.reset()
+    assert ours == torch.compile(_knowledge, fullgraph=True, backend="eager")(x)[1:]
+    assert ours == (False, (True, True), False, False)  # eagerly: (True, (True, True), True, False)
+
+
+def test_a_check_pinning_an_item_makes_it_static_and_is_asserted_at_run_time():
+    def fn(x):
+        n = x.item()
+        torch._check(n == 3)
+        return torch.ones(n), has_static_value(n)
+
+    compiled = graphwright.compile(fn, fullgraph=True, dynamic=True, backend="eager")
+    ones, static = compiled(torch.tensor([3]))
+    assert torch.equal(ones, torch.ones(3)) and static
+    with pytest.raises(RuntimeError, match="Runtime assertion failed"):
+        compiled(torch.tensor([4]))
+
+
+def test_sym_max_called_by_the_program_is_a_graph_node_as_in_pytorch():
+    def fn(x):
+        return x.sum() + torch.sym_max(x.size(0), x.size(1))
+
+    def sym_max_nodes(compile_fn, dynamic):
+        graphs = []
+        compile_fn(fn, backend=lambda gm, inputs: graphs.append(gm) or gm, fullgraph=True,
+                   dynamic=dynamic)(torch.randn(4, 8))
+        return [node.target for graph in graphs for node in graph.graph.nodes].count(torch.sym_max)
+
+    for dynamic in (False, True):
+        assert sym_max_nodes(graphwright.compile, dynamic) == sym_max_nodes(torch.compile, dynamic) == 1
+        torch._dynamo.reset()
 
 
 def _graph_counts(fn, sizes, dynamic):

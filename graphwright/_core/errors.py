@@ -115,6 +115,12 @@ class LeafFunctionError(GraphwrightError, RuntimeError):
     declare, or returned another structure than its fake implementation."""
 
 
+class ForbiddenCallError(GraphwrightError, AssertionError):
+    """The traced program called a function that must run before compiling, never inside a
+    compiled region (`mark_dynamic` and torch's other markings read by the next compilation);
+    an AssertionError too, as PyTorch raises one."""
+
+
 class BackendError(GraphwrightError):
     """A backend failed to compile or run a captured graph."""
 

@@ -253,12 +253,13 @@ def is_compiling_function(fn: Any) -> bool:
     return False
 
 
-def is_dynamo_tensor_marking(fn: Any) -> bool:
-    """`torch._dynamo`'s tensor markings that only set attributes read by later compilations
-    (`mark_dynamic`, `maybe_mark_dynamic`, `mark_static_address`, `mark_unbacked`)."""
-    for module_name in ("torch._dynamo", "torch._dynamo.decorators"):
-        module = sys.modules.get(module_name)
-        if module is not None and any(fn is getattr(module, name, None) for name in
-                                      ("mark_dynamic", "maybe_mark_dynamic", "mark_static_address", "mark_unbacked")):
-            return True
-    return False
+def forbid_in_region(fn: Callable) -> Callable:
+    """Mark `fn` as a function no compiled region may call (tracing a call raises), with the
+    attribute torch's `forbid_in_graph` sets, so that torch's markings are honoured too."""
+    fn._dynamo_forbidden = True
+    return fn
+
+
+def is_forbidden(fn: Any) -> bool:
+    """Whether tracing a call of `fn` is an error (`forbid_in_region`, torch's `forbid_in_graph`)."""
+    return getattr(fn, "_dynamo_forbidden", False) is True

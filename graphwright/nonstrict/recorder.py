@@ -37,6 +37,7 @@ from .trace_record import CapturedConstant, TraceRecord
 _aten = torch.ops.aten
 _IMPLICIT_KEY = torch._C.DispatchKey.CompositeImplicitAutograd
 _FUNCTIONAL_KEY = torch._C._TorchDispatchModeKey.FUNCTIONAL
+_PROXY_KEY = torch._C._TorchDispatchModeKey.PROXY
 _active_infra_mode = torch._C._get_dispatch_mode
 _UNSEEN = object()
 _grad_enabled = torch._C.is_grad_enabled
@@ -151,6 +152,10 @@ class GraphRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if kwargs is None:
             kwargs = {}
+        if _active_infra_mode(_PROXY_KEY) is not None:
+            # torch's own make_fx traces beneath us, for its own use (a higher-order operator's
+            # rules trace its functions to check them): the program did not run these operations
+            return func(*args, **kwargs)
         if func.__class__ is not OpOverload and isinstance(func, HigherOrderOperator):
             return record_higher_order(self, func, args, kwargs)
         if _active_infra_mode(_FUNCTIONAL_KEY) is not None:

@@ -117,6 +117,26 @@ def _(xs):
     return torch.ones(u0) * u1, u0 + u1
 
 
+@program("check_pinning_an_item_to_a_number", lambda: torch.tensor([3]), options={"dynamic": True})
+def _(x):
+    n = x.item()
+    torch._check(n == 3)
+    return torch.ones(n) * 2
+
+
+def _rows_and_total():
+    return rand(4, 2), rand(6, 2), torch.tensor(3)
+
+
+@program("check_equating_an_item_with_a_sum_of_sizes", _rows_and_total,
+         changed=lambda: (rand(5, 2), rand(2, 2), torch.tensor(0)), frames_changed=1, options={"dynamic": True})
+def _(x, y, z):
+    total = (z + 7).item()
+    torch._check(x.shape[0] < 100)
+    torch._check(total == x.shape[0] + y.shape[0])
+    return torch.cat([x, y]) * total
+
+
 @program("len_of_a_nonzero_result_is_its_data_dependent_size", _positives)
 def _(x):
     found = (x > 0).nonzero()

@@ -21,6 +21,22 @@ program = program_decorator(PROGRAMS)
 
 
 
+@program("ints_passed_in_are_symbolic_from_the_first_call_under_dynamic_true",
+         lambda: (rand(5), 4096, [3, 7]), changed=lambda: (rand(5), 4095, [2, 9]), frames_changed=1,
+         options={"dynamic": True})
+def _(x, a, pair):
+    return x + (a % pair[0]) * pair[1]
+
+
+_SCALE = 3
+
+
+@program("a_global_int_stays_a_constant_under_dynamic_true", lambda: rand(5), options={"dynamic": True},
+         changed=lambda: rand(6), frames_changed=1)
+def _(x):
+    return x * _SCALE + x.shape[0]
+
+
 @program("string_argument_is_guarded", lambda: (rand(3), "relu"),
          changed=lambda: (rand(3), "tanh"), frames_changed=2)
 def _(x, kind):

@@ -68,6 +68,45 @@ def _(x):
         return torch.cond(x.sum() > 0, lambda t: t, lambda t: t * 2, (x,)) + 1
 
 
+class CountingGate(nn.Module):
+    """A cond whose branches change their operand and a buffer in place, then read both."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(3))
+
+    def forward(self, x):
+        def bump(t):
+            t.add_(1)
+            self.calls.add_(1)
+            return t * self.calls
+
+        def scale(t):
+            t.mul_(2)
+            return t - self.calls
+
+        with torch.no_grad():
+            x = x.clone()
+            out = torch.cond(x.sum() > 0, bump, scale, (x,))
+            return x + self.calls + out
+
+
+PROGRAMS.append(module_program(
+    "cond_branches_changing_tensors_in_place_without_grad", CountingGate, lambda: rand(3).abs(),
+    changed=lambda: -rand(3).abs(), frames_changed=1, observe=lambda module: module.calls.clone()))
+
+
+@program("cond_branch_changing_a_copy_of_its_operand_in_place", lambda: rand(4),
+         changed=lambda: -rand(4).abs(), frames_changed=1)
+def _(x):
+    def copied(t):
+        y = t.clone()
+        y.add_(1)
+        return y * 2
+
+    return torch.cond(x.sum() > 0, copied, lambda t: t - 1, (x,)) + x
+
+
 class GatedLayer(nn.Module):
     def __init__(self):
         super().__init__()

@@ -17,6 +17,8 @@ import warnings
 
 import torch
 
+import graphwright
+
 from .harness import Args, corpus_logger, module_program, program_decorator, rand
 from .markers import graph_break
 
@@ -481,18 +483,13 @@ def _(x):
 def _marks_after_the_call(world, compiled, args):
     x = args.args[0]
     output = compiled(x)
-    return output, sorted(getattr(x, "_dynamo_dynamic_indices", ())), getattr(x, "_dynamo_static_input_type", None)
+    return output, sorted(getattr(x, "_dynamo_static_indices", ()))
 
 
-@program("tensor_markings_inside_the_region_apply_to_the_real_tensor", lambda: rand(3, 4),
-         call=_marks_after_the_call,
-         reference={"xfail": "Attempt to trace forbidden callable mark_dynamic",
-                    "why": "PyTorch 2.13 forbids tensor markings inside a compiled region"})
+@program("mark_static_inside_the_region_applies_to_the_real_tensor", lambda: rand(3, 4),
+         call=_marks_after_the_call)
 def _(x):
-    import torch._dynamo
-
-    torch._dynamo.mark_dynamic(x, 1)
-    torch._dynamo.mark_static_address(x)
+    graphwright.mark_static(x, 1)
     return x * 2
 
 

@@ -31,7 +31,8 @@ from torch.fx.experimental.symbolic_shapes import (
     compute_unbacked_bindings,
 )
 
-from ..guards.sources import Source
+from ..._core.errors import ConstraintViolationError
+from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
 from .symbolic_sizes import (
@@ -45,6 +46,9 @@ from .symbolic_sizes import (
 )
 
 BreakFn = Callable[..., Exception]
+# torch's functions of symbolic numbers, which a program calls to say the result is one: a node
+# even when every argument is a plain number (then a dead one, its result a constant), as in PyTorch
+_SYMBOLIC_NUMBER_FUNCTIONS = (torch.sym_int, torch.sym_float, torch.sym_max, torch.sym_min)
 # The dtypes torch reads Python's number classes as (`t.to(float)` is `t.to(torch.float64)`).
 _PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
@@ -134,6 +138,28 @@ def tensor_kind(tensor: torch.Tensor) -> str:
     return f"{type(tensor).__name__} ({layout}, {tensor.device})"
 
 
+def _passed_in_arguments(source: Source) -> bool:
+    while isinstance(source, ItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)
+
+
+def _marked_ranges(real: torch.Tensor, source: Source, marked: set[int]) -> dict[int, tuple[int, int | None]]:
+    """The sizes `mark_dynamic(..., min=, max=)` allows for the `marked` dimensions of `real` that
+    were given bounds, as {dim: (lowest, highest or None)}; raises if `real` is outside them."""
+    ranges = {bounds.dim: (bounds.min or 0, bounds.max) for bounds in getattr(real, "_dynamo_dynamic_range", ())
+              if bounds.dim in marked and (bounds.min is not None or bounds.max is not None)}
+    for dim, (low, high) in ranges.items():
+        size = real.shape[dim]
+        if size < low or high is not None and size > high:
+            raise ConstraintViolationError(
+                f"Dimension {dim} of {source.name()} was marked dynamic for sizes {low} to "
+                f"{'any' if high is None else high} but is {size}",
+                explanation="`mark_dynamic(..., min=, max=)` promises that every call passes sizes in that range.",
+                hints=["Widen the range given to `mark_dynamic`, or pass a tensor whose size is inside it."])
+    return ranges
+
+
 class GraphBuilder:
     """`dynamic_dims` maps an input's source to its symbolic dimensions (None: all of them);
     `dynamic_all` makes every input dimension symbolic (`dynamic=True`)."""
@@ -177,8 +203,13 @@ class GraphBuilder:
 
     def wants_symbolic_scalar(self, source: Source, real: int | float) -> bool:
         """An int or float input that changed between calls (dynamic=None) is traced as a
-        SymInt or SymFloat."""
-        return self.symbolic is not None and self.dynamic_dims.get(source) == SCALAR and may_be_symbolic(real)
+        SymInt or SymFloat; under dynamic=True so is every int passed in the arguments (as an
+        argument or an item of one) from the first call, as in PyTorch (an int read from a
+        global or an attribute, a module's configuration, stays a constant)."""
+        if self.symbolic is None or not may_be_symbolic(real):
+            return False
+        return self.dynamic_dims.get(source) == SCALAR or \
+            self.dynamic_all and type(real) is int and _passed_in_arguments(source)
 
     def add_scalar_input(self, real: int | float, source: Source) -> ConstantValue:
         """A graph input standing for number `real`: a placeholder typed by a fresh symbol."""
@@ -195,6 +226,8 @@ class GraphBuilder:
     def add_input(self, real: torch.Tensor, source: Source) -> TensorValue:
         try:
             fake = self._fake_input(real, source)
+        except ConstraintViolationError:
+            raise
         except Exception as error:  # a layout fake tensors cannot represent (a strided nested tensor...)
             raise self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
                                  name=source.name(), tensor=tensor_kind(real),
@@ -215,7 +248,8 @@ class GraphBuilder:
         dims -= getattr(real, "_dynamo_static_indices", set())  # mark_static
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
-        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims))
+        ranges = _marked_ranges(real, source, marked & dims)
+        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges)
         self.marked_sizes += [(fake.shape[dim], source, dim) for dim in marked if dim < real.dim()
                               and isinstance(fake.shape[dim], torch.SymInt)]
         return fake
@@ -286,12 +320,14 @@ class GraphBuilder:
                     and not holds_symbol(result)):
                 # e.g. `"%s" % tensor`: Python formatted the fake tensor; eager would use its data
                 raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name} on a tensor", what=f"{name} applied to a tensor")
-            if self.symbolic is not None and holds_symbol(result):
+            if self.symbolic is not None and holds_symbol(result) or \
+                    any(target is function for function in _SYMBOLIC_NUMBER_FUNCTIONS):
                 node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                          {key: self._node_arg(arg) for key, arg in kwargs.items()})
                 node.meta["example_value"] = result
-                self._bind_new_symbols(node, result)
-                self._register_symbolic(node, result)
+                if self.symbolic is not None:
+                    self._bind_new_symbols(node, result)
+                    self._register_symbolic(node, result)
             return self._constant_result(result)
         node = self._create_node(kind, target, [self._node_arg(arg) for arg in args],
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})

@@ -25,7 +25,10 @@ from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     ShapeEnv,
     StatelessSymbolicContext,
+    StrictMinMaxConstraint,
 )
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.value_ranges import ValueRanges
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 SCALAR = frozenset()
@@ -93,10 +96,13 @@ class SymbolicSizes:
         self.shape_env = shape_env or NO_DATA_DEPENDENCE.new_shape_env()
         self._nodes: dict[Any, torch.fx.Node] = {}
 
-    def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int]) -> torch.Tensor:
-        """A fake of `real` whose `dims` are symbolic."""
+    def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int],
+                   ranges: dict[int, tuple[int, int | None]]) -> torch.Tensor:
+        """A fake of `real` whose `dims` are symbolic, those in `ranges` within (lowest, highest)."""
         sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
-        return fake_mode.from_tensor(real, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
+        constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
+        context = StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
+        return fake_mode.from_tensor(real, symbolic_context=context)
 
     def specialised(self, size: Any) -> bool:
         """Whether the program forced symbolic `size` to one value."""
@@ -146,6 +152,10 @@ class SymbolicSizes:
         a tensor passes views at a new offset each step)."""
         placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
         return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+
+
+def _range_constraint(lowest: int, highest: int | None) -> StrictMinMaxConstraint:
+    return StrictMinMaxConstraint(vr=ValueRanges(lowest, int_oo if highest is None else highest), warn_only=False)
 
 
 def _all_numbers(fake: Any) -> bool:

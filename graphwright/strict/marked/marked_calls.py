@@ -13,9 +13,11 @@ value or raises its graph break:
 - the decorators themselves, applied inside the region to a function defined
   outside it: marked now, the wrapper is the value;
 - `torch.compiler.is_compiling()` and its spellings: True while tracing;
-- tensor markings (`graphwright.mark_dynamic`, `torch._dynamo.mark_static_address`...)
-  made inside the region: they set attributes that later compilations read, so
-  they are replayed on the real tensors after the graph, as the eager call does.
+- `mark_dynamic` and torch's other markings that promise something about the
+  compilation under way (`forbid_in_region`): an error, as in PyTorch;
+- `graphwright.mark_static` made inside the region: it sets an attribute that later
+  compilations read, so it is replayed on the real tensor after the graph, as the
+  eager call does.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from ..._core import rules
+from ..._core.errors import ForbiddenCallError
 from ..interpreter import graph_breaks as gb
 from ..objects import operations
 from ..interpreter.graph_builder import is_graph_dataclass
@@ -48,7 +51,13 @@ if TYPE_CHECKING:
 def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     if rules.is_compiling_function(target):
         return ConstantValue(True)
-    if target is markers.mark_dynamic or target is markers.mark_static or rules.is_dynamo_tensor_marking(target):
+    if rules.is_forbidden(target):
+        raise ForbiddenCallError(f"Attempt to trace forbidden callable {target}",
+                                 explanation=f"`{getattr(target, '__qualname__', target)}` sets what the next "
+                                             "compilation reads, so it must be called before compiling.",
+                                 hints=["Call it on the inputs before calling the compiled function."],
+                                 user_stack=tracer.user_stack())
+    if target is markers.mark_static:
         tracer.side_effects.replay_call(target, args, kwargs)
         return ConstantValue(None)
     decorator = rules.decorator_name(target)

@@ -24,6 +24,8 @@ from typing import Any, Callable
 import torch
 import torch._compile
 
+from ..._core import rules
+
 
 def graph_break(msg: str = "") -> None:
     """An explicit graph break: under `fullgraph=True` compiling raises `Unsupported`.
@@ -123,18 +125,35 @@ def _indices(index: int | list | tuple) -> list[int]:
     return [index] if isinstance(index, int) else list(index)
 
 
-def mark_dynamic(t: Any, index: int | list | tuple) -> None:
-    """Trace dimension(s) `index` of tensor `t` as symbolic sizes from the first compile.
+@dataclass(frozen=True)
+class DimRange:
+    """The sizes `mark_dynamic(t, dim, min=, max=)` allows for one dimension (None: no bound);
+    the fields of the entries torch's `mark_dynamic` keeps, so that either function's are read."""
 
-    Uses the tensor attribute PyTorch uses, so marks made by `torch._dynamo.mark_dynamic` count too.
+    dim: int
+    min: int | None
+    max: int | None
 
-    >>> graphwright.mark_dynamic(x, 0)
+
+@rules.forbid_in_region
+def mark_dynamic(t: Any, index: int | list | tuple, *, min: int | None = None, max: int | None = None) -> None:
+    """Trace dimension(s) `index` of tensor `t` as symbolic sizes from the first compile, for
+    sizes from `min` to `max` (inclusive) when given: compiling for a size outside them raises
+    `ConstraintViolationError`.
+
+    Uses the tensor attributes PyTorch uses, so marks made by `torch._dynamo.mark_dynamic` count too.
+
+    >>> graphwright.mark_dynamic(x, 0, min=2, max=64)
     """
     if not hasattr(t, "_dynamo_dynamic_indices"):
         t._dynamo_dynamic_indices = set()
-    t._dynamo_dynamic_indices.update(_indices(index))
+        t._dynamo_dynamic_range = set()
+    for dim in _indices(index):
+        t._dynamo_dynamic_indices.add(dim)
+        t._dynamo_dynamic_range.add(DimRange(dim, min, max))
 
 
+@rules.forbid_in_region
 def maybe_mark_dynamic(t: Any, index: int | list | tuple) -> None:
     """Trace dimension(s) `index` of `t` as symbolic sizes, as a hint: unlike `mark_dynamic`,
     the program may still force the size to a constant (it then specialises, without error).

@@ -136,6 +136,8 @@ def _pure(*targets: Any) -> None:
 _pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
+for _query in checks.SHAPE_QUERIES:
+    _HANDLERS[_query] = lambda tracer, args, kwargs, query=_query: checks.call_query(tracer, query, args, kwargs)
 
 
 def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:

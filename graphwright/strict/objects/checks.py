@@ -8,12 +8,18 @@ code may branch on it), and the graph gets the aten operator that checks it at r
 autograd traces too: a violated check raises RuntimeError at run time, as eager's would (with
 the user's message; `_check_index` and friends raise their own error type in eager). Inside a
 `try` block the program could catch that error, which it cannot from inside the graph: a break.
+
+The questions user code asks the ShapeEnv about a symbol (`statically_known_true`,
+`guard_or_false`, `has_static_value`...) are asked for real, of the symbol itself, at trace time:
+their answer is what the compilation knows (a constant), never the symbol's Python code traced.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from torch.fx.experimental import symbolic_shapes
 
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
@@ -26,6 +32,21 @@ if TYPE_CHECKING:
 # each check and the argument that holds its condition (or size)
 CHECKS = {torch._check: 0, torch._check_is_size: 0, torch._check_value: 0, torch._check_index: 0,
           torch._check_type: 0, torch._check_not_implemented: 0, torch._check_with: 1}
+
+# questions about what the compilation knows of a symbol, each of one argument
+SHAPE_QUERIES = (symbolic_shapes.statically_known_true, symbolic_shapes.statically_known_false,
+                 symbolic_shapes.guard_or_true, symbolic_shapes.guard_or_false, symbolic_shapes.has_static_value,
+                 symbolic_shapes.guard_scalar)
+
+
+def call_query(tracer: "Tracer", query: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`query(symbol)` asked now, of the symbol the argument holds (or of a plain value)."""
+    if len(args) != 1 or kwargs:
+        raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{query.__name__} with {len(args)} arguments",
+                                 name=query.__name__)
+    (argument,) = args
+    symbolic = isinstance(argument, ConstantValue) and isinstance(argument.value, SYMBOLIC_TYPES)
+    return ConstantValue(query(argument.value if symbolic else operations.python_value(tracer, argument)))
 
 
 def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -50,8 +71,8 @@ def call_check(tracer: "Tracer", check: Any, args: list[Value], kwargs: dict[str
         return NONE
     if _inside_try_block(tracer):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{check.__name__} on a symbolic condition in a try block")
+    node = tracer.graph.node_arg(condition)  # before the fact may turn the condition into True
     check(*leading, condition.value)  # the ShapeEnv learns the fact (a deferred runtime assert)
-    node = tracer.graph.node_arg(condition)
     if check is torch._check_is_size:
         tracer.graph.record(torch.ops.aten.sym_constrain_range_for_size.default, [node])
     else:

@@ -8,10 +8,11 @@ with its autograd rule; Inductor compiles it). With a Python bool the branch is
 chosen while tracing, as `torch.compile` does.
 
 The branches must return the same structure of tensors with matching
-metadata, and must not change anything outside themselves (GB040). An output
-that is one of the operands (or a view of one) is refused under grad mode, as
-in PyTorch, and returned as a copy without it: the result of a cond is always
-a new tensor, as under `torch.compile`.
+metadata, and must not change anything outside themselves (GB040) but,
+without grad mode, tensors in place (the operands, and tensors they read
+from outside), as in PyTorch. An output that is one of the operands (or a
+view of one) is refused under grad mode, as in PyTorch, and returned as a copy
+without it: the result of a cond is always a new tensor, as under `torch.compile`.
 """
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ def call_cond(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> 
     inputs = [*subgraphs.graph_arguments(items), *lifted]
     for branch in (true, false):
         subgraphs.take_inputs(branch, len(inputs) - len(lifted), lifted)
+    changed = subgraphs.changed_inputs([true, false], inputs)
+    for branch in (true, false):
+        subgraphs.return_changed_inputs(branch, changed)
     fakes = [subgraphs.fake_value(value) for value in inputs]
     result = subgraphs.run_on_fakes(
         tracer, "torch.cond",
@@ -69,16 +73,20 @@ def call_cond(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> 
     graph = tracer.graph
     node_args = [pred, graph.add_submodule("cond_true", true.module),
                  graph.add_submodule("cond_false", false.module), SequenceValue(inputs, tuple)]
-    outputs = graph.call_with_result(cond, node_args, result)
-    return true.rebuild(outputs.items)
+    outputs = graph.call_with_result(cond, node_args, result).items
+    own_outputs = len(outputs) - len(changed)
+    for index, new_value in zip(changed, outputs[own_outputs:]):
+        graph.call("call_method", "copy_", [inputs[index], new_value], {})
+    return true.rebuild(outputs[:own_outputs])
 
 
 def _branch(tracer: "Tracer", function: Value, operands: list[Value], name: str) -> Subgraph:
     """One branch as a subgraph. Without grad mode an output that is an operand (or a view of one)
-    is returned as a copy; with it, that is refused, as in PyTorch (autograd would see an alias)."""
+    is returned as a copy, and the branch may change its tensors in place; with it, both are
+    refused, as in PyTorch (autograd would see an alias, or a mutation it cannot differentiate)."""
     grad_mode = torch.is_grad_enabled()
     branch = trace_subgraph(tracer, function, operands, purpose=f"A torch.cond branch (`{name}`)",
-                            fresh_outputs=not grad_mode)
+                            fresh_outputs=not grad_mode, mutable_inputs=not grad_mode)
     if grad_mode and any(isinstance(leaf, TensorValue) and subgraphs.aliases_input(branch, leaf)
                          for leaf in branch.output_leaves):
         raise _refuse(tracer, f"`{name}` returns one of its inputs or a view of one while grad mode is on "

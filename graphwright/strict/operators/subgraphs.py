@@ -13,7 +13,7 @@ value an extra input of the call (through every level of nesting). Graph
 inputs first read inside are inputs of the whole compilation. The function
 must leave the world as it found it: effects on objects made before it
 (`SideEffects.scope`) and in-place changes of its inputs are graph breaks
-naming the user's line.
+naming the user's line, unless the operator lets the function change its tensor inputs in place.
 """
 from __future__ import annotations
 
@@ -56,10 +56,13 @@ class _SubgraphSizes(SymbolicSizes):
 class SubgraphBuilder(GraphBuilder):
     """The graph of one function traced as a subgraph, inside the graph of `parent`."""
 
-    def __init__(self, parent: GraphBuilder, on_break: Callable[..., Exception], purpose: str) -> None:
+    def __init__(self, parent: GraphBuilder, on_break: Callable[..., Exception], purpose: str,
+                 mutable_inputs: bool = False) -> None:
         super().__init__(on_break)
         self.parent = parent
         self.purpose = purpose
+        self.mutable_inputs = mutable_inputs
+        self.mutated_storages: set[int] = set()  # the inputs' storages it changed (`mutable_inputs`)
         self.dynamic_all, self.dynamic_dims = parent.dynamic_all, parent.dynamic_dims
         self.fake_mode = parent.fake_mode
         self.symbolic = None if parent.symbolic is None else _SubgraphSizes(parent.symbolic.shape_env, self)
@@ -157,7 +160,11 @@ class SubgraphBuilder(GraphBuilder):
         versions = [tensor.fake._version for tensor in tensors]
         result = super().call(kind, target, args, kwargs)
         for tensor, version in zip(tensors, versions):
-            if tensor.fake._version != version and tensor.fake.untyped_storage()._cdata in self._input_storages:
+            storage = tensor.fake.untyped_storage()._cdata
+            if tensor.fake._version != version and storage in self._input_storages:
+                if self.mutable_inputs:
+                    self.mutated_storages.add(storage)
+                    continue
                 name = target if kind == "call_method" else getattr(target, "__name__", repr(target))
                 raise self._on_break(gb.SUBGRAPH_SIDE_EFFECT, f"in-place {name} on an input",
                                      what=f"an in-place change (`{name}`) of one of its inputs",
@@ -220,7 +227,7 @@ def _rebuild_parts(parts: list, leaves: list[Value]) -> list[Value]:
 
 def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value] | None = None,
                    *, purpose: str, example: Callable[[int, TensorValue], torch.Tensor] | None = None,
-                   grad_enabled: bool | None = None, fresh_outputs: bool = False,
+                   grad_enabled: bool | None = None, fresh_outputs: bool = False, mutable_inputs: bool = False,
                    call: Callable[[list[Value], dict[str, Value]], Value] | None = None) -> Subgraph:
     """Trace `function(*args, **kwargs)` as a subgraph of the tracer's current graph.
 
@@ -230,13 +237,14 @@ def trace_subgraph(tracer: "Tracer", function: Value, args: list[Value], kwargs:
     one of its own; other leaves stay constants. `purpose` names the function in messages
     ("A torch.cond branch"). `grad_enabled` is the grad mode it runs under
     (default: the current one). With `fresh_outputs`, an output that is an input
-    (or a view of one) is returned as a copy. `call(args, kwargs)`, when given,
+    (or a view of one) is returned as a copy. With `mutable_inputs`, it may change its tensor
+    inputs (its own and those read from outside) in place: see `return_changed_inputs`. `call(args, kwargs)`, when given,
     is what runs inside instead of calling `function`."""
     from ..interpreter import calls
 
     kwargs = kwargs or {}
     parent = tracer.graph
-    builder = SubgraphBuilder(parent, tracer.graph_break, purpose)
+    builder = SubgraphBuilder(parent, tracer.graph_break, purpose, mutable_inputs)
 
     def refuse(what: str) -> Exception:
         return tracer.graph_break(gb.SUBGRAPH_SIDE_EFFECT, what, what=what, purpose=purpose)
@@ -316,6 +324,36 @@ def take_inputs(subgraph: Subgraph, num_own: int, lifted: list[Value]) -> None:
         graph.erase_node(old)
     subgraph.module.recompile()
     subgraph.lifted = list(lifted)
+
+
+def changed_inputs(subgraphs: list[Subgraph], inputs: list[Value]) -> list[int]:
+    """The positions among `inputs` (the shared calling convention of sibling `subgraphs`) of the
+    tensors one of them changes in place."""
+    changed = set().union(*(subgraph.builder.mutated_storages for subgraph in subgraphs))
+    return [index for index, value in enumerate(inputs)
+            if isinstance(value, TensorValue) and value.fake.untyped_storage()._cdata in changed]
+
+
+def return_changed_inputs(subgraph: Subgraph, positions: list[int]) -> None:
+    """Make `subgraph` change copies of its inputs at `positions` instead, and return the copies
+    after its outputs: its caller copies them back into the inputs after the call, so that the
+    operator calling it stays functional (ahead-of-time autograd and Inductor take no operator
+    whose subgraphs change their inputs)."""
+    graph = subgraph.module.graph
+    placeholders = [node for node in graph.nodes if node.op == "placeholder"]
+    first_operation = next(node for node in graph.nodes if node.op != "placeholder")
+    copies = []
+    for index in positions:
+        original = placeholders[index]
+        with graph.inserting_before(first_operation):
+            copy = graph.call_method("clone", (original,))
+        copy.meta["example_value"] = original.meta["example_value"]
+        original.replace_all_uses_with(copy, delete_user_cb=lambda user, copy=copy: user is not copy)
+        copies.append(copy)
+    output = graph.output_node()
+    output.args = (tuple(output.args[0]) + tuple(copies),)
+    graph.lint()
+    subgraph.module.recompile()
 
 
 def tree_signature(value: Value) -> Any:
