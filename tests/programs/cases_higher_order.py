@@ -122,6 +122,29 @@ PROGRAMS.append(module_program(
     changed=lambda: -rand(2, 4).abs().requires_grad_() - 1, frames_changed=1, grad=True))
 
 
+class MappedLayer(nn.Module):
+    """A layer applied to each row through `functorch.experimental.control_flow.map`."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x, scale):
+        from functorch.experimental.control_flow import map as map_rows
+
+        def body(pair, s):
+            row, other = pair
+            hidden = self.linear(row)
+            return {"mixed": hidden.sin() * s, "both": (hidden * other, row + hidden)}
+
+        return map_rows(body, [x, x.flip(0)], scale)
+
+
+PROGRAMS.append(module_program(
+    "map_over_rows_of_two_tensors_returning_a_tree", MappedLayer, lambda: (rand(3, 4), rand(4)),
+    changed=lambda: (rand(5, 4), rand(4)), frames_changed=2, grad=True))
+
+
 # torch.func transforms
 
 @program("vmap_with_in_dims_and_out_dims", lambda: (rand(3, 5, requires_grad=True), rand(3, requires_grad=True)),

@@ -13,6 +13,12 @@ without grad mode, tensors in place (the operands, and tensors they read
 from outside), as in PyTorch. An output that is one of the operands (or a
 view of one) is refused under grad mode, as in PyTorch, and returned as a copy
 without it: the result of a cond is always a new tensor, as under `torch.compile`.
+
+`torch.ops.higher_order.map_impl(f, xs, args)` (what `functorch.experimental.control_flow.map`
+calls) is unrolled over the leading size of `xs`, specialised as any size read as an int is:
+`f` is inlined on each slice, as eager's dense implementation calls it, and the results
+are stacked leaf by leaf. Under grad mode eager's map is one autograd.Function, whose
+outputs all require grad when one does: a map with outputs that would not is refused.
 """
 from __future__ import annotations
 
@@ -103,9 +109,47 @@ def merge_lifted(*branches: Subgraph) -> list[Value]:
     return list(merged.values())
 
 
-def _refuse(tracer: "Tracer", reason: str) -> Exception:
-    return tracer.graph_break(gb.HIGHER_ORDER_CALL, f"torch.cond: {reason}", op="torch.cond", reason=reason)
+def call_map(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`map_impl(f, xs, args)`: `f(*slices of xs at i, *args)` for each i, each leaf stacked."""
+    from ..interpreter import calls
+    from ..objects import methods
+
+    if len(args) != 3 or kwargs or not all(isinstance(arg, SequenceValue) for arg in args[1:]):
+        raise _refuse(tracer, "expected map_impl(f, xs, args) with lists of tensors", op="map")
+    function, xs, extra = args[0], list(args[1].items), list(args[2].items)
+    if not xs or not all(isinstance(x, TensorValue) and x.fake.dim() > 0 for x in xs):
+        raise _refuse(tracer, "`xs` must be tensors of at least one dimension", op="map")
+    sizes = [operations.python_value(tracer, methods.call_method(tracer, x, "size", [ConstantValue(0)], {}),
+                                     "the leading size of a map") for x in xs]
+    if sizes[0] == 0 or any(size != sizes[0] for size in sizes):
+        raise tracer.user_error(RuntimeError(f"Leading dimensions of mapped xs must be consistent and "
+                                             f"nonzero. Got sizes {sizes}."))
+    results = []
+    for index in range(sizes[0]):
+        slices = [methods.call_method(tracer, x, "select", [ConstantValue(0), ConstantValue(index)], {}) for x in xs]
+        results.append(flatten(calls.call_value(tracer, function, [*slices, *extra], {})))
+    leaves, rebuild = results[0]
+    if any(len(other) != len(leaves) for other, _ in results) \
+            or not all(isinstance(leaf, TensorValue) for other, _ in results for leaf in other):
+        raise _refuse(tracer, "every call of `f` must return the same structure of tensors", op="map")
+    stacked = [calls.call_constant(tracer, torch.stack,
+                                   [SequenceValue([other[position] for other, _ in results], list)],
+                                   {}) for position in range(len(leaves))]
+    if torch.is_grad_enabled():
+        # eager's map is one autograd.Function: every output requires grad if any input does
+        needs = [leaf.fake.requires_grad for leaf in stacked]
+        inputs_need = any(isinstance(leaf, TensorValue) and leaf.fake.requires_grad
+                          for value in [*xs, *extra] for leaf in flatten(value)[0])
+        if (any(needs) or inputs_need) and not all(needs):
+            raise _refuse(tracer, "under grad mode some outputs of `f` do not depend on a tensor that requires "
+                                  "grad (eager's map makes them all require grad)", op="map")
+    return rebuild(stacked)
+
+
+def _refuse(tracer: "Tracer", reason: str, op: str = "torch.cond") -> Exception:
+    return tracer.graph_break(gb.HIGHER_ORDER_CALL, f"{op}: {reason}", op=op, reason=reason)
 
 
 # the operator itself too: `torch.cond` called eagerly compiles a function calling it
-HANDLERS = {_COND_FUNCTION: call_cond, torch.ops.higher_order.cond: call_cond}
+HANDLERS = {_COND_FUNCTION: call_cond, torch.ops.higher_order.cond: call_cond,
+            torch.ops.higher_order.map_impl: call_map}
