@@ -4,6 +4,8 @@ left suspended inside `try`/`with` blocks (closed where Python collects them), a
 generators returned from the region, suspended where the trace left them."""
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from .harness import program_decorator, rand
@@ -255,3 +257,28 @@ def _(x):
 
 PROGRAMS[-1].call = lambda world, compiled, args: [list(item) if not isinstance(item, torch.Tensor) else item
                                                    for item in compiled(*args.args)]
+
+
+@program("tee_of_a_generator_pulls_each_item_once_in_the_order_the_copies_ask", lambda: rand(3),
+         reference={"why": "TorchDynamo's tee is a generator of its own, not an itertools._tee",
+                    "xfail": "type(tee) differs"})
+def _(x):
+    log = []
+
+    def scaled(t):
+        for factor in range(1, 5):
+            log.append(factor)
+            yield t * factor
+
+    first, second, third = itertools.tee(scaled(x), 3)
+    ahead = [next(first), next(first)]
+    behind = next(second)
+    rest = [item + 1 for item in first]
+    return sum(ahead) + behind + sum(rest) + next(third), list(log), type(second).__name__
+
+
+@program("tee_over_a_long_range_keeps_a_deep_buffer", lambda: rand(3))
+def _(x):
+    leading, trailing = itertools.tee(iter(range(3000)))
+    total = sum(leading)
+    return x + total + next(trailing)

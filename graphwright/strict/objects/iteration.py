@@ -301,6 +301,32 @@ def _pairwise(tracer, args, kwargs):
     return _result(_tuples(itertools.pairwise(_pull(tracer, iterator))), itertools.pairwise, lazy)
 
 
+@_handles(itertools.tee)
+def _tee(tracer, args, kwargs):
+    """`tee(iterable, n)`: n iterators over one shared buffer, each pulling from the input only
+    when it is ahead of the others, as CPython's do (an exhausted input is asked again)."""
+    count = _python(tracer, args[1] if len(args) > 1 else kwargs.get("n"), 2)
+    if not isinstance(count, int) or count < 0:
+        raise tracer.user_error(ValueError("n must be >= 0"))
+    source = iterator_of(tracer, args[0])
+    buffer: list[Value] = []
+
+    def reader() -> Iterator[Value]:
+        index = 0
+        while True:
+            if index == len(buffer):
+                item = next_item(tracer, source)
+                if item is None:
+                    return
+                buffer.append(item)
+            index += 1
+            yield buffer[index - 1]
+    return SequenceValue([_result(reader(), _TEE_TYPE, lazy=True) for _ in range(count)], tuple)
+
+
+_TEE_TYPE = type(itertools.tee(())[0])
+
+
 @_handles(itertools.groupby)
 def _groupby(tracer, args, kwargs):
     key = args[1] if len(args) > 1 else kwargs.get("key")
