@@ -147,6 +147,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
     if target is torch.use_deterministic_algorithms:
         return contexts.use_deterministic_algorithms(tracer, args, kwargs)
+    if target is torch.Tensor._make_subclass:
+        return instances.make_tensor_subclass(tracer, args, kwargs)
     if _is_one_of(target, contexts.ATTENTION_SWITCHES):
         return contexts.switch_attention_backend(tracer, target, args, kwargs)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
