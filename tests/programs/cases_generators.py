@@ -4,11 +4,13 @@ left suspended inside `try`/`with` blocks (closed where Python collects them), a
 generators returned from the region, suspended where the trace left them."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import torch
 
 from .harness import program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 
@@ -282,3 +284,43 @@ def _(x):
     leading, trailing = itertools.tee(iter(range(3000)))
     total = sum(leading)
     return x + total + next(trailing)
+
+
+@program("graph_break_inside_a_generator_the_region_consumes", lambda: rand(3), fullgraph=False, frames=2,
+         reference={"why": "TorchDynamo can neither resume inside a generator nor rebuild one: the whole "
+                           "frame runs in Python", "frames": 0})
+def _(x):
+    log = []
+
+    def numbers(t):
+        log.append(("first", t.sum()))
+        yield 1
+        graph_break()
+        log.append("second")
+        yield 2
+
+    gen = numbers(x * 2)
+    total = next(gen)
+    total += next(gen)
+    return x + total, log
+
+
+@program("graph_break_in_the_finally_block_of_a_context_manager", lambda: rand(3), fullgraph=False, frames=2,
+         reference={"why": "TorchDynamo can neither resume inside a generator nor rebuild one: the whole "
+                           "frame runs in Python", "frames": 0})
+def _(x):
+    log = []
+
+    @contextlib.contextmanager
+    def recorded(t):
+        try:
+            log.append(t.sin())
+            yield t.cos()
+        finally:
+            graph_break()
+            log.append(t.tan())
+
+    manager = recorded(x)
+    entered = manager.__enter__()
+    manager.__exit__(None, None, None)
+    return entered * 2, log
