@@ -324,3 +324,13 @@ def _(x):
     entered = manager.__enter__()
     manager.__exit__(None, None, None)
     return entered * 2, log
+
+
+@program("tee_of_a_tee_is_that_tee_and_copies_at_its_position", lambda: rand(3),
+         reference={"why": "TorchDynamo's tee of a tee pulls from it (advancing it) where CPython's "
+                           "copies it", "xfail": "items differ"})
+def _(x):
+    first, second = itertools.tee(iter([x, x * 2, x * 3, x * 4]))
+    head = next(first)
+    same, copy = itertools.tee(first)
+    return head, next(copy), next(copy), next(first), next(same), list(second), len(itertools.tee(copy, 0))
