@@ -6,6 +6,10 @@ tests check what does not fit a program: the module's compiler that Lightning us
 (`dynamo_ctx`), `explain` on a compiled method, and compiled functions called under a
 user's `TorchDispatchMode`. Graph counts are compared with torch.compile's.
 """
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 import torch._dynamo
@@ -123,3 +127,22 @@ def test_a_function_compiled_in_a_mode_handler_compiles_there():
     torch.testing.assert_close(result, x + x)
     assert counters["outer"].frame_count == 0
     assert counters["handler"].frame_count == 1
+
+
+@pytest.mark.slow  # a fresh process: graphwright's first compile is the one made under the mode
+def test_the_first_compile_made_under_a_users_dispatch_mode_leaves_the_mode_alone():
+    script = textwrap.dedent("""
+        import torch, graphwright
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class BinaryOnly(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return torch.ops.aten.mul.Tensor(args[0], args[1])
+
+        x = torch.full((3,), 2.0)
+        with BinaryOnly():
+            print(graphwright.compile(torch.add, backend="eager", fullgraph=True)(x, x).tolist())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[4.0,", "4.0,", "4.0]"]

@@ -4,9 +4,13 @@ left suspended inside `try`/`with` blocks (closed where Python collects them), a
 generators returned from the region, suspended where the trace left them."""
 from __future__ import annotations
 
+import contextlib
+import itertools
+
 import torch
 
 from .harness import program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 
@@ -255,3 +259,78 @@ def _(x):
 
 PROGRAMS[-1].call = lambda world, compiled, args: [list(item) if not isinstance(item, torch.Tensor) else item
                                                    for item in compiled(*args.args)]
+
+
+@program("tee_of_a_generator_pulls_each_item_once_in_the_order_the_copies_ask", lambda: rand(3),
+         reference={"why": "TorchDynamo's tee is a generator of its own, not an itertools._tee",
+                    "xfail": "type(tee) differs"})
+def _(x):
+    log = []
+
+    def scaled(t):
+        for factor in range(1, 5):
+            log.append(factor)
+            yield t * factor
+
+    first, second, third = itertools.tee(scaled(x), 3)
+    ahead = [next(first), next(first)]
+    behind = next(second)
+    rest = [item + 1 for item in first]
+    return sum(ahead) + behind + sum(rest) + next(third), list(log), type(second).__name__
+
+
+@program("tee_over_a_long_range_keeps_a_deep_buffer", lambda: rand(3))
+def _(x):
+    leading, trailing = itertools.tee(iter(range(3000)))
+    total = sum(leading)
+    return x + total + next(trailing)
+
+
+@program("graph_break_inside_a_generator_the_region_consumes", lambda: rand(3), fullgraph=False, frames=2,
+         reference={"why": "TorchDynamo can neither resume inside a generator nor rebuild one: the whole "
+                           "frame runs in Python", "frames": 0})
+def _(x):
+    log = []
+
+    def numbers(t):
+        log.append(("first", t.sum()))
+        yield 1
+        graph_break()
+        log.append("second")
+        yield 2
+
+    gen = numbers(x * 2)
+    total = next(gen)
+    total += next(gen)
+    return x + total, log
+
+
+@program("graph_break_in_the_finally_block_of_a_context_manager", lambda: rand(3), fullgraph=False, frames=2,
+         reference={"why": "TorchDynamo can neither resume inside a generator nor rebuild one: the whole "
+                           "frame runs in Python", "frames": 0})
+def _(x):
+    log = []
+
+    @contextlib.contextmanager
+    def recorded(t):
+        try:
+            log.append(t.sin())
+            yield t.cos()
+        finally:
+            graph_break()
+            log.append(t.tan())
+
+    manager = recorded(x)
+    entered = manager.__enter__()
+    manager.__exit__(None, None, None)
+    return entered * 2, log
+
+
+@program("tee_of_a_tee_is_that_tee_and_copies_at_its_position", lambda: rand(3),
+         reference={"why": "TorchDynamo's tee of a tee pulls from it (advancing it) where CPython's "
+                           "copies it", "xfail": "items differ"})
+def _(x):
+    first, second = itertools.tee(iter([x, x * 2, x * 3, x * 4]))
+    head = next(first)
+    same, copy = itertools.tee(first)
+    return head, next(copy), next(copy), next(first), next(same), list(second), len(itertools.tee(copy, 0))

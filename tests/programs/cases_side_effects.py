@@ -12,6 +12,7 @@ from torch import nn
 
 from .harness import (Args, CorpusWarning, Program, corpus_logger, module_program, program_decorator,
                       rand)
+from .markers import allow_in_graph, graph_break
 
 PROGRAMS = []
 
@@ -335,3 +336,58 @@ def _(x):
          call=_with_deterministic, changed=lambda: Args(rand(4), deterministic=False), frames_changed=2)
 def _(x):
     return x * 2
+
+
+# -- the attention backends `torch.nn.attention.sdpa_kernel` switches -----------------------
+
+
+_MATH = torch.nn.attention.SDPBackend.MATH
+_FLASH = torch.nn.attention.SDPBackend.FLASH_ATTENTION
+_ALL_BACKENDS = list(torch.nn.attention.SDPBackend.__members__.values())
+
+
+@allow_in_graph
+def _attention_backends_now(x):
+    """A mask of the attention backends enabled when the graph runs this call."""
+    enabled = torch.nn.attention._cur_sdpa_kernel_backends()
+    return x.new_tensor([float(backend in enabled) for backend in _ALL_BACKENDS])
+
+
+def _with_attention_backends(world, compiled, args):
+    """The call made with only the backends `args` names enabled; what is enabled after it."""
+    with torch.nn.attention.sdpa_kernel(args.kwargs["backends"]):
+        output = compiled(*args.args)
+        return output, torch.nn.attention._cur_sdpa_kernel_backends()
+
+
+@program("attention_backends_chosen_in_the_region_hold_while_the_graph_runs",
+         lambda: Args(rand(1, 2, 3, 4), backends=[_MATH, _FLASH]), call=_with_attention_backends,
+         changed=lambda: Args(rand(1, 2, 3, 4), backends=[_FLASH, _MATH]), frames_changed=1)
+def _(q):
+    with torch.nn.attention.sdpa_kernel([_MATH]):
+        out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+        inside = _attention_backends_now(q)
+    return out, inside, _attention_backends_now(q), torch.nn.attention._cur_sdpa_kernel_backends()
+
+
+@program("attention_backends_the_region_restores_are_those_it_was_entered_with",
+         lambda: Args(rand(1, 2, 3, 4), backends=[_MATH, _FLASH]), call=_with_attention_backends,
+         changed=lambda: Args(rand(1, 2, 3, 4), backends=[_FLASH]), frames_changed=2,
+         reference={"why": "TorchDynamo does not guard the backends a region restores: it restores "
+                           "those of the call it compiled",
+                    "xfail": "backends restored wrongly"})
+def _(q):
+    with torch.nn.attention.sdpa_kernel(_MATH):
+        out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    return out * 2, _attention_backends_now(q)
+
+
+@program("attention_backends_switched_across_a_graph_break",
+         lambda: Args(rand(1, 2, 3, 4), backends=[_MATH, _FLASH]), call=_with_attention_backends,
+         fullgraph=False, frames=2)
+def _(q):
+    with torch.nn.attention.sdpa_kernel([_MATH]):
+        first = _attention_backends_now(q)
+        graph_break()
+        second = _attention_backends_now(q) + torch.nn.functional.scaled_dot_product_attention(q, q, q).sum()
+    return first, second, _attention_backends_now(q)

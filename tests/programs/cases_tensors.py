@@ -455,3 +455,44 @@ def _(x):
     storage = x.untyped_storage()
     storage.resize_(storage.size() * 2)
     return x + 1, storage
+
+
+@program("parameter_made_in_the_region_without_grad_aliases_its_data", lambda: Args(rand(3), inference=True),
+         call=_call_in_inference_mode, changed=lambda: Args(rand(3), inference=False), frames_changed=2)
+def _(x):
+    weight = torch.nn.Parameter(x, requires_grad=False)
+    return x * weight, isinstance(weight, torch.nn.Parameter), weight.requires_grad
+
+
+@program("parameter_made_in_the_region_leaves_it_once_with_its_attributes", lambda: rand(3),
+         reference={"why": "TorchDynamo breaks the graph at nn.Parameter() of a tensor the region "
+                           "computed (its graph_break_on_nn_param_ctor)",
+                    "xfail": "graph break under fullgraph"})
+def _(x):
+    weight = torch.nn.Parameter(x * 2, requires_grad=False)
+    weight.tag = "scaled"
+    weight.add_(1)
+    return weight, [weight], type(weight).__name__, weight.requires_grad
+
+
+def _same_parameter_twice(world, compiled, args):
+    first, second, *rest = compiled(*args.args)
+    return first, first is second, type(first), getattr(first, "tag", None), rest
+
+
+@program("parameter_made_in_the_region_is_one_object", lambda: rand(3), call=_same_parameter_twice,
+         reference={"why": "TorchDynamo breaks the graph at nn.Parameter() of a tensor the region "
+                           "computed (its graph_break_on_nn_param_ctor)",
+                    "xfail": "graph break under fullgraph"})
+def _(x):
+    weight = torch.nn.Parameter(x.exp(), requires_grad=False)
+    weight.tag = "exp"
+    return weight, weight, x.sum()
+
+
+@program("parameter_requiring_grad_made_in_the_region", lambda: rand(3, requires_grad=True),
+         fullgraph=False, frames=2)
+def _(x):
+    y = x.sin()
+    weight = torch.nn.Parameter(y.detach())
+    return (y * weight).sum(), weight.requires_grad

@@ -147,6 +147,10 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         raise tracer.graph_break(gb.AUTOGRAD_CALL, f"call {target.__qualname__}", name=target.__qualname__)
     if target is torch.use_deterministic_algorithms:
         return contexts.use_deterministic_algorithms(tracer, args, kwargs)
+    if target is torch.Tensor._make_subclass:
+        return instances.make_tensor_subclass(tracer, args, kwargs)
+    if _is_one_of(target, contexts.ATTENTION_SWITCHES):
+        return contexts.switch_attention_backend(tracer, target, args, kwargs)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     return None
@@ -183,7 +187,8 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return instantiate(tracer, target, args, kwargs)
     if is_graph_operator(target):
         result = tracer.graph.call("call_function", target, args, kwargs)
-        if not args and not kwargs and isinstance(result, ConstantValue) and not _is_one_of(target, _MODELLED_STATE):
+        if not args and not kwargs and isinstance(result, ConstantValue) and not _is_one_of(target, _MODELLED_STATE) \
+                and target not in tracer.switched_flags:
             # a query of global state (`torch.are_deterministic_algorithms_enabled()`): asked again
             tracer.add_guard(FunctionSource(), "query", (target, result.value))
         return result

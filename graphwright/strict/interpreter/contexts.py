@@ -1,6 +1,6 @@
 """`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
 grad-mode context managers used as decorators; the global flags a region may switch
-(`torch.use_deterministic_algorithms`).
+(`torch.use_deterministic_algorithms`, the attention backends of `sdpa_kernel`).
 
 `warnings.catch_warnings` is entered and left by the residual code, among the warnings
 it replays (`output_calls`); the list `record=True` gives is only known then.
@@ -124,14 +124,49 @@ def use_deterministic_algorithms(tracer: "Tracer", args: list[Value], kwargs: di
     return NONE
 
 
+def _attention_switches() -> dict[Any, Any]:
+    """The switches of the scaled-dot-product-attention backends (`torch.nn.attention.sdpa_kernel`
+    sets them), each setter with the getter of its flag."""
+    names = [name[len("_set_sdp_use_"):] for name in dir(torch._C) if name.startswith("_set_sdp_use_")]
+    pairs = [(f"_set_sdp_use_{name}", f"_get_{name}_sdp_enabled") for name in names]
+    pairs += [("_set_sdp_priority_order", "_get_sdp_priority_order"),
+              ("_set_math_sdp_allow_fp16_bf16_reduction", "_get_math_sdp_allow_fp16_bf16_reduction")]
+    return {getattr(torch._C, setter): getattr(torch._C, getter) for setter, getter in pairs
+            if hasattr(torch._C, setter) and hasattr(torch._C, getter)}
+
+
+ATTENTION_SWITCHES = _attention_switches()
+
+
+def switch_attention_backend(tracer: "Tracer", setter: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch._C._set_sdp_use_math(enabled)` and its kin in the region: the graph switches the flag
+    at run time (the operators after it pick their kernel then), and tracing switches it too, so
+    that the region's own queries of it see what eager would; a query of a flag the region
+    switched is no guard (the entry's query guards saw the flags it starts with)."""
+    from ..objects import operations
+
+    python_args = [operations.python_value(tracer, arg) for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+    try:
+        setter(*python_args, **python_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"{setter.__name__}(...)")
+    tracer.graph.record(setter, python_args, python_kwargs)
+    tracer.switched_flags.add(ATTENTION_SWITCHES[setter])
+    return NONE
+
+
 def saved_torch_flags() -> tuple:
     """The global flags a region may switch, to restore when tracing ends."""
-    return torch._C._get_deterministic_algorithms(), torch._C._get_deterministic_algorithms_warn_only()
+    return (torch._C._get_deterministic_algorithms(), torch._C._get_deterministic_algorithms_warn_only(),
+            {setter: getter() for setter, getter in ATTENTION_SWITCHES.items()})
 
 
 def restore_torch_flags(saved: tuple) -> None:
-    deterministic, warn_only = saved
+    deterministic, warn_only, attention = saved
     torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
+    for setter, value in attention.items():
+        setter(value)
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:

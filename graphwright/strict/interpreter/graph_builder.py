@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 from torch._dispatch.python import enable_python_dispatcher
+from torch.utils._python_dispatch import _disable_current_modes
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -80,9 +81,10 @@ def _op_name(kind: str, target: Any) -> str:
 @functools.lru_cache(maxsize=None)
 def prepare_fake_tensors() -> None:
     """Load the fake-tensor machinery once (a mode's first use imports much of torch),
-    so that `graphwright.compile(...)` pays for it, not the first compiled call."""
+    so that `graphwright.compile(...)` pays for it, not the first compiled call. A dispatch mode
+    the program has on when it compiles must not see this warm-up."""
     mode = FakeTensorMode()
-    with mode:
+    with _disable_current_modes(), mode:
         torch.nn.functional.linear(mode.from_tensor(torch.ones(2, 2)), torch.ones(2, 2)).relu()
     torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
 

@@ -70,6 +70,7 @@ class Tracer:
         self.real_by_value: dict[int, Any] = {}  # id(value) -> the pre-existing object it stands for
         self.real_tensors: dict[int, torch.Tensor] = {}
         self.open_contexts: list = []
+        self.switched_flags: set = set()  # the getters of the global flags the region switched
         self.cells_by_id: dict[int, CellValue] = {}
         self.handled = exceptions.HandledExceptions()
         self.generators: list = []  # the GeneratorValues made in the region, in order

@@ -6,14 +6,18 @@ instance of `cls`, `__init__`, each found through the MRO. Python-level
 `__new__` and `__init__` are inlined; the builtin ones of the modelled bases
 (object, dict, OrderedDict, defaultdict, set, frozenset, list, tuple) are
 modelled here: a new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
-whose state the inlined code then fills. Instances of other builtin bases
-(int, str, Tensor...) are a graph break naming the base.
+whose state the inlined code then fills. A tensor subclass whose `__new__` is Python
+(`nn.Parameter`) is made by that `__new__`: `Tensor._make_subclass` gives an alias of its
+data with the subclass's face. Instances of other builtin bases (int, str...) are a graph
+break naming the base.
 """
 from __future__ import annotations
 
 import collections
 import types
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from ..interpreter import graph_breaks as gb
 from . import dicts, exceptions, operations, sets
@@ -28,7 +32,16 @@ from .classes import (
     instance_dict_of,
     is_python_function,
 )
-from .values import ConstantValue, DictValue, ExceptionValue, ObjectValue, SequenceValue, Value, key_value
+from .values import (
+    ConstantValue,
+    DictValue,
+    ExceptionValue,
+    ObjectValue,
+    SequenceValue,
+    TensorValue,
+    Value,
+    key_value,
+)
 from .wrap import function_value
 
 if TYPE_CHECKING:
@@ -65,10 +78,11 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     (also what a metaclass's own `__call__` reaches through super())."""
     cls_value = class_value(cls)
     base = builtin_base(cls)
-    if base not in MODELLED_BASES and not exceptions.is_exception_class(base):
-        raise _unmodelled_base(tracer, cls, base)
     owner, raw = find(tracer, cls, "__new__")
     new = raw.__func__ if isinstance(raw, staticmethod) else raw
+    tensor = base is torch._C.TensorBase and is_python_function(new)
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor:
+        raise _unmodelled_base(tracer, cls, base)
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
@@ -79,6 +93,8 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
                                  name=f"{cls.__qualname__} (its __new__ is {owner.__qualname__}.__new__, written in C)")
     made = instance.python_type()
     if not issubclass(made, cls):
+        return instance
+    if isinstance(instance, TensorValue) and find(tracer, made, "__init__")[1] is object.__init__:
         return instance
     init = find(tracer, made, "__init__")
     if is_python_function(init[1]):
@@ -119,6 +135,33 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
     raise _unmodelled_base(tracer, cls, base)
+
+
+def make_tensor_subclass(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch.Tensor._make_subclass(cls, data, require_grad=False)`: `data` detached, with the
+    class `cls` (the residual code makes the same of the graph's output if it leaves). One that
+    requires grad is a new leaf of autograd, which a graph cannot make; a class with a
+    `__torch_function__` of its own needs that run on every operation: graph breaks."""
+    bound = dict(zip(("cls", "data", "require_grad"), args))
+    if len(args) > 3 or set(kwargs) - {"require_grad"} or {"cls", "data"} - set(bound):
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "Tensor._make_subclass(...)",
+                                 name="a tensor subclass made with Tensor._make_subclass options")
+    bound.update(kwargs)
+    cls, data = bound["cls"], bound["data"]
+    cls = cls.value if isinstance(cls, ConstantValue) and isinstance(cls.value, type) else None
+    grad = operations.python_value(tracer, bound.get("require_grad", ConstantValue(False)))
+    if cls is None or not issubclass(cls, torch.Tensor) or not isinstance(data, TensorValue) \
+            or data.cls not in (torch.Tensor, torch.nn.Parameter) \
+            or cls.__torch_function__ is not torch._C._disabled_torch_function_impl:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "Tensor._make_subclass(...)",
+                                 name=f"{getattr(cls, '__qualname__', 'a class')} (a tensor subclass "
+                                      "with its own __torch_function__, or made of a non-tensor)")
+    if grad:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"{cls.__qualname__} requiring grad",
+                                 name=f"{cls.__qualname__} that requires grad (a new leaf of autograd)")
+    made = tracer.graph.call("call_method", "detach", [data], {})
+    made.cls = cls
+    return made
 
 
 def _unmodelled_base(tracer: "Tracer", cls: type, base: type) -> Exception:

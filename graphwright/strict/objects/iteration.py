@@ -301,6 +301,47 @@ def _pairwise(tracer, args, kwargs):
     return _result(_tuples(itertools.pairwise(_pull(tracer, iterator))), itertools.pairwise, lazy)
 
 
+class _TeeReader:
+    """One of `tee`'s iterators: its position in the buffer its copies share, which pulls from
+    the input only for the copy furthest ahead (an exhausted input is asked again, as CPython's)."""
+
+    def __init__(self, tracer: "Tracer", source: Value, buffer: list[Value], index: int = 0) -> None:
+        self.tracer, self.source, self.buffer, self.index = tracer, source, buffer, index
+
+    def advance(self) -> Value | None:
+        if self.index == len(self.buffer):
+            item = next_item(self.tracer, self.source)
+            if item is None:
+                return None
+            self.buffer.append(item)
+        self.index += 1
+        return self.buffer[self.index - 1]
+
+    def copy(self) -> Value:
+        reader = _TeeReader(self.tracer, self.source, self.buffer, self.index)
+        return LazyIteratorValue(reader.advance, _TEE_TYPE)
+
+
+_TEE_TYPE = type(itertools.tee(())[0])
+
+
+@_handles(itertools.tee)
+def _tee(tracer, args, kwargs):
+    """`tee(iterable, n)`: the first iterator is a tee of the input (the input itself when it is
+    one), the others copies of it."""
+    count = _python(tracer, args[1] if len(args) > 1 else kwargs.get("n"), 2)
+    if not isinstance(count, int) or count < 0:
+        raise tracer.user_error(ValueError("n must be >= 0"))
+    if count == 0:
+        return SequenceValue([], tuple)
+    source = iterator_of(tracer, args[0])
+    reader = getattr(getattr(source, "advance", None), "__self__", None)
+    if not isinstance(reader, _TeeReader):
+        reader = _TeeReader(tracer, source, [])
+        source = LazyIteratorValue(reader.advance, _TEE_TYPE)
+    return SequenceValue([source, *(reader.copy() for _ in range(count - 1))], tuple)
+
+
 @_handles(itertools.groupby)
 def _groupby(tracer, args, kwargs):
     key = args[1] if len(args) > 1 else kwargs.get("key")

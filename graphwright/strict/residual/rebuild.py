@@ -159,9 +159,16 @@ class ResidualWriter(EntryWriter):
             if index is None:
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
+                made = f"___out[{index}]"
+                if value.cls is not torch.Tensor:  # made by Tensor._make_subclass (an nn.Parameter)
+                    made = f"___r{len(self._built)}"
+                    self._built[id(value)] = (value, made)
+                    self.rebuilt.append(f"{made} = {self.ref(torch.Tensor._make_subclass)}"
+                                        f"({self.ref(value.cls)}, ___out[{index}], False)")
                 for name, item in (value.overlay or {}).items():  # attributes the region stored on it
-                    self.rebuilt.append(f"___setattr(___out[{index}], {name!r}, {self.rebuild(item)})")
-            return f"___out[{index}]"
+                    self.rebuilt.append(f"___setattr({made}, {name!r}, {self.rebuild(item)})")
+            known = self._built.get(id(value))
+            return f"___out[{index}]" if known is None else known[1]
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
