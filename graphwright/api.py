@@ -140,6 +140,15 @@ def _specialises_sizes(compiler: Callable) -> bool:
     return any(compiler is lookup_backend(name) for name in list_backends(()))
 
 
+def _is_users_backend(compiler: Callable) -> bool:
+    """Whether the backend is the user's own callable (a counter wrapping one of graphwright's
+    backends is graphwright's)."""
+    inner = getattr(compiler, "backend", None)  # CompileCounterWithBackend
+    if inner is not None:
+        return _is_users_backend(inner)
+    return not any(compiler is lookup_backend(name) for name in list_backends(()))
+
+
 def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: bool | None = None,
             backend: str | Callable = "inductor", mode: str | None = None,
             options: dict | None = None, disable: bool = False) -> Any:
@@ -167,9 +176,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
             return model
         model = mark.original  # disabled with recursive=False: compiling it directly compiles it
     compiler = lookup_backend(backend)
-    specialises = _specialises_sizes(compiler)
+    specialises, users = _specialises_sizes(compiler), _is_users_backend(compiler)
     compiler = configured_backend(compiler, mode, options, dynamic)
-    return _compiled(model, CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises))
+    return _compiled(model, CompileSettings(BucketedBackend(compiler), fullgraph, dynamic, specialises, users))
 
 
 def _compiled(model: Any, settings: CompileSettings) -> Any:

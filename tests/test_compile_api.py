@@ -231,3 +231,22 @@ def test_a_functools_partial_can_be_compiled():
     compiled = graphwright.compile(functools.partial(scale, factor=torch.full((2,), 3.0), shift=1.0),
                                    backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 4.0))
+
+
+@pytest.mark.slow
+def test_pytorchs_inductor_as_a_users_backend_serves_every_size_of_a_dynamic_graph():
+    # PyTorch's own compilers read the symbolic sizes from the TracingContext that torch.compile
+    # calls backends under: without it the recompiled, dynamic graph was compiled for the sizes
+    # of its example inputs, and the next size failed Inductor's input check
+    import torch._dynamo.testing
+
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+
+    def reduce_rows(x):
+        return (x.sin() * 2).sum(0)
+
+    compiled = graphwright.compile(reduce_rows, backend=counter)
+    for size in (3, 4, 5, 6):
+        x = torch.randn(size, size)
+        torch.testing.assert_close(compiled(x), reduce_rows(x))
+    assert counter.frame_count == 2  # the first size, then one dynamic graph for the rest

@@ -13,10 +13,12 @@ from __future__ import annotations
 import inspect
 import types
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
+import torch._guards
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config, dump
@@ -51,6 +53,9 @@ class CompileSettings:
     fullgraph: bool = False
     dynamic: bool | None = False
     backend_specialises: bool = False  # the backend's output serves only the sizes it saw
+    # a user's callable: compiled under a TracingContext holding the trace's fake mode, as
+    # torch.compile calls backends (PyTorch's own compilers find the symbolic sizes there)
+    users_backend: bool = False
 
     def for_residual_calls(self) -> "CompileSettings":
         return replace(self, fullgraph=False)
@@ -220,7 +225,7 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
     backend = settings.backend
     events.graph_captured(fn, gm)
     try:
-        with phase("backend"):
+        with phase("backend"), _tracing_context(graph.fake_mode) if settings.users_backend else nullcontext():
             if graph.symbolic is not None and settings.backend_specialises:
                 compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
             else:
@@ -232,6 +237,10 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
     return compiled
+
+
+def _tracing_context(fake_mode: Any) -> Any:
+    return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
