@@ -105,14 +105,17 @@ def _backward_example_values(part: Partition, forward: BoxedFn, fake_mode) -> li
 
 
 def _fake_mode_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule) -> FakeTensorMode:
-    """The inputs' fake mode; else a new one, with a ShapeEnv when the graph computes values
-    that depend on data (`.item()`, `nonzero`: unbacked symbols need one)."""
+    """The inputs' fake mode; else a new one with static sizes, unless the graph computes values
+    that depend on data (`.item()`, `nonzero`: unbacked symbols).
+
+    It always has a ShapeEnv: code generators key their caches on the shape environment of
+    the graph's fake mode (Inductor's FX graph cache is bypassed without one)."""
     for value in example_inputs:
         if isinstance(value, FakeTensor):
             return value.fake_mode
     depends_on_data = any("unbacked_bindings" in node.meta or _has_unbacked_symbols(node.meta.get("example_value"))
                           for node in gm.graph.nodes)
-    return FakeTensorMode(shape_env=ShapeEnv() if depends_on_data else None)
+    return FakeTensorMode(shape_env=ShapeEnv(), static_shapes=not depends_on_data)
 
 
 def _has_unbacked_symbols(value: Any) -> bool:

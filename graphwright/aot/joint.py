@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
-from ..nonstrict import make_fx
+from ..nonstrict import TRACE_RECORD_KEY, make_fx
 from .metadata import (
     GraphMetadata,
     TensorSpec,
@@ -119,6 +119,9 @@ def trace(
         gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True,
                      _higher_order_operators=True)(*fake_args)
     _check_functional(gm)
+    # The trace record is for inspecting a user's make_fx trace. Code generators key their caches
+    # on the graph module's meta, which its shape environment would make unpicklable.
+    del gm.meta[TRACE_RECORD_KEY]
     # Flat calling convention, as graph compilers expect: placeholders in, a tuple out.
     gm.graph.set_codegen(torch.fx.graph.CodeGen())
     gm.recompile()

@@ -16,6 +16,10 @@ do around it, we do here:
 - pass fake tensors as example inputs (the placeholders' `meta["val"]`), call
   the result boxed (with a list), say whether it is a backward or an
   inference graph;
+- compile under a TracingContext holding the graphs' fake mode, whose shape
+  environment Inductor's FX graph cache needs (`_tracing`): a restarted
+  process then loads the compiled graphs from `TORCHINDUCTOR_CACHE_DIR`
+  instead of lowering them again;
 - apply the configuration that `compile(mode=..., options=...)` asked for
   (`configure`, as `torch.compile` maps them: a mode is a set of Inductor
   config values from `torch._inductor.list_mode_options`, options are
@@ -57,7 +61,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
     else:
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
-    with _config_patch(config):
+    with _config_patch(config), _tracing(_fake_mode(gm, example_inputs)):
         compiled = compile_fx_inner(
             gm,
             example_inputs,
@@ -67,6 +71,25 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
     if artifacts.wanted("output_code"):
         _publish_output_code(compiled, kind)
     return compiled
+
+
+def _fake_mode(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
+    """The fake mode of the graph's example inputs, else of its values (a graph without tensor
+    inputs: `torch.manual_seed(3); torch.randint(...)`); None when it has no fake value."""
+    for value in [*example_inputs, *(node.meta.get("val") for node in gm.graph.nodes)]:
+        if isinstance(value, FakeTensor):
+            return value.fake_mode
+    return None
+
+
+def _tracing(fake_mode: Any):
+    """A TracingContext holding the graph's fake mode, where `compile_fx` would have put it.
+
+    Inductor's FX graph cache reads the shape environment there: without it the cache is
+    bypassed ("No shape env"); with it, the symbolic sizes' guards are saved with each entry."""
+    if fake_mode is None:
+        return contextlib.nullcontext()
+    return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
 
 
 def _publish_output_code(compiled: Any, kind: str) -> None:
@@ -88,11 +111,9 @@ def _joint_graph_passes(gm: torch.fx.GraphModule, config: dict[str, Any]) -> tor
     from torch._inductor.fx_passes.joint_graph import joint_graph_passes
     from torch._inductor.virtualized import V
 
-    # Some passes make new fake values and look for the fake mode where compile_fx puts it;
-    # a graph without tensor inputs (`torch.manual_seed(3); torch.randint(...)`) has it on its nodes.
-    fake_modes = [node.meta["val"].fake_mode for node in gm.graph.nodes
-                  if isinstance(node.meta.get("val"), FakeTensor)]
-    with V.set_fake_mode(fake_modes[0]) if fake_modes else contextlib.nullcontext(), _config_patch(config):
+    # Some passes make new fake values and look for the fake mode where compile_fx puts it.
+    fake_mode = _fake_mode(gm, [])
+    with V.set_fake_mode(fake_mode) if fake_mode else contextlib.nullcontext(), _config_patch(config):
         return joint_graph_passes(gm)
 
 
