@@ -3,9 +3,11 @@ backward and inference graphs from `TORCHINDUCTOR_CACHE_DIR` instead of compilin
 and a changed program, dtype or Inductor config misses (issue 18).
 
 Each compile runs in a fresh Python process (`_PROGRAM`), which checks outputs and gradients
-against eager and prints PyTorch's Inductor counters; the tests compare those counters between
-the first process (empty cache) and the restart (filled cache).
+against eager and prints PyTorch's Inductor counters (and graphwright's, which must agree); the
+tests compare those counters between the first process (empty cache) and the restart (filled
+cache).
 """
+import ast
 import json
 import os
 import pathlib
@@ -47,21 +49,26 @@ for batch in setting["batches"]:
     model.zero_grad()
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), **tolerance)
-print(json.dumps({key: counters["inductor"][key] for key in ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")}))
+keys = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
+print(json.dumps({side: {key: found["inductor"][key] for key in keys}
+                  for side, found in (("pytorch", counters), ("graphwright", graphwright.counters))}))
 """
 
 BASE = {"activation": "ReLU", "dtype": "float32", "options": {}, "dynamic": False, "batches": [5]}
 
 
 def _run(cache_dir: pathlib.Path, **changes) -> dict:
-    """Compile and call the MLP in a fresh process with this cache folder: Inductor's FX graph cache counters."""
+    """Compile and call the MLP in a fresh process with this cache folder: Inductor's FX graph
+    cache counters (`torch._dynamo.utils.counters["inductor"]`)."""
     setting = {**BASE, **changes}
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", _PROGRAM, json.dumps(setting)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["graphwright"] == found["pytorch"]  # graphwright.counters tell what Inductor did
+    return found["pytorch"]
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +105,43 @@ def test_a_restart_with_dynamic_sizes_loads_the_graphs_compiled_once_for_every_s
 def test_a_changed_program_misses_and_compiles_again(cache, change):
     # Every graph of the program changes (the activation's backward too): nothing may be reused.
     assert _run(cache, **change) == {"fxgraph_cache_hit": 0, "fxgraph_cache_miss": 3, "fxgraph_cache_bypass": 0}
+
+
+def test_compiling_again_after_reset_in_the_same_process_hits(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    code = r"""
+import torch, graphwright
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+x = torch.randn(5, 8)
+expected = model(x)
+found = []
+for _ in range(2):
+    graphwright.reset()
+    out = graphwright.compile(model, fullgraph=True, backend="inductor")(x)
+    torch.testing.assert_close(out, expected)
+    out.sum().backward()
+    found.append(dict(graphwright.counters["inductor"]))
+print(found)
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    first, second = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert first == {"fxgraph_cache_miss": 2}
+    assert second == {"fxgraph_cache_hit": 2}
+
+
+def test_the_explain_command_prints_what_inductors_cache_did(tmp_path, monkeypatch):
+    import torch
+
+    import graphwright
+    from graphwright.strict import events
+    from graphwright.strict.explain import ScriptReport
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    graphwright.reset()
+    with events.listening(ScriptReport()) as report:
+        graphwright.compile(lambda x: (x * 3).sin(), backend="inductor")(torch.randn(4))
+    text = str(report)
+    graphwright.reset()
+    assert text.splitlines()[-1] == "Inductor Caches: fxgraph_cache_miss 1"

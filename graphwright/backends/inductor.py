@@ -32,6 +32,8 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import os
+import time
 import typing
 from typing import Any
 
@@ -39,6 +41,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts, dump, logs
+from .._core.counters import counters
 from .._core.errors import GraphwrightError
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
 from .registry import register_backend
@@ -62,12 +65,16 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
     with _config_patch(config), _tracing(_fake_mode(gm, example_inputs)):
+        started = time.time_ns()
         compiled = compile_fx_inner(
             gm,
             example_inputs,
             is_backward=kind == "backward",
             is_inference=kind == "inference",
         )
+        outcome = _fx_graph_cache_outcome(compiled, started)
+    if outcome is not None:
+        counters["inductor"][outcome] += 1
     if artifacts.wanted("output_code"):
         _publish_output_code(compiled, kind)
     return compiled
@@ -90,6 +97,26 @@ def _tracing(fake_mode: Any):
     if fake_mode is None:
         return contextlib.nullcontext()
     return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
+
+
+def _fx_graph_cache_outcome(compiled: Any, started_ns: int) -> str | None:
+    """`fxgraph_cache_hit`, `_miss` or `_bypass`: what Inductor's FX graph cache did for the graph
+    compiled since `started_ns` (None when the cache is off).
+
+    Inductor records the key on what it returns when it looked the graph up; the entry's
+    folder tells a hit from a miss, which writes a new entry there during the compile."""
+    from torch._inductor import config as inductor_config
+    from torch._inductor.codecache import FxGraphCache
+
+    key = getattr(compiled, "_fx_graph_cache_key", None)
+    if key is None:
+        enabled = inductor_config.fx_graph_cache and not inductor_config.force_disable_caches
+        return "fxgraph_cache_bypass" if enabled else None
+    try:
+        written = max(entry.stat().st_mtime_ns for entry in os.scandir(FxGraphCache._get_tmp_dir_for_key(key)))
+    except (OSError, ValueError):  # a remote cache's hit: nothing on the local disk
+        return "fxgraph_cache_hit"
+    return "fxgraph_cache_miss" if written >= started_ns else "fxgraph_cache_hit"
 
 
 def _publish_output_code(compiled: Any, kind: str) -> None:

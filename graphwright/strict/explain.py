@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from .._core.counters import compile_times
+from .._core.counters import compile_times, counters
 from .._core.flat_call import nonstrict_call_sites
 from .._core.user_stack import format_user_stack, is_user_file
 from . import events
@@ -203,4 +203,7 @@ class ScriptReport(events.Listener):
                 if brk.advice:
                     parts.append(f"    Advice: {brk.advice}")
         parts.append(f"=== all functions ===\n{format_compile_times(compile_times())}")
+        caches = ", ".join(f"{name} {count}" for name, count in sorted(counters["inductor"].items()))
+        if caches:
+            parts.append(f"Inductor Caches: {caches}")
         return "\n".join(parts)
