@@ -245,11 +245,21 @@ def make_training_function(
 
         return run
 
+    # graph outputs that require grad though no gradient reaches an input: computed from a view
+    # made under no_grad of an input leaf, itself a leaf that requires grad in eager
+    own_leaves = [i for i in differentiable if i >= len(meta.mutated_inputs)]
+
     def run_detaching(*args):
         inputs = list(args)
         for i in detached_inputs:
             if isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad:
                 inputs[i] = inputs[i].detach()
-        return epilogue(args, CompiledFunction.apply(*inputs))
+        values = CompiledFunction.apply(*inputs)
+        if torch.is_grad_enabled() and any(not values[i].requires_grad for i in own_leaves):
+            values = list(values)
+            for i in own_leaves:
+                if not values[i].requires_grad:
+                    values[i] = values[i].requires_grad_()
+        return epilogue(args, values)
 
     return run_detaching

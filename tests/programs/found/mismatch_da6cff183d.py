@@ -40,4 +40,3 @@ OBSERVED = []
 BREAKS = []
 COMPILE_OPTIONS = {}
 CONFIG = {}
-XFAIL = "aot_eager: a view made under no_grad of an input that requires grad is itself a leaf that requires grad in eager (PyTorch keeps requires_grad on such views), so what the program computes from it requires grad; ahead-of-time autograd traces it as not requiring grad"
