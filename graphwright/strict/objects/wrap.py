@@ -105,8 +105,10 @@ def is_graph_operator(target: Any) -> bool:
         if getattr(target, "__objclass__", None) in (torch._C.TensorBase, torch.Tensor):
             return True
         module = getattr(target, "__module__", None) or ""
-        # TorchDynamo's C extension holds its frame hook's machinery, no operator
-        return module.startswith("torch") and not module.startswith("torch._C._dynamo")
+        # torch's operators live in `torch`, `torch._C` and its flat namespaces (`torch._C._nn`,
+        # `torch._C._linalg`...); a C function of a package nested deeper in `torch._C` (a frame
+        # hook's machinery: `<package>.eval_frame`, `<package>.guards`) is no operator
+        return module.startswith("torch") and not (module.startswith("torch._C.") and module.count(".") > 2)
     return False
 
 
