@@ -17,7 +17,7 @@ do around it, we do here:
   the result boxed (with a list), say whether it is a backward or an
   inference graph;
 - compile under a TracingContext holding the graphs' fake mode, whose shape
-  environment Inductor's FX graph cache needs (`_tracing`): a restarted
+  environment Inductor's FX graph cache needs (`_core/tracing_context.py`): a restarted
   process then loads the compiled graphs from `TORCHINDUCTOR_CACHE_DIR`
   instead of lowering them again;
 - apply the configuration that `compile(mode=..., options=...)` asked for
@@ -43,6 +43,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from .._core import artifacts, dump, logs
 from .._core.counters import counters
 from .._core.errors import GraphwrightError
+from .._core.tracing_context import compiling_with
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
 from .registry import register_backend
 
@@ -64,7 +65,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
     else:
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
-    with _config_patch(config), _tracing(_fake_mode(gm, example_inputs)):
+    with _config_patch(config), compiling_with(_fake_mode(gm, example_inputs)):
         started = time.time_ns()
         compiled = compile_fx_inner(
             gm,
@@ -89,14 +90,6 @@ def _fake_mode(gm: torch.fx.GraphModule, example_inputs: list) -> Any:
     return None
 
 
-def _tracing(fake_mode: Any):
-    """A TracingContext holding the graph's fake mode, where `compile_fx` would have put it.
-
-    Inductor's FX graph cache reads the shape environment there: without it the cache is
-    bypassed ("No shape env"); with it, the symbolic sizes' guards are saved with each entry."""
-    if fake_mode is None:
-        return contextlib.nullcontext()
-    return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
 
 
 def _fx_graph_cache_outcome(compiled: Any, started_ns: int) -> str | None:

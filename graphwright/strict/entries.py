@@ -13,17 +13,16 @@ from __future__ import annotations
 import inspect
 import types
 import warnings
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import torch
-import torch._guards
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config, dump
 from .._core.counters import phase
 from .._core.errors import BackendError, GraphwrightError
+from .._core.tracing_context import compiling_with
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
@@ -225,7 +224,7 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
     backend = settings.backend
     events.graph_captured(fn, gm)
     try:
-        with phase("backend"), _tracing_context(graph.fake_mode) if settings.users_backend else nullcontext():
+        with phase("backend"), compiling_with(graph.fake_mode if settings.users_backend else None):
             if graph.symbolic is not None and settings.backend_specialises:
                 compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
             else:
@@ -237,10 +236,6 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
     return compiled
-
-
-def _tracing_context(fake_mode: Any) -> Any:
-    return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
