@@ -51,14 +51,14 @@ LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
     """The value of `cls(*args, **kwargs)` for a modelled context-manager class (Python args)."""
     if cls is torch.no_grad:
-        return ContextValue("grad", (False, cls), cls)
+        return ContextValue("grad", (False,), cls)
     if cls is torch.enable_grad:
-        return ContextValue("grad", (True, cls), cls)
+        return ContextValue("grad", (True,), cls)
     if cls is torch.inference_mode:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "inference_mode", type="torch.inference_mode")
     if cls is torch.set_grad_enabled:
         # set_grad_enabled switches on construction, not on __enter__ (it doubles as a function)
-        context = ContextValue("grad", (bool(args[0]), cls), cls)
+        context = ContextValue("grad", (bool(args[0]),), cls)
         context.saved = torch.is_grad_enabled()
         set_grad_mode(tracer, bool(args[0]))
         return context
@@ -185,7 +185,7 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
 
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
         cls = type(manager.value)
-        manager = ContextValue("grad", (cls is torch.enable_grad, cls), cls)
+        manager = ContextValue("grad", (cls is torch.enable_grad,), cls)
     if isinstance(manager, ContextValue):
         enter_modelled(tracer, manager, bound)
         push_exit(MethodValue(manager, "__exit__"))

@@ -557,9 +557,9 @@ class GeneratorValue(LazyIteratorValue):
 
 
 class ContextValue(Value):
-    """A context manager the tracer models: `kind` is "grad" (`args`: the mode, and the
-    class made), "autocast", "warnings" (replayed), or "lock" and "profiler" (no-ops);
-    `cls` is the class the program made it from (what `type()` answers)."""
+    """A context manager the tracer models: `kind` is "grad" (`args`: the mode), "autocast",
+    "warnings" (replayed), or "lock" and "profiler" (no-ops); `cls` is the class the program
+    made it from (what `type()` answers)."""
 
     __slots__ = ("kind", "args", "saved", "cls")
 

@@ -251,7 +251,7 @@ class ResidualWriter(EntryWriter):
             made, inputs = value.parts
             return f"{self.ref(made)}({', '.join(self.rebuild(item) for item in inputs)})"
         if isinstance(value, ContextValue) and value.kind == "grad":
-            enabled, cls = value.args
+            (enabled,), cls = value.args, value.cls
             return f"{self.ref(remade_grad_mode)}({self.ref(cls)}, {enabled}, {self.literal(value.saved)})"
         if isinstance(value, ContextValue) and value.kind == "warnings" and value.saved is None:
             # made and never entered: a manager of the same options, for the caller to enter
