@@ -263,6 +263,7 @@ class AOTCompiledGraph:
                 [*fakes, *tangents],
                 self._fake_mode,
                 self._decompositions,
+                generate_code=False,
             )
         )
         part = partition_joint(

@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
-from ..nonstrict import TRACE_RECORD_KEY, make_fx
+from ..nonstrict.make_fx import trace_aten_graph
 from .metadata import (
     GraphMetadata,
     TensorSpec,
@@ -103,12 +103,15 @@ def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
 
 
 def trace(
-    function: Callable[..., tuple], fake_args: Sequence[Any], fake_mode, decompositions
+    function: Callable[..., tuple], fake_args: Sequence[Any], fake_mode, decompositions,
+    *, generate_code: bool = True,
 ) -> torch.fx.GraphModule:
     """Trace `function` on fake arguments with graphwright's non-strict tracer.
 
     The compilation's fake mode is active throughout, so that tensors the
     graph creates (`torch.ones`) are fake even when no argument is a tensor.
+    `generate_code=False` for a graph that is never run (the joint graph):
+    its Python code is generated only if someone asks for it.
     """
     # A nonstrict_trace body may read tensors it was not given (globals, closures): they are
     # constants of the graph, as when the strict tracer typed the call.
@@ -116,15 +119,8 @@ def trace(
     # traced backward cannot pass back: recurrent modules are traced through their generic
     # implementation (cells of matrix products), whose gradients are plain operators.
     with fake_mode, _generic_recurrent_kernels():
-        gm = make_fx(function, decomposition_table=decompositions, _allow_non_fake_inputs=True,
-                     _higher_order_operators=True)(*fake_args)
+        gm = trace_aten_graph(function, tuple(fake_args), decompositions, generate_code=generate_code)
     _check_functional(gm)
-    # The trace record is for inspecting a user's make_fx trace. Code generators key their caches
-    # on the graph module's meta, which its shape environment would make unpicklable.
-    del gm.meta[TRACE_RECORD_KEY]
-    # Flat calling convention, as graph compilers expect: placeholders in, a tuple out.
-    gm.graph.set_codegen(torch.fx.graph.CodeGen())
-    gm.recompile()
     return gm
 
 

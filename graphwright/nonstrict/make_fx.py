@@ -11,6 +11,7 @@ rebuilds the input and output structures around them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 
 from .._core.errors import InvalidInputError
@@ -90,6 +92,56 @@ def _trace(
     allow_non_fake_inputs: bool,
     higher_order_operators: bool = False,
 ) -> torch.fx.GraphModule:
+    trace = _record(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs, higher_order_operators)
+    trace.graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(trace.names, trace.in_spec, trace.out_spec)))
+    name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
+    gm = torch.fx.GraphModule(trace.constants, trace.graph, class_name=_class_name(name))
+    gm.meta[TRACE_RECORD_KEY] = trace.record
+    if tracing_mode == "symbolic":
+        gm.shape_env = trace.record.shape_env  # where PyTorch's make_fx leaves it
+    return gm
+
+
+def trace_aten_graph(
+    f: Callable[..., Any],
+    args: tuple,
+    decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
+    *,
+    generate_code: bool = True,
+) -> torch.fx.GraphModule:
+    """`f(*args)` traced for ahead-of-time autograd: fake inputs, tensors `f` reads without
+    receiving them as constants, higher-order operators into subgraphs.
+
+    The graph module has the flat calling convention graph compilers expect (placeholders
+    in, a tuple out) and no `TraceRecord` (code generators key their caches on the graph
+    module's meta, which the record's shape environment would make unpicklable). With `generate_code=False` its Python code is
+    generated when first needed (`.code`, a call): a joint graph is partitioned, never run.
+    """
+    trace = _record(f, args, decomposition_table, "real", allow_non_fake_inputs=True,
+                    higher_order_operators=True)
+    module_class = torch.fx.GraphModule if generate_code else _LazyGraphModule
+    return module_class(trace.constants, trace.graph)
+
+
+@dataclasses.dataclass
+class _Trace:
+    graph: torch.fx.Graph
+    constants: dict[str, Any]
+    record: TraceRecord
+    names: list[str]
+    in_spec: pytree.TreeSpec
+    out_spec: pytree.TreeSpec
+
+
+def _record(
+    f: Callable[..., Any],
+    args: tuple,
+    decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
+    tracing_mode: str,
+    allow_non_fake_inputs: bool,
+    higher_order_operators: bool,
+) -> _Trace:
+    """Run `f(*args)` under a `GraphRecorder`: the graph it recorded, without code yet."""
     names = argument_names(f, len(args))
     leaves, paths, in_spec = flatten_inputs(args, names)
     fake_mode = choose_fake_mode(tracing_mode, leaves)
@@ -125,13 +177,7 @@ def _trace(
     # Constants only dead code read are not part of the graph.
     kept = {node.target for node in graph.nodes if node.op == "get_attr"}
     record.constants = [constant for constant in record.constants if constant.target in kept]
-    graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec)))
-    name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
-    gm = torch.fx.GraphModule(recorder.constants, graph, class_name=_class_name(name))
-    gm.meta[TRACE_RECORD_KEY] = record
-    if tracing_mode == "symbolic":
-        gm.shape_env = record.shape_env  # where PyTorch's make_fx leaves it
-    return gm
+    return _Trace(graph, recorder.constants, record, names, in_spec, out_spec)
 
 
 def _add_placeholder(
