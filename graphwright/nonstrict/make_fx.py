@@ -114,13 +114,14 @@ def trace_aten_graph(
 
     The graph module has the flat calling convention graph compilers expect (placeholders
     in, a tuple out) and no `TraceRecord` (code generators key their caches on the graph
-    module's meta, which the record's shape environment would make unpicklable). With `generate_code=False` its Python code is
-    generated when first needed (`.code`, a call): a joint graph is partitioned, never run.
+    module's meta, which the record's shape environment would make unpicklable). With
+    `generate_code=False` its Python code is generated when first needed (`.code`, a call):
+    a joint graph is partitioned, never run.
     """
     trace = _record(f, args, decomposition_table, "real", allow_non_fake_inputs=True,
                     higher_order_operators=True)
     module_class = torch.fx.GraphModule if generate_code else _LazyGraphModule
-    return module_class(trace.constants, trace.graph)
+    return module_class(trace.constants, trace.graph, class_name=_class_name(getattr(f, "__name__", "f")))
 
 
 @dataclasses.dataclass
