@@ -21,7 +21,6 @@ from .._core import artifacts, dump
 from .._core.counters import phase
 from .._core.errors import TraceError
 from . import joint
-from .metadata import analyze_graph
 from .partition import Partition, partition_joint
 from .runtime import (
     BoxedFn,
@@ -241,13 +240,11 @@ class AOTCompiledGraph:
             return self._build_signature(fn, fakes, grad_enabled)
 
     def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
-        meta = analyze_graph(fn, fakes, self._fake_mode, grad_enabled=grad_enabled)
+        meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decompositions,
+                                             grad_enabled=grad_enabled)
         mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
         if not any(meta.forward_requires_grad):
-            traced = joint.trace(
-                joint.forward_function(fn, meta), fakes, self._fake_mode, self._decompositions
-            )
             graph = self._rewrite(traced)
             _mark_user_outputs(graph, user_outputs)
             _publish(graph, "inference")
@@ -256,16 +253,7 @@ class AOTCompiledGraph:
             run = make_inference_function(forward, meta)
             return CompiledSignature(run, mutates, inference_graph=graph)
 
-        tangents = joint.make_tangents(meta.tangent_specs, self._fake_mode)
-        joint_graph = self._rewrite(
-            joint.trace(
-                joint.joint_function(fn, meta, len(fakes)),
-                [*fakes, *tangents],
-                self._fake_mode,
-                self._decompositions,
-                generate_code=False,
-            )
-        )
+        joint_graph = self._rewrite(traced)
         part = partition_joint(
             joint_graph,
             len(fakes),

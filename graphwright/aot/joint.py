@@ -1,12 +1,15 @@
 """Tracing a graph into functional aten graphs: the joint forward+backward, or forward only.
 
-Both traces run the graph functionalized inside graphwright's `make_fx` on
-fake tensors, so in-place ops become functional ops and every
-mutated input's final value becomes an extra output. The joint trace then
-calls `torch.autograd.grad` on the differentiable forward outputs with
-tangent placeholders, which records the backward ops into the same graph.
-What the traced functions return is fixed by `GraphMetadata`; splitting the
-joint graph is the partitioner's job.
+`trace_signature` runs the graph once, functionalized, inside graphwright's
+non-strict tracer on fake tensors, so in-place ops become functional ops and
+every mutated input's final value becomes an extra output. What the run did
+(`GraphMetadata`: mutated inputs, outputs that alias, which values require
+grad) is read as soon as the graph returns, and it decides the rest of the
+trace: when a forward value requires grad, tangents join the graph's inputs
+and `torch.autograd.grad` on the differentiable forward values records the
+backward ops into the same graph (the joint graph); otherwise the trace ends
+with the forward values (the inference graph). Splitting the joint graph is
+the partitioner's job.
 """
 from __future__ import annotations
 
@@ -19,38 +22,95 @@ import torch.utils._pytree as pytree
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
-from ..nonstrict.make_fx import trace_aten_graph
+from ..nonstrict.make_fx import LateInputs, trace_aten_graph
 from .metadata import (
     GraphMetadata,
     TensorSpec,
+    describe_run,
     from_functional,
     functionalization,
+    functionalization_paused,
     to_functional,
 )
 
 
-def _forward_values(fn, functional_inputs, meta: GraphMetadata) -> list[Any]:
-    """Run `fn` and pick what the forward graph returns (see `GraphMetadata`)."""
-    flat_outputs = pytree.tree_leaves(fn(*functional_inputs))
-    return meta.forward_values(functional_inputs, flat_outputs)
+def trace_signature(
+    fn: Callable[..., Any], fakes: Sequence[Any], fake_mode, decompositions, *, grad_enabled: bool
+) -> tuple[GraphMetadata, torch.fx.GraphModule]:
+    """What `fn` does on `fakes`, and its aten graph for one call signature.
 
+    The graph is the joint graph (its Python code not generated: it is
+    partitioned, never run) when a forward value requires grad, else the
+    inference graph. `fn` runs in the call's grad mode; `grad_enabled` says
+    whether the signature differentiates at all.
 
-def forward_function(fn: Callable[..., Any], meta: GraphMetadata) -> Callable[..., tuple]:
-    """The function whose trace is the inference graph: inputs -> forward values."""
+    >>> meta, gm = trace_signature(gm, fakes, fake_mode, None, grad_enabled=True)
+    >>> any(meta.forward_requires_grad)  # True: gm is the joint graph
+    """
+    late = LateInputs()
+    meta: GraphMetadata | None = None
 
-    def forward(*inputs):
+    def joint(*inputs):
+        nonlocal meta
         with functionalization():
             functional_inputs = [to_functional(t) for t in inputs]
-            values = _forward_values(fn, functional_inputs, meta)
-            return tuple(from_functional(v) for v in values)
+            flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
+            meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
+            values = meta.forward_values(functional_inputs, flat_outputs)
+            if not any(meta.forward_requires_grad):
+                return tuple(from_functional(v) for v in values)
+            if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
+                raise _MutatesDifferentiableInput()
+            tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode))
+            return _with_gradients(values, meta, functional_inputs, tangents)
 
-    return forward
+    try:
+        gm = trace(joint, fakes, fake_mode, decompositions, generate_code=False, late_inputs=late)
+    except _MutatesDifferentiableInput:
+        # The gradient must be taken with respect to such an input's value on entry: the graph
+        # is traced again, mutating a clone of it (only the first run says which inputs).
+        tangents = make_tangents(meta.tangent_specs, fake_mode)
+        return meta, trace(joint_function(fn, meta, len(fakes)), [*fakes, *tangents], fake_mode,
+                           decompositions, generate_code=False)
+    if any(meta.forward_requires_grad):
+        return meta, gm
+    return meta, torch.fx.GraphModule(gm, gm.graph, class_name="forward")  # it runs: generate its code
+
+
+class _MutatesDifferentiableInput(Exception):
+    """The traced graph mutates an input that requires grad (the trace is abandoned)."""
+
+
+def _fake_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
+    with functionalization_paused():
+        return make_tangents(specs, fake_mode)
+
+
+def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, tangents: Sequence) -> tuple:
+    """The forward values followed by one gradient per input (None where it needs none)."""
+    differentiable = [v for v, rg in zip(values, meta.forward_requires_grad) if rg]
+    wrt = [
+        (i, t)
+        for i, t in enumerate(functional_inputs)
+        if isinstance(t, torch.Tensor) and t.requires_grad
+    ]
+    grads = torch.autograd.grad(
+        differentiable,
+        [t for _, t in wrt],
+        grad_outputs=[to_functional(t) for t in tangents],
+        allow_unused=True,
+    )
+    grad_of_input: list[Any] = [None] * len(functional_inputs)
+    for (i, _), grad in zip(wrt, grads):
+        grad_of_input[i] = grad
+    return tuple(from_functional(v) for v in [*values, *grad_of_input])
 
 
 def joint_function(
     fn: Callable[..., Any], meta: GraphMetadata, num_inputs: int
 ) -> Callable[..., tuple]:
-    """The function whose trace is the joint graph.
+    """The function whose trace is the joint graph, for a graph known (`meta`) to mutate an
+    input that requires grad.
 
     It takes `(*inputs, *tangents)` and returns the forward values followed
     by one gradient per input (None where the input needs none).
@@ -60,24 +120,10 @@ def joint_function(
         inputs, tangents = args[:num_inputs], args[num_inputs:]
         with functionalization():
             functional_inputs = [to_functional(t) for t in inputs]
-            with torch.enable_grad():
-                values = _forward_values(fn, _clone_mutated(functional_inputs, meta), meta)
-            differentiable = [v for v, rg in zip(values, meta.forward_requires_grad) if rg]
-            wrt = [
-                (i, t)
-                for i, t in enumerate(functional_inputs)
-                if isinstance(t, torch.Tensor) and t.requires_grad
-            ]
-            grads = torch.autograd.grad(
-                differentiable,
-                [t for _, t in wrt],
-                grad_outputs=[to_functional(t) for t in tangents],
-                allow_unused=True,
-            )
-            grad_of_input: list[Any] = [None] * num_inputs
-            for (i, _), grad in zip(wrt, grads):
-                grad_of_input[i] = grad
-            return tuple(from_functional(v) for v in [*values, *grad_of_input])
+            mutable_inputs = _clone_mutated(functional_inputs, meta)
+            flat_outputs = pytree.tree_leaves(fn(*mutable_inputs))
+            values = meta.forward_values(mutable_inputs, flat_outputs)
+            return _with_gradients(values, meta, functional_inputs, tangents)
 
     return joint
 
@@ -104,7 +150,7 @@ def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
 
 def trace(
     function: Callable[..., tuple], fake_args: Sequence[Any], fake_mode, decompositions,
-    *, generate_code: bool = True,
+    *, generate_code: bool = True, late_inputs: LateInputs | None = None,
 ) -> torch.fx.GraphModule:
     """Trace `function` on fake arguments with graphwright's non-strict tracer.
 
@@ -119,7 +165,8 @@ def trace(
     # traced backward cannot pass back: recurrent modules are traced through their generic
     # implementation (cells of matrix products), whose gradients are plain operators.
     with fake_mode, _generic_recurrent_kernels():
-        gm = trace_aten_graph(function, tuple(fake_args), decompositions, generate_code=generate_code)
+        gm = trace_aten_graph(function, tuple(fake_args), decompositions, generate_code=generate_code,
+                              late_inputs=late_inputs)
     _check_functional(gm)
     return gm
 

@@ -1,7 +1,7 @@
 """What a graph does to its inputs and what its outputs are.
 
-One functionalized run of the graph on fake tensors tells us, before any
-tracing, which inputs it mutates, which outputs require grad, and which
+A functionalized run of the graph on fake tensors (the one the trace records)
+tells us which inputs it mutates, which outputs require grad, and which
 outputs are not new tensors at all but an input, a view of an input, or
 another output again. Tracing and the runtime wrapper read this; this module
 never traces and never runs real tensors.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -131,6 +131,17 @@ def functionalization():
         torch._disable_functionalization()
 
 
+@contextlib.contextmanager
+def functionalization_paused():
+    """Inside `functionalization()`: make tensors that are not functional wrappers (factory
+    functions would otherwise make wrappers)."""
+    torch._disable_functionalization()
+    try:
+        yield
+    finally:
+        torch._enable_functionalization(reapply_views=True)
+
+
 def to_functional(value: Any) -> Any:
     """Wrap a tensor for functionalization, keeping its requires_grad."""
     if not isinstance(value, torch.Tensor):
@@ -148,36 +159,40 @@ def from_functional(value: Any) -> Any:
     return value
 
 
-def analyze_graph(
-    fn: Callable[..., Any], fake_inputs: Sequence[Any], fake_mode, *, grad_enabled: bool
+def describe_run(
+    fake_inputs: Sequence[Any],
+    functional_inputs: Sequence[Any],
+    flat_outputs: Sequence[Any],
+    out_spec: pytree.TreeSpec,
+    *,
+    grad_enabled: bool,
 ) -> GraphMetadata:
-    """Run `fn` once, functionalized, on `fake_inputs` and describe what it did.
+    """What one functionalized run of the graph did, read right after it (before any sync).
 
-    >>> meta = analyze_graph(gm, fakes, fake_mode, grad_enabled=True)
+    `functional_inputs` are the wrappers of `fake_inputs` the graph ran on and
+    `flat_outputs` what it returned; functionalization is still on. The run is
+    made in the call's grad mode; `grad_enabled` says whether this signature
+    differentiates at all (False: nothing requires grad, and every mutation
+    is written back as under `no_grad`).
+
+    >>> meta = describe_run(fakes, functional_inputs, flat_outputs, out_spec, grad_enabled=True)
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
-    shape_env = fake_mode.shape_env
-    # symbols this run makes (`.item()`) belong to no graph: the traces that follow make their own
-    discarding = shape_env.ignore_fresh_unbacked_symbols() if shape_env is not None else contextlib.nullcontext()
-    with fake_mode, functionalization(), discarding:
-        functional_inputs = [to_functional(t) for t in fake_inputs]
-        with torch.set_grad_enabled(grad_enabled):
-            flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
-        mutated = _mutated_inputs(functional_inputs)
-        under_no_grad = [
-            _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
-        ]
-        outputs = _describe_outputs(flat_outputs, functional_inputs)
-        hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
-        meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
-        forward_values = meta.forward_values(functional_inputs, flat_outputs)
-        meta.forward_specs = [_tensor_spec(v) for v in forward_values]
-        leaves = [meta.outputs[i].no_grad_view for i in meta.graph_output_indices]
-        hidden = under_no_grad + leaves + [False] * (len(forward_values) - len(mutated) - len(leaves))
-        meta.forward_requires_grad = [
-            isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled and not h
-            for v, h in zip(forward_values, hidden)
-        ]
+    mutated = _mutated_inputs(functional_inputs)
+    under_no_grad = [
+        not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
+    ]
+    outputs = _describe_outputs(flat_outputs, functional_inputs)
+    hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
+    meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
+    forward_values = meta.forward_values(functional_inputs, flat_outputs)
+    meta.forward_specs = [_tensor_spec(v) for v in forward_values]
+    leaves = [meta.outputs[i].no_grad_view for i in meta.graph_output_indices]
+    hidden = under_no_grad + leaves + [False] * (len(forward_values) - len(mutated) - len(leaves))
+    meta.forward_requires_grad = [
+        isinstance(v, torch.Tensor) and v.requires_grad and grad_enabled and not h
+        for v, h in zip(forward_values, hidden)
+    ]
     return meta
 
 

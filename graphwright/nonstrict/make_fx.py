@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Callable
 
 import torch
@@ -23,6 +23,7 @@ from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
+from torch.utils._python_dispatch import _pop_mode_temporarily
 
 from .._core.errors import InvalidInputError
 from .._core.user_stack import user_frames_of_stack
@@ -108,6 +109,7 @@ def trace_aten_graph(
     decomposition_table: dict[OpOverload, Callable[..., Any]] | None,
     *,
     generate_code: bool = True,
+    late_inputs: LateInputs | None = None,
 ) -> torch.fx.GraphModule:
     """`f(*args)` traced for ahead-of-time autograd: fake inputs, tensors `f` reads without
     receiving them as constants, higher-order operators into subgraphs.
@@ -116,12 +118,53 @@ def trace_aten_graph(
     in, a tuple out) and no `TraceRecord` (code generators key their caches on the graph
     module's meta, which the record's shape environment would make unpicklable). With
     `generate_code=False` its Python code is generated when first needed (`.code`, a call):
-    a joint graph is partitioned, never run.
+    a joint graph is partitioned, never run. Through `late_inputs` `f` may add inputs to
+    the graph while it runs.
     """
     trace = _record(f, args, decomposition_table, "real", allow_non_fake_inputs=True,
-                    higher_order_operators=True)
+                    higher_order_operators=True, late_inputs=late_inputs)
     module_class = torch.fx.GraphModule if generate_code else _LazyGraphModule
     return module_class(trace.constants, trace.graph, class_name=_class_name(getattr(f, "__name__", "f")))
+
+
+class LateInputs:
+    """Inputs a function traced by `trace_aten_graph` adds to its graph while it runs, once
+    the run so far has decided them (ahead-of-time autograd's tangents take the forward
+    outputs' shapes).
+
+    >>> late = LateInputs()
+    >>> def f(x):
+    ...     y = x.sin()
+    ...     (t,) = late.add(lambda: [torch.empty(y.shape)])
+    ...     return y * t
+    >>> gm = trace_aten_graph(f, (fake_x,), None, late_inputs=late)  # placeholders: x, t
+    """
+
+    def __init__(self) -> None:
+        self._trace: tuple[torch.fx.Graph, GraphRecorder, SymbolicSizeNodes] | None = None
+        self._last: torch.fx.Node | None = None
+        self._count = 0
+
+    def _bind(self, graph: torch.fx.Graph, recorder: GraphRecorder, sizes: SymbolicSizeNodes) -> None:
+        self._trace = (graph, recorder, sizes)
+        placeholders = [node for node in graph.nodes if node.op == "placeholder"]
+        self._last = placeholders[-1] if placeholders else None
+        self._count = len(placeholders)
+
+    def add(self, make: Callable[[], Sequence[Any]]) -> list[Any]:
+        """`make()`'s values as further inputs of the graph, placed after the others; `make`
+        runs with the recorder off (what it computes is not part of the graph)."""
+        graph, recorder, sizes = self._trace
+        with _pop_mode_temporarily() as mode:
+            if mode is not recorder:
+                raise RuntimeError("LateInputs.add called outside its trace, or under another mode")
+            values = list(make())
+        for value in values:
+            where = graph.inserting_after(self._last) if self._last is not None else graph.inserting_before(None)
+            with where:
+                self._last = _add_placeholder(graph, recorder, sizes, value, f"arg{self._count}")
+            self._count += 1
+        return values
 
 
 @dataclasses.dataclass
@@ -141,6 +184,7 @@ def _record(
     tracing_mode: str,
     allow_non_fake_inputs: bool,
     higher_order_operators: bool,
+    late_inputs: LateInputs | None = None,
 ) -> _Trace:
     """Run `f(*args)` under a `GraphRecorder`: the graph it recorded, without code yet."""
     names = argument_names(f, len(args))
@@ -162,6 +206,8 @@ def _record(
     traced_leaves = [tracing_value(leaf, path, tracing_mode, fake_mode) for leaf, path in zip(leaves, paths)]
     for value, path in zip(traced_leaves, paths):
         _add_placeholder(graph, recorder, sizes, value, path)
+    if late_inputs is not None:
+        late_inputs._bind(graph, recorder, sizes)
 
     with _tracing_modes(fake_mode, recorder), _callers_containers(args, leaves, traced_leaves) as call_args:
         try:
@@ -183,7 +229,7 @@ def _record(
 
 def _add_placeholder(
     graph: torch.fx.Graph, recorder: GraphRecorder, sizes: SymbolicSizeNodes, value: Any, path: str
-) -> None:
+) -> torch.fx.Node:
     placeholder = graph.placeholder(_placeholder_name(path))
     if isinstance(value, torch.Tensor):
         # A fake input is its own metadata: callers find their own tensor there.
@@ -194,6 +240,7 @@ def _add_placeholder(
         placeholder.meta["val"] = value
         if isinstance(value, torch.SymInt):
             sizes.bind_symbol(placeholder, value)
+    return placeholder
 
 
 @contextlib.contextmanager
