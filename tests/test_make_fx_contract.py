@@ -294,3 +294,25 @@ def test_unused_random_draws_stay_in_the_graph_so_the_generator_advances_as_in_e
     expected = f(torch.zeros(3))
     torch.manual_seed(3)
     torch.testing.assert_close(gm(torch.zeros(3)), expected)
+
+
+def test_late_inputs_join_the_graph_after_the_others_and_what_makes_them_is_not_recorded():
+    from graphwright.nonstrict.make_fx import LateInputs, trace_aten_graph
+
+    fake_mode = FakeTensorMode()
+    x = fake_mode.from_tensor(torch.randn(4, 3))
+    late = LateInputs()
+
+    def f(x):
+        y = x.sin()
+        (t,) = late.add(lambda: [torch.ones(y.shape)])  # its shape known only now
+        return (y * t,)
+
+    with fake_mode:
+        gm = trace_aten_graph(f, (x,), None, generate_code=False, late_inputs=late)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 2 and list(gm.graph.nodes)[:2] == placeholders
+    assert tuple(placeholders[1].meta["val"].shape) == (4, 3)
+    assert aten_ops(gm) == ["aten.sin.default", "aten.mul.Tensor"]
+    real_x, real_t = torch.randn(4, 3), torch.randn(4, 3)
+    torch.testing.assert_close(gm(real_x, real_t)[0], real_x.sin() * real_t)
