@@ -11,6 +11,10 @@ PyTorch's for the same graph.
   (from `torch.fx.symbolic_trace`) into forward and backward graphs, run
   once, with graph compilers that keep the graphs as they are; PyTorch's
   side is `aot_module_simplified` with no-op compilers.
+- `aot/compile/<model>/aot_eager`: in a warm process, after a reset of the
+  compiler's caches, `compile(model, backend="aot_eager")` on a fresh model,
+  its first forward and `.sum().backward()` minus an eager forward and
+  backward: what the compile costs (capture, AOT autograd, first calls).
 """
 from __future__ import annotations
 
@@ -99,6 +103,31 @@ def _register_trace(model_name: str, build) -> None:
     workload(f"aot/trace/{model_name}/repeat")(make)
 
 
+def _fresh_aot_eager(side: str, model: torch.nn.Module):
+    if side == "graphwright":
+        import graphwright
+
+        graphwright.reset()
+        return graphwright.compile(model, backend="aot_eager")
+    torch._dynamo.reset()
+    return torch.compile(model, backend="aot_eager")
+
+
+def _register_compile(model_name: str, build) -> None:
+    def make(side: str):
+        def sample() -> float:
+            model, x = build()
+            eager = min(timed(lambda: model(x).sum().backward()) for _ in range(3))
+            compiled = _fresh_aot_eager(side, model)
+            return timed(lambda: compiled(x).sum().backward()) - eager
+
+        return sample
+
+    make.__doc__ = f"{model_name}: compile with aot_eager after a reset, first forward+backward minus eager's"
+    workload(f"aot/compile/{model_name}/aot_eager")(make)
+
+
 for _name, _build in MODELS.items():
     _register_speed(_name, _build)
     _register_trace(_name, _build)
+    _register_compile(_name, _build)
