@@ -117,10 +117,11 @@ class _Split:
         self.forward_outputs = outs[:num_forward_outputs]
         self.grad_outputs = outs[num_forward_outputs:]
         self.order = {n: i for i, n in enumerate(graph.nodes)}
+        self.tangents_read = _tangents_read(graph, self.tangents)
         # Operations run for their side effects (a leaf function's call) belong to the forward
         # even when no output depends on them.
-        effects = [n for n in graph.nodes if n.op == "call_function" and n.is_impure()
-                   and not _ancestors([n]) & set(self.tangents)]
+        effects = [n for n in graph.nodes if n.op == "call_function" and not self.tangents_read[n]
+                   and n.is_impure()]
         self.forward_nodes = _ancestors([*self.forward_outputs, *effects]) | set(self.inputs)
         # A multi-output op's results are unpacked where it runs: the tuple never crosses over.
         for node in graph.nodes:
@@ -244,6 +245,22 @@ def partition_joint(
     )
 
 
+def _tangents_read(graph: fx.Graph, tangents: list[fx.Node]) -> dict[fx.Node, int]:
+    """For each node, the tangents it depends on, as a bit mask (bit k: tangent k); one sweep
+    in graph order."""
+    masks = {tangent: 1 << k for k, tangent in enumerate(tangents)}
+    for node in graph.nodes:
+        if node not in masks:
+            mask = 0
+            for argument in node.all_input_nodes:
+                mask |= masks[argument]
+            masks[node] = mask
+    return masks
+
+
 def _tangents_of_gradients(split: _Split) -> tuple[frozenset[int], ...]:
-    index = {tangent: k for k, tangent in enumerate(split.tangents)}
-    return tuple(frozenset(index[n] for n in _ancestors([grad]) if n in index) for grad in split.grad_outputs)
+    gradients = []
+    for grad in split.grad_outputs:
+        mask = split.tangents_read[grad] if isinstance(grad, fx.Node) else 0
+        gradients.append(frozenset(k for k in range(len(split.tangents)) if mask >> k & 1))
+    return tuple(gradients)
