@@ -24,7 +24,7 @@ PHASES = {
     "trace": "the strict tracer interpreting bytecode (re-traces at graph breaks included)",
     "guards": "generating the guard code of cache entries",
     "residual": "generating the rest of entries: residual code, resume functions, assembly",
-    "aot": "AOT autograd: metadata pass, joint or inference trace, partition",
+    "aot": "AOT autograd: joint or inference trace (with the graph's metadata), partition",
     "backend": "the backend compiling graphs (Inductor's code generation; a user's backend)",
 }
 """The phases of `counters["time"]`, in the order a compile runs them."""

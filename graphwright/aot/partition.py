@@ -189,7 +189,7 @@ def partition_joint(
     mutated_inputs: Sequence[int] = (),
     recompute: bool = True,
 ) -> Partition:
-    """Split a joint graph traced by `joint.joint_function`.
+    """Split a joint graph traced by `joint.trace_signature`.
 
     >>> part = partition_joint(joint_gm, num_inputs=3, num_forward_outputs=1)
     >>> part.forward.print_readable(); part.backward.print_readable()

@@ -2,10 +2,10 @@
 
 A `nonstrict_trace` body runs once under the non-strict tracer when the
 strict tracer meets its call. Ahead-of-time autograd then traces the captured
-graph twice more (its metadata pass and its joint trace); replaying the aten
-operations recorded the first time, instead of the body's Python, keeps the
-body to one run per compile, so that its visible side effects while tracing
-happen once.
+graph again (once; twice when the graph mutates an input that requires grad);
+replaying the aten operations recorded the first time, instead of the body's
+Python, keeps the body to one run per compile, so that its visible side
+effects while tracing happen once.
 
 A replay is faithful when the recorded operations, differentiated one by one,
 give the body's gradients: each operation runs in the grad mode it was
