@@ -224,7 +224,7 @@ def _graph_parts(gm: fx.GraphModule, root: fx.GraphModule) -> list[str]:
         if "unbacked_bindings" in node.meta:
             raise Bypass("its values depend on data (unbacked symbols)")
         if node.op == "call_function":
-            _check_target(node.target)
+            parts.append(_target_part(node.target))
         elif node.op == "call_module":
             raise Bypass(f"it calls the module {node.target!r} ({type(gm.get_submodule(node.target)).__name__})")
         elif node.op == "get_attr":
@@ -233,10 +233,17 @@ def _graph_parts(gm: fx.GraphModule, root: fx.GraphModule) -> list[str]:
     return parts
 
 
-def _check_target(target: Any) -> None:
+def _target_part(target: Any) -> str:
+    """What the graph's code does not say about a call's target (its name is in the code)."""
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)):
-        return
-    if isinstance(target, types.FunctionType):
+        return ""
+    describe = getattr(target, "cache_description", None)
+    if describe is not None and _trusted_module(type(target).__module__):
+        description = describe()  # graphwright's own call objects, None when they hold user code
+        if description is not None:
+            return description
+        trusted = False
+    elif isinstance(target, types.FunctionType):
         trusted = _trusted_module(target.__module__) and "<locals>" not in target.__qualname__
     elif isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
         owner = getattr(target, "__objclass__", None) or getattr(target, "__self__", None)
@@ -245,8 +252,9 @@ def _check_target(target: Any) -> None:
     else:
         trusted = False
     if not trusted:
-        raise Bypass(f"it calls {getattr(target, '__qualname__', type(target).__name__)}, "
-                     "defined outside torch (its code can change behind the same graph)")
+        raise Bypass(f"it calls {getattr(target, '__qualname__', type(target).__name__)}, user code "
+                     "(which can change behind the same graph)")
+    return ""
 
 
 def _trusted_module(module: str | None) -> bool:

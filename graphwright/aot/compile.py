@@ -351,11 +351,12 @@ class AOTCompiledGraph:
         scope = self._scope
 
         def compile_backward():  # on the first backward call
-            with dump.within(scope), phase("backend"):
-                backward = self._compilers.backward(
-                    part.backward, _backward_example_values(part, forward, self._fake_mode))
-            if cache_key is not None:
-                self._save_entry(cache_key, meta, forward, backward, part)
+            with dump.within(scope):
+                with phase("backend"):
+                    backward = self._compilers.backward(
+                        part.backward, _backward_example_values(part, forward, self._fake_mode))
+                if cache_key is not None:
+                    self._save_entry(cache_key, meta, forward, backward, part)
             return backward
 
         backward = LazyBackward(compile_backward)
