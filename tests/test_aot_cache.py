@@ -170,3 +170,20 @@ def test_a_graph_whose_aot_graphs_are_logged_is_compiled_not_loaded(cache_folder
     finally:
         graphwright.set_logs()
     assert _aot_counters() == {"autograd_cache_bypass": 1}
+
+
+def test_an_unwritable_cache_folder_warns_and_keeps_the_compiled_graph(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setattr(config, "cache_dir", str(blocker))  # no folder can be made inside a file
+    graphwright.reset()
+    model, x = _Model(), torch.randn(5, 4)
+    with pytest.warns(UserWarning, match="cannot write the AOT cache entry .* a later process compiles it again"):
+        out, grads, _ = _train_step(model, x)
+    graphwright.reset()
+    expected = model(x)
+    expected.sum().backward()
+    torch.testing.assert_close(out, expected)
+    for grad, parameter in zip(grads, model.parameters()):
+        torch.testing.assert_close(grad, parameter.grad)

@@ -129,10 +129,10 @@ def load(key: str) -> Entry | None:
     path = folder() / key
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:
-        _warn(f"cannot read the AOT cache entry {path} ({error})")
+        _warn(f"cannot read the AOT cache entry {path} ({error}); compiling the graph again")
         return None
     try:
         stored = pickle.loads(data)
@@ -142,7 +142,8 @@ def load(key: str) -> Entry | None:
         if not isinstance(entry, Entry):
             raise TypeError(f"holds a {type(entry).__name__}")
     except Exception as error:  # any damage a file can have: the compile reruns
-        _warn(f"the AOT cache entry {path} is unreadable ({type(error).__name__}: {error})")
+        _warn(f"the AOT cache entry {path} is unreadable ({type(error).__name__}: {error}); "
+              "compiling the graph again")
         return None
     return entry
 
@@ -155,6 +156,7 @@ def save(key: str, entry: Entry) -> None:
         bypassed(f"its AOT products do not pickle ({type(error).__name__}: {error})")
         return
     directory = folder()
+    temporary = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{key}.")
@@ -162,7 +164,10 @@ def save(key: str, entry: Entry) -> None:
             file.write(data)
         os.replace(temporary, directory / key)
     except OSError as error:
-        _warn(f"cannot write the AOT cache entry into {directory} ({error})")
+        if temporary is not None and os.path.exists(temporary):
+            os.remove(temporary)
+        _warn(f"cannot write the AOT cache entry into {directory} ({error}); the graph compiled "
+              "in this process is used, and a later process compiles it again")
 
 
 def counted(outcome: str, detail: str) -> None:
@@ -179,7 +184,7 @@ def bypassed(why: str) -> None:
 
 
 def _warn(message: str) -> None:
-    warnings.warn(f"graphwright: {message}; compiling the graph again", stacklevel=2)
+    warnings.warn(f"graphwright: {message}", stacklevel=2)
 
 
 @functools.cache
