@@ -1,7 +1,9 @@
 """User-settable knobs, read at the moment they matter.
 
-Set them as attributes: `graphwright.config.cache_size_limit = 16`.
+Set them as attributes: `graphwright.config.cache_size_limit = 16`. The compile caches'
+knobs also take their first value from the environment, as PyTorch's do.
 """
+import os
 
 cache_size_limit: int = 8
 """Compiled entries kept per function; past this, calls run eagerly with a warning."""
@@ -45,3 +47,21 @@ optimize_ddp: bool = True
 """A graph compiled inside `DistributedDataParallel`'s forward is split at DDP's gradient buckets,
 each piece compiled on its own, so that gradient all-reduce overlaps the backward (PyTorch's
 DDP optimizer)."""
+
+cache_dir: str | None = os.environ.get("GRAPHWRIGHT_CACHE_DIR") or None
+"""The folder of graphwright's compile cache (the AOT cache: what ahead-of-time autograd made
+for a graph, reused by later processes). None: a `graphwright` folder inside Inductor's cache
+folder (`TORCHINDUCTOR_CACHE_DIR`, by default `torchinductor_<user>` in the system's temporary
+folder), whose compiled graphs the AOT cache's entries refer to. Environment:
+`GRAPHWRIGHT_CACHE_DIR`."""
+
+aot_cache: bool = os.environ.get("GRAPHWRIGHT_AOT_CACHE", "1") != "0"
+"""Keep the AOT products of graphs compiled with a backend that can find its compiled graphs
+again (`inductor`) in `cache_dir`, and reuse them in later processes and after
+`graphwright.reset()`, as PyTorch's AOT autograd cache does. Environment:
+`GRAPHWRIGHT_AOT_CACHE=0` turns it off."""
+
+force_disable_caches: bool = os.environ.get("GRAPHWRIGHT_FORCE_DISABLE_CACHES", "0") == "1"
+"""Turn off every compile cache that outlives a process: graphwright's AOT cache, and
+Inductor's caches for the graphs graphwright compiles with it (Inductor's
+`force_disable_caches`). Environment: `GRAPHWRIGHT_FORCE_DISABLE_CACHES=1`."""

@@ -14,6 +14,7 @@ the call path.
 | `bytecode`     | each entry's residual code, resume functions as source and bytecode     |
 | `aot_graphs`   | the aten forward, backward and inference graphs of AOT autograd         |
 | `output_code`  | where Inductor wrote the kernel file of each graph                      |
+| `caches`       | each AOT cache lookup: hit, miss, or bypass and why                     |
 
 Every channel is off by default, whatever the root logger's level: each
 channel logger has its own level (INFO, above the records). Turn channels on
@@ -31,7 +32,7 @@ import sys
 
 from .errors import GraphwrightError
 
-CHANNELS = ("graph_code", "guards", "recompiles", "graph_breaks", "bytecode", "aot_graphs", "output_code")
+CHANNELS = ("graph_code", "guards", "recompiles", "graph_breaks", "bytecode", "aot_graphs", "output_code", "caches")
 ENV_VAR = "GRAPHWRIGHT_LOGS"
 _OFF = logging.INFO  # a channel's level when off: above the DEBUG records it emits
 
@@ -55,7 +56,7 @@ def log(channel: str, message: str) -> None:
 
 def set_logs(*, all: int | None = None, graph_code: bool = False, guards: bool = False,
              recompiles: bool = False, graph_breaks: bool = False, bytecode: bool = False,
-             aot_graphs: bool = False, output_code: bool = False) -> None:
+             aot_graphs: bool = False, output_code: bool = False, caches: bool = False) -> None:
     """Choose the channels that log, like `torch._logging.set_logs`: each call replaces the
     previous settings; `all=logging.DEBUG` turns every channel on. With any channel on, records go
     to stderr through a handler on the `graphwright` logger; `set_logs()` turns everything off.
@@ -65,7 +66,7 @@ def set_logs(*, all: int | None = None, graph_code: bool = False, guards: bool =
     """
     chosen = {"graph_code": graph_code, "guards": guards, "recompiles": recompiles,
               "graph_breaks": graph_breaks, "bytecode": bytecode, "aot_graphs": aot_graphs,
-              "output_code": output_code}
+              "output_code": output_code, "caches": caches}
     every = all is not None and all <= logging.DEBUG
     for channel, logger in LOGGERS.items():
         logger.setLevel(logging.DEBUG if every or chosen[channel] else _OFF)

@@ -57,3 +57,10 @@ class CheckpointCall:
 
     def __repr__(self) -> str:
         return f"<checkpoint {self.options}>"
+
+    def cache_description(self) -> str | None:
+        """The call for the AOT cache's key (its body is a subgraph, keyed by its code); None when
+        an option is the user's code (a `context_fn`)."""
+        if any(callable(value) for value in self.options.values()):
+            return None
+        return repr(self)

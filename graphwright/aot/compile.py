@@ -9,6 +9,7 @@ runtime. Signatures are compiled lazily, on their first call.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,9 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 from .._core import artifacts, dump
 from .._core.counters import phase
 from .._core.errors import TraceError
+from . import cache as aot_cache
 from . import joint
+from .cache import Entry, GraphStore
 from .partition import Partition, partition_joint
 from .runtime import (
     BoxedFn,
@@ -47,12 +50,15 @@ class GraphCompilers:
     `graph_passes`, when given, rewrites the joint graph before it is
     partitioned and the inference graph before it is compiled (a code
     generator's own pattern rewrites, e.g. Inductor's random-op seeding).
+    `store`, when given, finds compiled graphs again in a later process: the
+    AOT products are then cached on disk (`cache.py`).
     """
 
     forward: GraphCompiler
     backward: GraphCompiler
     inference: GraphCompiler
     graph_passes: Callable[[torch.fx.GraphModule], torch.fx.GraphModule] | None = None
+    store: GraphStore | None = None
 
 
 @dataclasses.dataclass
@@ -64,6 +70,9 @@ class CompiledSignature:
     inference_graph: torch.fx.GraphModule | None = None
     joint_graph: torch.fx.GraphModule | None = None
     partition: Partition | None = None
+    save_entry: Callable[[], None] | None = None
+    """Writes the AOT cache entry of an inference signature once it is accepted (a training
+    signature writes its own when its backward compiles)."""
 
 
 def example_values(gm: torch.fx.GraphModule) -> list:
@@ -153,7 +162,7 @@ class AOTCompiledGraph:
         gm: torch.fx.GraphModule,
         example_inputs: Sequence[Any],
         compilers: GraphCompilers,
-        decompositions: dict | None,
+        decompositions: dict | Callable[[], dict] | None,
         recompute: bool,
         size_generic: bool = False,
     ) -> None:
@@ -221,26 +230,87 @@ class AOTCompiledGraph:
             # that leaf, so this signature runs the torch-level graph as captured.
             return CompiledSignature(self._function())
         fakes = self._fakes_for(requires_grad)
-        shape_env = self._fake_mode.shape_env if self._size_generic else None
-        assumptions = _size_assumptions(shape_env)
-        signature = self._build(self._function(), fakes, grad_enabled)
-        if _size_assumptions(shape_env) != assumptions:
-            raise SizesSpecialised()
+        cache_key = self._cache_key(fakes, grad_enabled)
+        signature = self._cached_signature(cache_key) if cache_key is not None else None
+        if signature is None:
+            shape_env = self._fake_mode.shape_env if self._size_generic else None
+            assumptions = _size_assumptions(shape_env)
+            signature = self._build(self._function(), fakes, grad_enabled, cache_key)
+            if _size_assumptions(shape_env) != assumptions:
+                raise SizesSpecialised()
+            if signature.save_entry is not None:
+                signature.save_entry()
         if signature.mutated_inputs:
             signature.run = _OverlappingInputs(
                 signature.run, signature.mutated_inputs, self._tensor_indices, self._function()
             )
         return signature
 
-    def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
+    def _cache_key(self, fakes: list, grad_enabled: bool) -> str | None:
+        """The signature's AOT cache key; None when it is not cached."""
+        store = self._compilers.store
+        if store is None or not aot_cache.enabled():
+            return None
+        if artifacts.wanted("aot_graphs") or artifacts.wanted("output_code"):
+            aot_cache.bypassed("its AOT graphs or generated code are logged or dumped (a hit would have none)")
+            return None
+        try:
+            return aot_cache.signature_key(self._gm, fakes, self._fake_mode, grad_enabled, self._recompute, store)
+        except aot_cache.Bypass as why:
+            aot_cache.bypassed(str(why))
+            return None
+
+    def _cached_signature(self, cache_key: str) -> CompiledSignature | None:
+        """The signature rebuilt from its AOT cache entry and the backend's compiled graphs."""
+        entry = aot_cache.load(cache_key)
+        if entry is None:
+            aot_cache.counted("miss", f"compiling (key {cache_key[:12]})")
+            return None
+        store = self._compilers.store
+        with phase("backend"):
+            if entry.backward is None:
+                forward = store.load(entry.forward, "inference", self._fake_mode)
+                backward = None
+            else:
+                forward = store.load(entry.forward, "forward", self._fake_mode)
+                backward = forward and store.load(entry.backward, "backward", self._fake_mode)
+        if forward is None or (entry.backward is not None and backward is None):
+            aot_cache.counted("miss", f"the backend's compiled graphs are gone, compiling (key {cache_key[:12]})")
+            return None
+        aot_cache.counted("hit", f"key {cache_key[:12]}")
+        if backward is None:
+            return CompiledSignature(make_inference_function(forward, entry.meta), tuple(entry.meta.mutated_inputs))
+        run = make_training_function(forward, backward, entry.meta, num_saved_tensors=entry.num_saved_tensors,
+                                     detached_inputs=entry.inputs_without_gradient,
+                                     gradient_tangents=entry.gradient_tangents)
+        return CompiledSignature(run, tuple(entry.meta.mutated_inputs))
+
+    def _save_entry(self, cache_key: str, meta, forward: BoxedFn, backward: BoxedFn | None = None,
+                    part: Partition | None = None) -> None:
+        store = self._compilers.store
+        handles = [store.handle(graph) for graph in (forward, backward) if graph is not None]
+        if None in handles:
+            aot_cache.bypassed("the backend cannot find its compiled graphs again (its own cache is off "
+                               "or bypassed them)")
+            return
+        # the tangents' specs serve tracing only, and may hold symbolic sizes
+        entry = Entry(dataclasses.replace(meta, forward_specs=[]), *handles)
+        if part is not None:
+            entry.num_saved_tensors = part.num_saved_tensors
+            entry.inputs_without_gradient = part.inputs_without_gradient
+            entry.gradient_tangents = part.gradient_tangents
+        aot_cache.save(cache_key, entry)
+
+    def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool, cache_key: str | None) -> CompiledSignature:
         # Functionalization does not run in inference mode: trace outside it, with the grad
         # mode of the call; the graphs then run fine on inference tensors.
         grad_mode = torch.is_grad_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad_mode):
-            return self._build_signature(fn, fakes, grad_enabled)
+            return self._build_signature(fn, fakes, grad_enabled, cache_key)
 
-    def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool) -> CompiledSignature:
-        meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decompositions,
+    def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool,
+                         cache_key: str | None) -> CompiledSignature:
+        meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decomposition_table(),
                                              grad_enabled=grad_enabled)
         mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
@@ -251,7 +321,8 @@ class AOTCompiledGraph:
             with phase("backend"):
                 forward = self._compilers.inference(graph, example_values(graph))
             run = make_inference_function(forward, meta)
-            return CompiledSignature(run, mutates, inference_graph=graph)
+            save = None if cache_key is None else functools.partial(self._save_entry, cache_key, meta, forward)
+            return CompiledSignature(run, mutates, inference_graph=graph, save_entry=save)
 
         joint_graph = self._rewrite(traced)
         part = partition_joint(
@@ -269,9 +340,13 @@ class AOTCompiledGraph:
         scope = self._scope
 
         def compile_backward():  # on the first backward call
-            with dump.within(scope), phase("backend"):
-                return self._compilers.backward(
-                    part.backward, _backward_example_values(part, forward, self._fake_mode))
+            with dump.within(scope):
+                with phase("backend"):
+                    backward = self._compilers.backward(
+                        part.backward, _backward_example_values(part, forward, self._fake_mode))
+                if cache_key is not None:
+                    self._save_entry(cache_key, meta, forward, backward, part)
+            return backward
 
         backward = LazyBackward(compile_backward)
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
@@ -279,6 +354,12 @@ class AOTCompiledGraph:
                                      gradient_tangents=part.gradient_tangents)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
+
+    def _decomposition_table(self) -> dict | None:
+        # made on the first trace: a backend's table may import its whole code generator
+        if callable(self._decompositions):
+            self._decompositions = self._decompositions()
+        return self._decompositions
 
     def _rewrite(self, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         passes = self._compilers.graph_passes
@@ -425,7 +506,7 @@ def aot_compile(
     example_inputs: Sequence[Any],
     compilers: GraphCompilers,
     *,
-    decompositions: dict | None = None,
+    decompositions: dict | Callable[[], dict] | None = None,
     recompute: bool = True,
 ) -> Callable[..., Any]:
     """Ahead-of-time autograd for a torch-level graph.

@@ -41,14 +41,18 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts, dump, logs
+from .._core import config as graphwright_config
 from .._core.counters import counters
 from .._core.errors import GraphwrightError
 from .._core.tracing_context import compiling_with
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
+from ..aot.cache import Bypass
 from .registry import register_backend
 
 
 def _config_patch(config: dict[str, Any]):
+    if graphwright_config.force_disable_caches:
+        config = {**config, "force_disable_caches": True}
     if not config:
         return contextlib.nullcontext()
     from torch._inductor import config as inductor_config
@@ -137,6 +141,54 @@ def _joint_graph_passes(gm: torch.fx.GraphModule, config: dict[str, Any]) -> tor
         return joint_graph_passes(gm)
 
 
+class _InductorStore:
+    """Finds the graphs Inductor compiled again, in a later process, through its FX graph cache
+    (the AOT cache's `GraphStore`): a handle is a graph's cache key, the lines it was computed
+    from, and the guards on symbolic sizes Inductor assumed, as PyTorch's AOT autograd cache
+    keeps them. A later process loads the graph by that key without computing it again."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+    def identity(self) -> str:
+        from torch._inductor import config as inductor_config
+        from torch._inductor.codecache import CacheBase
+
+        with _config_patch(self.config):
+            if inductor_config.triton.cudagraphs:
+                raise Bypass("CUDA graphs (mode='reduce-overhead') are on")
+            settings = inductor_config.save_config_portable(ignore_private_configs=False)
+        return f"inductor {CacheBase.get_system()['hash']} {sorted(settings.items())!r}"
+
+    def handle(self, compiled: Any) -> Any:
+        key = getattr(compiled, "_fx_graph_cache_key", None)
+        if key is None:
+            return None
+        return key, list(compiled._fx_graph_cache_debug_lines or ()), compiled.guards_expr
+
+    def load(self, handle: Any, kind: str, fake_mode: Any) -> Any:
+        from torch._inductor.codecache import FxGraphCache
+        from torch._inductor.output_code import CompiledFxGraphConstants
+        from torch._inductor.utils import BoxedBool
+
+        key, debug_lines, guards = handle
+        constants = CompiledFxGraphConstants()
+        with _config_patch(self.config), compiling_with(fake_mode):
+            # the AOT cache's key stands for the sizes' guards: the entry must be the one saved
+            compiled, _ = FxGraphCache.load_with_key(
+                key, debug_lines, [], local=True, remote_cache=None, is_backward=kind == "backward",
+                constants=constants, evaluate_guards=lambda expression, hints: expression == guards)
+            if compiled is None:
+                counters["inductor"]["fxgraph_cache_miss"] += 1
+                return None
+            compiled._fx_graph_cache_key, compiled._fx_graph_cache_debug_lines = key, debug_lines
+            compiled.post_compile([], constants, {
+                "cudagraphs": BoxedBool(False), "is_backward": kind == "backward",
+                "is_inference": kind == "inference", "boxed_forward_device_index": None})
+        counters["inductor"]["fxgraph_cache_hit"] += 1
+        return compiled
+
+
 class InductorBackend:
     """The `inductor` backend with a set of Inductor config values (none: Inductor's defaults).
 
@@ -155,17 +207,23 @@ class InductorBackend:
             backward=functools.partial(_compile_graph, kind="backward", config=self.config),
             inference=functools.partial(_compile_graph, kind="inference", config=self.config),
             graph_passes=functools.partial(_joint_graph_passes, config=self.config),
+            store=_InductorStore(self.config),
         )
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
         """Trace `gm` with our AOT autograd, then compile each aten graph with Inductor."""
+        return aot_compile(gm, example_inputs, self._compilers,
+                           decompositions=functools.cache(self._decompositions))
+
+    def _decompositions(self) -> dict:
+        """Inductor's decomposition table, made when a graph is first traced: an AOT cache hit
+        needs none, nor Inductor's code generator, which making it imports."""
         # Inductor's decompositions call into its lowerings, which `compile_fx` imports.
         import torch._inductor.compile_fx  # noqa: F401
         from torch._inductor.decomposition import select_decomp_table
 
         with _config_patch(self.config):
-            decompositions = select_decomp_table()
-        return aot_compile(gm, example_inputs, self._compilers, decompositions=decompositions)
+            return select_decomp_table()
 
     def configure(self, mode: str | None, options: dict[str, Any] | None, dynamic: bool | None) -> "InductorBackend":
         """This backend with `mode`'s config values, or with `options`, checked as torch.compile

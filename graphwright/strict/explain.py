@@ -203,7 +203,8 @@ class ScriptReport(events.Listener):
                 if brk.advice:
                     parts.append(f"    Advice: {brk.advice}")
         parts.append(f"=== all functions ===\n{format_compile_times(compile_times())}")
-        caches = ", ".join(f"{name} {count}" for name, count in sorted(counters["inductor"].items()))
-        if caches:
-            parts.append(f"Inductor Caches: {caches}")
+        for title, group in (("AOT Autograd Cache", "aot_autograd"), ("Inductor Caches", "inductor")):
+            caches = ", ".join(f"{name} {count}" for name, count in sorted(counters[group].items()))
+            if caches:
+                parts.append(f"{title}: {caches}")
         return "\n".join(parts)
