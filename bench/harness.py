@@ -13,7 +13,8 @@ untimed setup). Workloads live in `bench/workloads_*.py` and register with
 - the others take samples in one process after warm-up calls, for steady-state
   figures.
 
-Each figure is the median of the samples; the ratio is graphwright / PyTorch.
+Samples alternate between the sides, so that a change in the machine's load
+during a measurement moves both alike. Each figure is the median of the samples; the ratio is graphwright / PyTorch.
 Every process runs with `torch.set_num_threads(1)`. Before cold samples the
 harness writes graphwright's bytecode cache, as an installed package has one
 (torch's has; under PYTHONDONTWRITEBYTECODE every fresh process would
@@ -115,11 +116,16 @@ def _cold_samples(name: str, side: str, runs: int) -> list[float]:
     return samples
 
 
-def _warm_samples(name: str, side: str, runs: int, warmup: int) -> list[float]:
-    sample = WORKLOADS[name].make(side)
-    for _ in range(warmup):
-        sample()
-    return [sample() for _ in range(runs)]
+def _warm_samples(name: str, sides: Sequence[str], runs: int, warmup: int) -> dict[str, list[float]]:
+    samplers = {side: WORKLOADS[name].make(side) for side in sides}
+    for sample in samplers.values():
+        for _ in range(warmup):
+            sample()
+    samples: dict[str, list[float]] = {side: [] for side in sides}
+    for _ in range(runs):
+        for side, sample in samplers.items():
+            samples[side].append(sample())
+    return samples
 
 
 @dataclasses.dataclass
@@ -135,7 +141,8 @@ class Result:
 
 
 def measure(name: str, runs: int, warmup: int) -> Result:
-    """Medians per side; cold samples alternate between the sides, so that a change in the
+    """Medians per side; samples alternate between the sides (cold ones in fresh processes, warm
+    ones in this process once each side is set up and warmed up), so that a change in the
     machine's load during the measurement affects both alike."""
     wl = WORKLOADS[name]
     try:
@@ -145,7 +152,7 @@ def measure(name: str, runs: int, warmup: int) -> Result:
                 for side in wl.sides:
                     samples[side] += _cold_samples(name, side, 1)
         else:
-            samples = {side: _warm_samples(name, side, runs, warmup) for side in wl.sides}
+            samples = _warm_samples(name, wl.sides, runs, warmup)
     except Skip as skip:
         return Result(wl, {}, skipped=str(skip))
     return Result(wl, {side: statistics.median(values) for side, values in samples.items()})
