@@ -6,7 +6,8 @@ to after the first training step of two `TransformerBlock`s (`fullgraph=True`,
 `backend="inductor"`, forward, backward and an SGD step):
 - `restart/transformer2`: each side has its own `TORCHINDUCTOR_CACHE_DIR` (graphwright's AOT
   cache lives inside it), filled by one untimed run of the same child when the workload is set
-  up. Target: at most 0.5x PyTorch's.
+  up. Target: at most 0.5x PyTorch's. The `eager` side runs the same step uncompiled: what
+  importing torch and one eager step cost, below which no compiler's restart can go.
 - `restart/transformer2/first`: a new, empty cache folder for every sample: the first run of a
   program. Target: at most 0.7x PyTorch's.
 """
@@ -35,8 +36,10 @@ x = torch.randn(8, 64, 256)
 if side == "graphwright":
     import graphwright
     compiled = graphwright.compile(model, fullgraph=True, backend="inductor")
-else:
+elif side == "pytorch":
     compiled = torch.compile(model, fullgraph=True, backend="inductor")
+else:
+    compiled = model
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 compiled(x).sum().backward()
 optimizer.step()
@@ -55,7 +58,7 @@ def _child(side: str, cache_dir: str) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-@workload("restart/transformer2")
+@workload("restart/transformer2", sides=("graphwright", "pytorch", "eager"))
 def restart_transformer(side: str):
     """import to first training step of two transformer blocks, caches filled by a first run"""
     cache_dir = tempfile.mkdtemp(prefix=f"restart_{side}_")
