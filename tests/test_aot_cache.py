@@ -1,6 +1,7 @@
 """graphwright's AOT cache in one process: what its key holds, what it refuses to cache, and how
 an entry is found again (after `graphwright.reset()`) or reported when damaged. Restarts in
 fresh processes are in test_inductor_cache.py."""
+import logging
 import pathlib
 import warnings
 
@@ -187,3 +188,25 @@ def test_an_unwritable_cache_folder_warns_and_keeps_the_compiled_graph(tmp_path,
     torch.testing.assert_close(out, expected)
     for grad, parameter in zip(grads, model.parameters()):
         torch.testing.assert_close(grad, parameter.grad)
+
+
+@graphwright.nonstrict_trace
+def _scaled(x):
+    return x * 3
+
+
+def test_the_caches_channel_says_why_a_graph_is_not_cached(cache_folder, caplog):
+    logger = logging.getLogger("graphwright.caches")
+    logger.setLevel(logging.DEBUG)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="graphwright.caches"):
+            x = torch.randn(3)
+            out = graphwright.compile(lambda x: _scaled(x).sin(), backend="inductor", fullgraph=True)(x)
+    finally:
+        graphwright.set_logs()
+    torch.testing.assert_close(out, (x * 3).sin())
+    assert _aot_counters() == {"autograd_cache_bypass": 1}
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "graphwright.caches"]
+    assert message.startswith("AOT cache bypass for ") and "<lambda> (" in message and "test_aot_cache.py" in message
+    assert "_scaled" in message and "user code" in message
+    assert not cache_folder.exists()
