@@ -1,6 +1,7 @@
 """graphwright's AOT cache in one process: what its key holds, what it refuses to cache, and how
 an entry is found again (after `graphwright.reset()`) or reported when damaged. Restarts in
 fresh processes are in test_inductor_cache.py."""
+import copy
 import logging
 import pathlib
 import warnings
@@ -210,3 +211,32 @@ def test_the_caches_channel_says_why_a_graph_is_not_cached(cache_folder, caplog)
     assert message.startswith("AOT cache bypass for ") and "<lambda> (" in message and "test_aot_cache.py" in message
     assert "_scaled" in message and "user code" in message
     assert not cache_folder.exists()
+
+
+def _views(x):
+    y = x * 2
+    return x[1:], y, y.t()
+
+
+def test_a_hit_writes_back_mutated_buffers_and_rebuilds_aliasing_outputs(cache_folder):
+    """The runtime rebuilt from an entry does what functionalization took out of the graphs."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU())
+    reference = copy.deepcopy(model)
+    for expected_counters in ({"autograd_cache_miss": 2}, {"autograd_cache_hit": 2}):
+        graphwright.reset()
+        x, a = torch.randn(6, 4), torch.randn(3, 3)
+        out = graphwright.compile(model, backend="inductor", fullgraph=True)(x)
+        out.sum().backward()
+        expected = reference(x)
+        expected.sum().backward()
+        torch.testing.assert_close(out, expected)
+        torch.testing.assert_close(model[1].running_mean, reference[1].running_mean)
+        assert model[1].num_batches_tracked == reference[1].num_batches_tracked
+        for parameter, expected_parameter in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(parameter.grad, expected_parameter.grad)
+        tail, doubled, transposed = graphwright.compile(_views, backend="inductor")(a)
+        assert tail.data_ptr() == a[1:].data_ptr() and transposed.data_ptr() == doubled.data_ptr()
+        for got, want in zip((tail, doubled, transposed), _views(a)):
+            torch.testing.assert_close(got, want)
+        assert _aot_counters() == expected_counters
