@@ -116,7 +116,7 @@ def _train_step(model, x):
 
 
 def _aot_counters() -> dict:
-    return dict(graphwright.counters["aot_autograd"])
+    return dict(graphwright.counters["aot_cache"])
 
 
 def test_compiling_again_after_reset_skips_aot_and_matches_eager(cache_folder, monkeypatch):
@@ -128,7 +128,7 @@ def test_compiling_again_after_reset_skips_aot_and_matches_eager(cache_folder, m
     model.zero_grad()
 
     out, grads, _ = _train_step(model, x)
-    assert _aot_counters() == {"autograd_cache_miss": 1}
+    assert _aot_counters() == {"aot_cache_miss": 1}
     assert len(list(cache_folder.iterdir())) == 1
     graphwright.reset()
 
@@ -137,7 +137,7 @@ def test_compiling_again_after_reset_skips_aot_and_matches_eager(cache_folder, m
 
     monkeypatch.setattr(aot_compile_module.joint, "trace_signature", traced)
     out_again, grads_again, _ = _train_step(model, x)
-    assert _aot_counters() == {"autograd_cache_hit": 1}
+    assert _aot_counters() == {"aot_cache_hit": 1}
     assert graphwright.counters["inductor"]["fxgraph_cache_hit"] == 2
     for result, gradients in ((out, grads), (out_again, grads_again)):
         torch.testing.assert_close(result, expected)
@@ -154,12 +154,12 @@ def test_a_damaged_entry_is_reported_and_compiled_again(cache_folder):
     with pytest.warns(UserWarning, match=r"AOT cache entry .* is unreadable .*compiling the graph again"):
         out, _, _ = _train_step(model, x)
     torch.testing.assert_close(out, model(x))
-    assert _aot_counters() == {"autograd_cache_miss": 1}
+    assert _aot_counters() == {"aot_cache_miss": 1}
     graphwright.reset()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _train_step(model, x)  # the compile wrote the entry again
-    assert _aot_counters() == {"autograd_cache_hit": 1}
+    assert _aot_counters() == {"aot_cache_hit": 1}
 
 
 def test_a_graph_whose_aot_graphs_are_logged_is_compiled_not_loaded(cache_folder, caplog):
@@ -171,7 +171,7 @@ def test_a_graph_whose_aot_graphs_are_logged_is_compiled_not_loaded(cache_folder
         _train_step(model, x)
     finally:
         graphwright.set_logs()
-    assert _aot_counters() == {"autograd_cache_bypass": 1}
+    assert _aot_counters() == {"aot_cache_bypass": 1}
 
 
 def test_an_unwritable_cache_folder_warns_and_keeps_the_compiled_graph(tmp_path, monkeypatch):
@@ -206,7 +206,7 @@ def test_the_caches_channel_says_why_a_graph_is_not_cached(cache_folder, caplog)
     finally:
         graphwright.set_logs()
     torch.testing.assert_close(out, (x * 3).sin())
-    assert _aot_counters() == {"autograd_cache_bypass": 1}
+    assert _aot_counters() == {"aot_cache_bypass": 1}
     (message,) = [r.getMessage() for r in caplog.records if r.name == "graphwright.caches"]
     assert message.startswith("AOT cache bypass for ") and "<lambda> (" in message and "test_aot_cache.py" in message
     assert "_scaled" in message and "user code" in message
@@ -223,7 +223,7 @@ def test_a_hit_writes_back_mutated_buffers_and_rebuilds_aliasing_outputs(cache_f
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU())
     reference = copy.deepcopy(model)
-    for expected_counters in ({"autograd_cache_miss": 2}, {"autograd_cache_hit": 2}):
+    for expected_counters in ({"aot_cache_miss": 2}, {"aot_cache_hit": 2}):
         graphwright.reset()
         x, a = torch.randn(6, 4), torch.randn(3, 3)
         out = graphwright.compile(model, backend="inductor", fullgraph=True)(x)

@@ -56,7 +56,7 @@ for batch in setting["batches"]:
 keys = ("fxgraph_cache_hit", "fxgraph_cache_miss", "fxgraph_cache_bypass")
 found = {side: {key: found["inductor"][key] for key in keys}
          for side, found in (("pytorch", counters), ("graphwright", graphwright.counters))}
-found["aot"] = dict(graphwright.counters["aot_autograd"])
+found["aot"] = dict(graphwright.counters["aot_cache"])
 print(json.dumps(found))
 """
 
@@ -65,7 +65,7 @@ BASE = {"activation": "ReLU", "dtype": "float32", "options": {}, "dynamic": Fals
 
 class Run(typing.NamedTuple):
     inductor: dict  # Inductor's FX graph cache counters (`torch._dynamo.utils.counters["inductor"]`)
-    aot: dict  # graphwright's AOT cache counters (`graphwright.counters["aot_autograd"]`)
+    aot: dict  # graphwright's AOT cache counters (`graphwright.counters["aot_cache"]`)
     stderr: str
 
 
@@ -96,7 +96,7 @@ def filled_cache(tmp_path_factory) -> pathlib.Path:
     folder = tmp_path_factory.mktemp("inductor_cache")
     first = _run(folder)
     assert first.inductor == _inductor(miss=3)
-    assert first.aot == {"autograd_cache_miss": 2}
+    assert first.aot == {"aot_cache_miss": 2}
     return folder
 
 
@@ -109,14 +109,14 @@ def cache(filled_cache, tmp_path) -> pathlib.Path:
 def test_a_restart_loads_the_forward_backward_and_inference_graphs_and_skips_aot(cache):
     again = _run(cache)
     assert again.inductor == _inductor(hit=3)
-    assert again.aot == {"autograd_cache_hit": 2}
+    assert again.aot == {"aot_cache_hit": 2}
 
 
 def test_a_restart_with_dynamic_sizes_loads_the_graphs_compiled_once_for_every_size(tmp_path):
     first = _run(tmp_path, dynamic=True, batches=[5, 7])
-    assert (first.inductor, first.aot) == (_inductor(miss=3), {"autograd_cache_miss": 2})
+    assert (first.inductor, first.aot) == (_inductor(miss=3), {"aot_cache_miss": 2})
     again = _run(tmp_path, dynamic=True, batches=[7, 5])
-    assert (again.inductor, again.aot) == (_inductor(hit=3), {"autograd_cache_hit": 2})
+    assert (again.inductor, again.aot) == (_inductor(hit=3), {"aot_cache_hit": 2})
 
 
 @pytest.mark.parametrize("change", [
@@ -127,7 +127,7 @@ def test_a_restart_with_dynamic_sizes_loads_the_graphs_compiled_once_for_every_s
 def test_a_changed_program_misses_and_compiles_again(cache, change):
     # Every graph of the program changes (the activation's backward too): nothing may be reused.
     changed = _run(cache, **change)
-    assert (changed.inductor, changed.aot) == (_inductor(miss=3), {"autograd_cache_miss": 2})
+    assert (changed.inductor, changed.aot) == (_inductor(miss=3), {"aot_cache_miss": 2})
 
 
 def _damage(files: list[pathlib.Path]) -> None:
@@ -140,9 +140,9 @@ def test_a_truncated_aot_cache_entry_is_reported_and_compiled_again(cache):
     _damage([path for path in (cache / "graphwright" / "aot").iterdir() if not path.name.startswith(".")])
     damaged = _run(cache)
     assert "is unreadable" in damaged.stderr and "compiling the graph again" in damaged.stderr
-    assert (damaged.inductor, damaged.aot) == (_inductor(hit=3), {"autograd_cache_miss": 2})
+    assert (damaged.inductor, damaged.aot) == (_inductor(hit=3), {"aot_cache_miss": 2})
     repaired = _run(cache)  # the compile wrote the entries again
-    assert (repaired.inductor, repaired.aot) == (_inductor(hit=3), {"autograd_cache_hit": 2})
+    assert (repaired.inductor, repaired.aot) == (_inductor(hit=3), {"aot_cache_hit": 2})
 
 
 def test_truncated_inductor_cache_entries_are_compiled_again(cache):
@@ -151,18 +151,18 @@ def test_truncated_inductor_cache_entries_are_compiled_again(cache):
     assert "unable to load compiled graph" in damaged.stderr  # Inductor's own warning
     # each signature's lookup through the AOT cache found Inductor's forward damaged, then the
     # compile looked each graph up again
-    assert (damaged.inductor, damaged.aot) == (_inductor(miss=5), {"autograd_cache_miss": 2})
+    assert (damaged.inductor, damaged.aot) == (_inductor(miss=5), {"aot_cache_miss": 2})
     repaired = _run(cache)
-    assert (repaired.inductor, repaired.aot) == (_inductor(hit=3), {"autograd_cache_hit": 2})
+    assert (repaired.inductor, repaired.aot) == (_inductor(hit=3), {"aot_cache_hit": 2})
 
 
 def test_the_aot_cache_lives_in_graphwright_cache_dir_and_can_be_turned_off(tmp_path):
     own = tmp_path / "own"
     first = _run(tmp_path / "inductor", {"GRAPHWRIGHT_CACHE_DIR": str(own)})
-    assert first.aot == {"autograd_cache_miss": 2}
+    assert first.aot == {"aot_cache_miss": 2}
     assert len(list((own / "aot").iterdir())) == 2
     assert not (tmp_path / "inductor" / "graphwright").exists()
-    assert _run(tmp_path / "inductor", {"GRAPHWRIGHT_CACHE_DIR": str(own)}).aot == {"autograd_cache_hit": 2}
+    assert _run(tmp_path / "inductor", {"GRAPHWRIGHT_CACHE_DIR": str(own)}).aot == {"aot_cache_hit": 2}
     off = _run(tmp_path / "inductor", {"GRAPHWRIGHT_CACHE_DIR": str(own), "GRAPHWRIGHT_AOT_CACHE": "0"})
     assert (off.inductor, off.aot) == (_inductor(hit=3), {})
 
@@ -185,15 +185,15 @@ for _ in range(2):
     out = graphwright.compile(model, fullgraph=True, backend="inductor")(x)
     torch.testing.assert_close(out, expected)
     out.sum().backward()
-    found.append({**graphwright.counters["inductor"], **graphwright.counters["aot_autograd"]})
+    found.append({**graphwright.counters["inductor"], **graphwright.counters["aot_cache"]})
 print(found)
 """
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     first, second = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert first == {"fxgraph_cache_miss": 2, "autograd_cache_miss": 1}
-    assert second == {"fxgraph_cache_hit": 2, "autograd_cache_hit": 1}
+    assert first == {"fxgraph_cache_miss": 2, "aot_cache_miss": 1}
+    assert second == {"fxgraph_cache_hit": 2, "aot_cache_hit": 1}
 
 
 def test_the_explain_command_prints_what_inductors_cache_did(tmp_path, monkeypatch):
@@ -209,4 +209,4 @@ def test_the_explain_command_prints_what_inductors_cache_did(tmp_path, monkeypat
         graphwright.compile(lambda x: (x * 3).sin(), backend="inductor")(torch.randn(4))
     text = str(report)
     graphwright.reset()
-    assert text.splitlines()[-2:] == ["AOT Autograd Cache: autograd_cache_miss 1", "Inductor Caches: fxgraph_cache_miss 1"]
+    assert text.splitlines()[-2:] == ["AOT Cache: aot_cache_miss 1", "Inductor Caches: fxgraph_cache_miss 1"]

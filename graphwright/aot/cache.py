@@ -172,9 +172,9 @@ def save(key: str, entry: Entry) -> None:
 
 
 def counted(outcome: str, detail: str) -> None:
-    """Count a lookup's outcome (`hit`, `miss`, `bypass`) under PyTorch's names for its AOT
-    autograd cache, and log it with `detail` on the `caches` channel."""
-    counters["aot_autograd"][f"autograd_cache_{outcome}"] += 1
+    """Count a lookup's outcome (`hit`, `miss`, `bypass`) in `counters["aot_cache"]`, and log it
+    with `detail` on the `caches` channel."""
+    counters["aot_cache"][f"aot_cache_{outcome}"] += 1
     if logs.enabled("caches"):
         owner = artifacts.scope_name() or "a graph"
         logs.log("caches", f"AOT cache {outcome} for {owner}: {detail}")

@@ -203,7 +203,7 @@ class ScriptReport(events.Listener):
                 if brk.advice:
                     parts.append(f"    Advice: {brk.advice}")
         parts.append(f"=== all functions ===\n{format_compile_times(compile_times())}")
-        for title, group in (("AOT Autograd Cache", "aot_autograd"), ("Inductor Caches", "inductor")):
+        for title, group in (("AOT Cache", "aot_cache"), ("Inductor Caches", "inductor")):
             caches = ", ".join(f"{name} {count}" for name, count in sorted(counters[group].items()))
             if caches:
                 parts.append(f"{title}: {caches}")
