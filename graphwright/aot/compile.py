@@ -267,23 +267,22 @@ class AOTCompiledGraph:
             aot_cache.counted("miss", f"compiling (key {cache_key[:12]})")
             return None
         store = self._compilers.store
+        kinds = ("inference",) if entry.backward is None else ("forward", "backward")
+        graphs = []
         with phase("backend"):
-            if entry.backward is None:
-                forward = store.load(entry.forward, "inference", self._fake_mode)
-                backward = None
-            else:
-                forward = store.load(entry.forward, "forward", self._fake_mode)
-                backward = forward and store.load(entry.backward, "backward", self._fake_mode)
-        if forward is None or (entry.backward is not None and backward is None):
-            aot_cache.counted("miss", f"the backend's compiled graphs are gone, compiling (key {cache_key[:12]})")
-            return None
+            for handle, kind in zip((entry.forward, entry.backward), kinds):
+                graphs.append(store.load(handle, kind, self._fake_mode))
+                if graphs[-1] is None:
+                    aot_cache.counted("miss", f"the backend's compiled graphs are gone, compiling (key {cache_key[:12]})")
+                    return None
         aot_cache.counted("hit", f"key {cache_key[:12]}")
-        if backward is None:
-            return CompiledSignature(make_inference_function(forward, entry.meta), tuple(entry.meta.mutated_inputs))
-        run = make_training_function(forward, backward, entry.meta, num_saved_tensors=entry.num_saved_tensors,
+        mutated = tuple(entry.meta.mutated_inputs)
+        if len(graphs) == 1:
+            return CompiledSignature(make_inference_function(graphs[0], entry.meta), mutated)
+        run = make_training_function(*graphs, entry.meta, num_saved_tensors=entry.num_saved_tensors,
                                      detached_inputs=entry.inputs_without_gradient,
                                      gradient_tangents=entry.gradient_tangents)
-        return CompiledSignature(run, tuple(entry.meta.mutated_inputs))
+        return CompiledSignature(run, mutated)
 
     def _save_entry(self, cache_key: str, meta, forward: BoxedFn, backward: BoxedFn | None = None,
                     part: Partition | None = None) -> None:
@@ -293,13 +292,11 @@ class AOTCompiledGraph:
             aot_cache.bypassed("the backend cannot find its compiled graphs again (its own cache is off "
                                "or bypassed them)")
             return
+        counts = {} if part is None else {"num_saved_tensors": part.num_saved_tensors,
+                                          "inputs_without_gradient": part.inputs_without_gradient,
+                                          "gradient_tangents": part.gradient_tangents}
         # the tangents' specs serve tracing only, and may hold symbolic sizes
-        entry = Entry(dataclasses.replace(meta, forward_specs=[]), *handles)
-        if part is not None:
-            entry.num_saved_tensors = part.num_saved_tensors
-            entry.inputs_without_gradient = part.inputs_without_gradient
-            entry.gradient_tangents = part.gradient_tangents
-        aot_cache.save(cache_key, entry)
+        aot_cache.save(cache_key, Entry(dataclasses.replace(meta, forward_specs=[]), *handles, **counts))
 
     def _build(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool, cache_key: str | None) -> CompiledSignature:
         # Functionalization does not run in inference mode: trace outside it, with the grad
@@ -353,7 +350,6 @@ class AOTCompiledGraph:
                                      detached_inputs=part.inputs_without_gradient,
                                      gradient_tangents=part.gradient_tangents)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
-
 
     def _decomposition_table(self) -> dict | None:
         # made on the first trace: a backend's table may import its whole code generator
