@@ -580,7 +580,7 @@ def _autograd_state_query(tracer, args, kwargs):
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
-    return ConstantValue(True)
+    return tracer.answer_is_compiling()
 
 
 @handles(builtins.__build_class__)
