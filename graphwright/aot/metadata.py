@@ -21,6 +21,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
+from .views import ViewChain, input_size_names, relative_chain, view_chain
 
 
 class OutputKind(enum.Enum):
@@ -39,16 +40,16 @@ class OutputInfo:
 
     `index` names the input (INPUT, INPUT_VIEW), earlier output (SAME_OUTPUT,
     OUTPUT_VIEW) or hidden base (INTERMEDIATE_VIEW) it refers to; `view` is
-    (size, stride, storage offset relative to that base's) for the view
-    kinds; `value` is the constant for CONSTANT. `no_grad_view`: a view made
-    under `no_grad` of a tensor that requires grad, which eager makes a leaf
-    that requires grad (no gradient flows through it to its base).
+    the chain of aten view ops that makes the output from that base, for the
+    view kinds; `value` is the constant for CONSTANT. `no_grad_view`: a view
+    made under `no_grad` of a tensor that requires grad, which eager makes a
+    leaf that requires grad (no gradient flows through it to its base).
     """
 
     kind: OutputKind
     requires_grad: bool = False
     index: int = -1
-    view: tuple[tuple[int, ...], tuple[int, ...], int] | None = None
+    view: ViewChain | None = None
     value: Any = None
     no_grad_view: bool = False
 
@@ -182,8 +183,9 @@ def describe_run(
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
     ]
-    outputs = _describe_outputs(flat_outputs, functional_inputs)
-    hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
+    chains = _ViewChains(input_size_names(fake_inputs))
+    outputs = _describe_outputs(flat_outputs, functional_inputs, chains)
+    hidden_bases = _share_intermediate_bases(flat_outputs, outputs, chains)
     meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
     forward_values = meta.forward_values(functional_inputs, flat_outputs)
     meta.forward_specs = [_tensor_spec(v) for v in forward_values]
@@ -237,17 +239,25 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
     return mutated
 
 
-def _static_view(t: torch.Tensor, base: torch.Tensor):
-    """(size, stride, storage offset from `base`'s) of a view, or None when any is symbolic.
+class _ViewChains:
+    """The view chains of one run's tensors, read once each."""
 
-    The offset is relative because a later call's input may start elsewhere in its storage.
-    """
-    view = (tuple(t.size()), tuple(t.stride()), t.storage_offset() - base.storage_offset())
-    flat = [*view[0], *view[1], view[2]]
-    return view if all(type(v) is int for v in flat) else None
+    def __init__(self, size_names) -> None:
+        self._size_names = size_names
+        self._chains: dict[int, Any] = {}
+
+    def of(self, t: torch.Tensor):
+        if id(t) not in self._chains:
+            self._chains[id(t)] = (t, view_chain(t, self._size_names))  # `t` kept: its id stays its own
+        return self._chains[id(t)][1]
+
+    def between(self, view: torch.Tensor, base: torch.Tensor) -> ViewChain | None:
+        """The view ops that make `view` from `base` (which shares its storage)."""
+        return relative_chain(self.of(view), self.of(base))
 
 
-def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[Any]) -> list[OutputInfo]:
+def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[Any],
+                      chains: _ViewChains) -> list[OutputInfo]:
     input_storages = {
         StorageWeakRef(t.untyped_storage()): i
         for i, t in reversed(list(enumerate(functional_inputs)))
@@ -255,11 +265,11 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
     }
     infos: list[OutputInfo] = []
     for out in flat_outputs:
-        infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages))
+        infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages, chains))
     return infos
 
 
-def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo]) -> list[int]:
+def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains) -> list[int]:
     """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
 
     Rewrites `infos` in place; returns, per hidden base, one viewing output's index.
@@ -269,7 +279,7 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
         if info.kind is not OutputKind.GRAPH or not isinstance(out, torch.Tensor):
             continue
         base = out._base
-        if base is not None and base._base is None and _static_view(out, base) is not None:
+        if base is not None and base._base is None and chains.between(out, base) is not None:
             groups.setdefault(id(base), []).append(i)
     hidden_bases = []
     for members in groups.values():
@@ -281,24 +291,24 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
                 OutputKind.INTERMEDIATE_VIEW,
                 info.requires_grad,
                 index=len(hidden_bases),
-                view=_static_view(flat_outputs[i], flat_outputs[i]._base),
+                view=chains.between(flat_outputs[i], flat_outputs[i]._base),
             )
         hidden_bases.append(members[0])
     return hidden_bases
 
 
-def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
+def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains) -> OutputInfo:
     if not isinstance(out, torch.Tensor):
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return OutputInfo(OutputKind.GRAPH)
         return OutputInfo(OutputKind.CONSTANT, value=out)
-    info = _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages)
+    info = _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains)
     if out.requires_grad and out.grad_fn is None and out._is_view():
         return dataclasses.replace(info, no_grad_view=True)
     return info
 
 
-def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
+def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains) -> OutputInfo:
     requires_grad = out.requires_grad
     for i, inp in enumerate(functional_inputs):
         if out is inp:
@@ -306,17 +316,18 @@ def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input
     for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
         if out is prev:
             return OutputInfo(OutputKind.SAME_OUTPUT, requires_grad, index=j)
-    # Sizes that are symbolic cannot be replayed by `as_strided`; such an
-    # output is computed by the graph instead (same values, its own storage).
+    # A view whose chain cannot be replayed (a data-dependent size in its arguments) is
+    # computed by the graph instead: the same values, dtype and strides, its own storage.
     base_input = input_storages.get(StorageWeakRef(out.untyped_storage()))
     if base_input is not None:
-        view = _static_view(out, functional_inputs[base_input])
+        view = chains.between(out, functional_inputs[base_input])
         if view is not None:
             return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
     base = out._base
     if base is not None and base._base is None:
         for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-            view = _static_view(out, base)
-            if prev is base and info.kind is OutputKind.GRAPH and view is not None:
-                return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
+            if prev is base and info.kind is OutputKind.GRAPH:
+                view = chains.between(out, base)
+                if view is not None:
+                    return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
     return OutputInfo(OutputKind.GRAPH, requires_grad)
