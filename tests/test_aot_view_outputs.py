@@ -185,7 +185,7 @@ def test_views_of_an_output_and_of_an_intermediate_keep_their_dtype_and_share_it
     def fn(x):
         y = x * 2
         z = x + 1
-        return y, torch.view_as_complex(y), z.view(torch.int32), z.t()
+        return y, torch.view_as_complex(y), z.view(torch.int32), z.t(), y.view(torch.int32)
 
     x = torch.randn(4, 2, requires_grad=True)
     x_eager = x.detach().clone().requires_grad_()
@@ -197,6 +197,7 @@ def test_views_of_an_output_and_of_an_intermediate_keep_their_dtype_and_share_it
         torch.testing.assert_close(got, want)
     assert actual[1].untyped_storage().data_ptr() == actual[0].untyped_storage().data_ptr()
     assert actual[2].untyped_storage().data_ptr() == actual[3].untyped_storage().data_ptr()
+    assert actual[4].untyped_storage().data_ptr() == actual[0].untyped_storage().data_ptr()
     weight = torch.randn(4, 2)
     for outputs in (actual, expected):
         (_loss(outputs[1], weight) + (outputs[3] * weight.t()).sum()).backward()

@@ -29,7 +29,7 @@ class OutputKind(enum.Enum):
     INPUT = "an input itself"
     INPUT_VIEW = "a view of an input"
     SAME_OUTPUT = "the same object as an earlier output"
-    OUTPUT_VIEW = "a view of an earlier output that owns its storage"
+    OUTPUT_VIEW = "a view of an earlier output the graph computes"
     INTERMEDIATE_VIEW = "a view of an intermediate that other outputs view too"
     CONSTANT = "a Python constant"
 
@@ -272,28 +272,29 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
 def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains) -> list[int]:
     """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
 
-    Rewrites `infos` in place; returns, per hidden base, one viewing output's index.
+    Such outputs share the intermediate's storage; the intermediate is the autograd base of
+    one of them (a dtype view has none of its own, but joins the others by its storage).
+    Rewrites `infos` in place; returns, per hidden base, the index of the output it is the
+    base of.
     """
-    groups: dict[int, list[int]] = {}
+    groups: dict[StorageWeakRef, list[int]] = {}
     for i, (out, info) in enumerate(zip(flat_outputs, infos)):
-        if info.kind is not OutputKind.GRAPH or not isinstance(out, torch.Tensor):
-            continue
-        base = out._base
-        if base is not None and base._base is None and chains.between(out, base) is not None:
-            groups.setdefault(id(base), []).append(i)
+        if info.kind is OutputKind.GRAPH and isinstance(out, torch.Tensor):
+            groups.setdefault(StorageWeakRef(out.untyped_storage()), []).append(i)
     hidden_bases = []
     for members in groups.values():
-        if len(members) < 2:
+        owner = next((i for i in members if flat_outputs[i]._base is not None), None)
+        if owner is None:
             continue
-        for i in members:
-            info = infos[i]
-            infos[i] = OutputInfo(
-                OutputKind.INTERMEDIATE_VIEW,
-                info.requires_grad,
-                index=len(hidden_bases),
-                view=chains.between(flat_outputs[i], flat_outputs[i]._base),
-            )
-        hidden_bases.append(members[0])
+        base = flat_outputs[owner]._base
+        views = [(i, chains.between(flat_outputs[i], base)) for i in members]
+        views = [(i, view) for i, view in views if view is not None]
+        if len(views) < 2:
+            continue
+        for i, view in views:
+            infos[i] = dataclasses.replace(infos[i], kind=OutputKind.INTERMEDIATE_VIEW, index=len(hidden_bases),
+                                           view=view)
+        hidden_bases.append(owner)
     return hidden_bases
 
 
@@ -323,11 +324,11 @@ def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input
         view = chains.between(out, functional_inputs[base_input])
         if view is not None:
             return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
-    base = out._base
-    if base is not None and base._base is None:
-        for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-            if prev is base and info.kind is OutputKind.GRAPH:
-                view = chains.between(out, base)
-                if view is not None:
-                    return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
+    storage = StorageWeakRef(out.untyped_storage())
+    for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
+        if info.kind is OutputKind.GRAPH and isinstance(prev, torch.Tensor) \
+                and StorageWeakRef(prev.untyped_storage()) == storage:
+            view = chains.between(out, prev)
+            if view is not None:
+                return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
     return OutputInfo(OutputKind.GRAPH, requires_grad)
