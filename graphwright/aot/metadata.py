@@ -264,8 +264,12 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
         if isinstance(t, torch.Tensor)
     }
     infos: list[OutputInfo] = []
-    for out in flat_outputs:
-        infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages, chains))
+    computed: dict[StorageWeakRef, list[int]] = {}  # the outputs of kind GRAPH so far, by storage
+    for j, out in enumerate(flat_outputs):
+        info = _describe_output(out, flat_outputs[:j], computed, functional_inputs, input_storages, chains)
+        if info.kind is OutputKind.GRAPH and isinstance(out, torch.Tensor):
+            computed.setdefault(StorageWeakRef(out.untyped_storage()), []).append(j)
+        infos.append(info)
     return infos
 
 
@@ -298,37 +302,36 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
     return hidden_bases
 
 
-def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains) -> OutputInfo:
+def _describe_output(out, earlier, computed, functional_inputs, input_storages, chains) -> OutputInfo:
     if not isinstance(out, torch.Tensor):
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return OutputInfo(OutputKind.GRAPH)
         return OutputInfo(OutputKind.CONSTANT, value=out)
-    info = _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains)
+    info = _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains)
     if out.requires_grad and out.grad_fn is None and out._is_view():
         return dataclasses.replace(info, no_grad_view=True)
     return info
 
 
-def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages, chains) -> OutputInfo:
+def _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains) -> OutputInfo:
+    """`earlier`: the outputs before `out`; `computed`: those of kind GRAPH, by storage."""
     requires_grad = out.requires_grad
     for i, inp in enumerate(functional_inputs):
         if out is inp:
             return OutputInfo(OutputKind.INPUT, requires_grad, index=i)
-    for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-        if out is prev:
+    for j, prev in enumerate(earlier):
+        if prev is out:
             return OutputInfo(OutputKind.SAME_OUTPUT, requires_grad, index=j)
     # A view whose chain cannot be replayed (a data-dependent size in its arguments) is
     # computed by the graph instead: the same values, dtype and strides, its own storage.
-    base_input = input_storages.get(StorageWeakRef(out.untyped_storage()))
+    storage = StorageWeakRef(out.untyped_storage())
+    base_input = input_storages.get(storage)
     if base_input is not None:
         view = chains.between(out, functional_inputs[base_input])
         if view is not None:
             return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
-    storage = StorageWeakRef(out.untyped_storage())
-    for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-        if info.kind is OutputKind.GRAPH and isinstance(prev, torch.Tensor) \
-                and StorageWeakRef(prev.untyped_storage()) == storage:
-            view = chains.between(out, prev)
-            if view is not None:
-                return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
+    for j in computed.get(storage, ()):
+        view = chains.between(out, earlier[j])
+        if view is not None:
+            return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
     return OutputInfo(OutputKind.GRAPH, requires_grad)
