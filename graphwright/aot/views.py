@@ -135,7 +135,8 @@ def _view_op(unambiguous_name: str) -> torch._ops.OpOverload | None:
         packet = getattr(torch.ops.aten, name, None)
         if isinstance(packet, torch._ops.OpOverloadPacket) and overload in packet.overloads():
             op = getattr(packet, overload)
-            if op.is_view:
+            # an in-place view op (`t_`) changes its base's metadata: not replayed on a real base
+            if op.is_view and not op._schema.is_mutable:
                 return op
     return None
 
