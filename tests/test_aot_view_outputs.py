@@ -7,12 +7,10 @@ every view op, of an `out=` target that is not contiguous, and their
 gradients, are eager's, under `aot_eager` and `inductor`, static or dynamic.
 """
 import pickle
-import warnings
 
 import pytest
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.testing._internal.two_tensor import TwoTensor
 
 import graphwright
 from graphwright.aot import joint
@@ -71,6 +69,7 @@ def _assert_same_view(actual, expected, actual_base, expected_base):
     assert actual.stride() == expected.stride()
     assert actual.storage_offset() == expected.storage_offset()
     assert actual.is_conj() == expected.is_conj()
+    assert (actual._base is actual_base) == (expected._base is expected_base)
     assert actual.untyped_storage().data_ptr() == actual_base.untyped_storage().data_ptr()
     assert expected.untyped_storage().data_ptr() == expected_base.untyped_storage().data_ptr()
     torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
