@@ -31,6 +31,7 @@ from .runtime import (
     make_inference_function,
     make_training_function,
 )
+from .subclasses import refuse_tensor_subclasses
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
@@ -166,15 +167,17 @@ class AOTCompiledGraph:
         recompute: bool,
         size_generic: bool = False,
     ) -> None:
+        self._state_names, self._state_slots = _lifted_state(gm)
+        state = [getattr(m, a) for m, a in self._state_slots]
+        refuse_tensor_subclasses(gm, example_inputs, list(zip(self._state_names, state)))
         self._compilers = compilers
         self._size_generic = size_generic
         self._decompositions = decompositions
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
-        self._state_names, self._state_slots = _lifted_state(gm)
         self._gm = gm
         self._num_user_inputs = len(example_inputs)
-        all_inputs = [*example_inputs, *(getattr(m, a) for m, a in self._state_slots)]
+        all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}

@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config, dump
 from .._core.counters import phase
-from .._core.errors import BackendError, GraphwrightError
+from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
@@ -231,6 +231,12 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
                 compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
             else:
                 compiled = backend(gm, list(graph.example_inputs))
+    except BackendRefusal as refusal:
+        if settings.fullgraph:
+            raise
+        _warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
+                           f"backend:\n{refusal}", refusal)
+        compiled = gm.forward  # as the `eager` backend runs it
     except Exception as error:
         raise BackendError(
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
@@ -238,6 +244,14 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
     return compiled
+
+
+def _warn_at_user_line(message: str, error: GraphwrightError) -> None:
+    if error.user_stack:
+        frame = error.user_stack[-1]
+        warnings.warn_explicit(message, UserWarning, frame.filename, frame.lineno)
+    else:
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:

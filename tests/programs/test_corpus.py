@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from . import (
+    cases_aot,
     cases_attributes,
     cases_bytecode,
     cases_classes,
@@ -50,6 +51,7 @@ ALL_PROGRAMS = [
     *cases_generators.PROGRAMS,
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
+    *cases_aot.PROGRAMS,
 ]
 
 
