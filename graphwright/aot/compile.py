@@ -182,6 +182,7 @@ class AOTCompiledGraph:
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
+        self._enables_grad = _enables_grad(gm)
         self._input_grad_changes = _input_requires_grad_changes(gm)
         self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
@@ -207,7 +208,8 @@ class AOTCompiledGraph:
         for index, flag in self._input_grad_changes:
             args[index].requires_grad_(flag)
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
-        key = (torch.is_grad_enabled() and (True in flags or self._makes_leaves), flags)
+        grad_somewhere = torch.is_grad_enabled() or self._enables_grad
+        key = (grad_somewhere and (True in flags or self._makes_leaves), flags)
         signature = self.signatures.get(key)
         if signature is None:
             signature = self.signatures[key] = self._compile(key)
@@ -284,7 +286,7 @@ class AOTCompiledGraph:
             return CompiledSignature(make_inference_function(graphs[0], entry.meta), mutated)
         run = make_training_function(*graphs, entry.meta, num_saved_tensors=entry.num_saved_tensors,
                                      detached_inputs=entry.inputs_without_gradient,
-                                     gradient_tangents=entry.gradient_tangents)
+                                     gradient_tangents=entry.gradient_tangents, enables_grad=self._enables_grad)
         return CompiledSignature(run, mutated)
 
     def _save_entry(self, cache_key: str, meta, forward: BoxedFn, backward: BoxedFn | None = None,
@@ -351,7 +353,7 @@ class AOTCompiledGraph:
         backward = LazyBackward(compile_backward)
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
                                      detached_inputs=part.inputs_without_gradient,
-                                     gradient_tangents=part.gradient_tangents)
+                                     gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
     def _decomposition_table(self) -> dict | None:
@@ -404,6 +406,13 @@ class _OverlappingInputs:
         if sum(address in mutated for address in addresses) > len(mutated):
             return self._original(*args)
         return self._run(*args)
+
+
+def _enables_grad(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph switch grad mode on (`with torch.enable_grad():` in the region)? Then a
+    call made under `no_grad` still differentiates what the graph computes with grad on."""
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled and node.args
+               and node.args[0] is True for node in gm.graph.nodes)
 
 
 def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:

@@ -160,6 +160,14 @@ def _mark_no_double_backward(grads: Sequence[Any], dependencies: Sequence[Any]) 
     return tuple(result)
 
 
+def _with_grad_on(apply: Callable[..., Any]) -> Callable[..., Any]:
+    def apply_with_grad_on(*args):
+        with torch.enable_grad():
+            return apply(*args)
+
+    return apply_with_grad_on
+
+
 class LazyBackward:
     """Compiles the backward graph on the first backward call, as eager would first need it."""
 
@@ -190,8 +198,13 @@ def make_training_function(
     num_saved_tensors: int,
     detached_inputs: Sequence[int],
     gradient_tangents: Sequence[frozenset[int]],
+    enables_grad: bool = False,
 ) -> Callable[..., Any]:
     """The callable for calls that need gradients: one autograd.Function around both graphs.
+
+    `enables_grad`: the graph switches grad mode on, so the autograd.Function records its
+    outputs even in a call made under `no_grad` (those computed with grad off are marked
+    non-differentiable, as for any call).
 
     `detached_inputs` never get a gradient (the graph uses them only where no gradient flows,
     or not at all): they enter the autograd.Function detached, as they would be absent from
@@ -249,9 +262,10 @@ def make_training_function(
                 grads = _unreached_as_none(grads, gradient_tangents, missing, len(tangents))
             return grads
 
+    apply = _with_grad_on(CompiledFunction.apply) if enables_grad else CompiledFunction.apply
     if not detached_inputs:
         def run(*args):
-            return epilogue(args, CompiledFunction.apply(*args))
+            return epilogue(args, apply(*args))
 
         return run
 
@@ -264,7 +278,7 @@ def make_training_function(
         for i in detached_inputs:
             if isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad:
                 inputs[i] = inputs[i].detach()
-        values = CompiledFunction.apply(*inputs)
+        values = apply(*inputs)
         if torch.is_grad_enabled() and any(not values[i].requires_grad for i in own_leaves):
             values = list(values)
             for i in own_leaves:
