@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import dis
+import itertools
 import operator
 
 from ..guards.sources import ConstantSource
@@ -282,7 +283,11 @@ class Instructions311:
         self.push(SequenceValue(self.pop().items, tuple))
 
     def op_UNPACK_SEQUENCE(self, inst):
-        items = operations.iterate(self.tracer, self.pop())
+        value = self.pop()
+        if isinstance(value, SequenceValue):
+            items = operations.iterate(self.tracer, value)
+        else:  # CPython takes one item more than it needs, to tell that there are too many
+            items = list(itertools.islice(operations.each(self.tracer, value), inst.arg + 1))
         if len(items) > inst.arg:
             raise self.tracer.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
         if len(items) < inst.arg:
@@ -342,11 +347,14 @@ class Instructions311:
     def op_GET_ITER(self, inst):
         iterable = self.pop()
         if not isinstance(iterable, (IteratorValue, LazyIteratorValue)):
-            iterable = IteratorValue(operations.iterate(self.tracer, iterable))
+            iterable = operations.iterator_of(self.tracer, iterable)
         self.push(iterable)
 
     def op_FOR_ITER(self, inst):
-        item = self.stack[-1].next_item()
+        iterator = self.stack[-1]
+        # hot: a modelled iterator is stepped directly; a user iterator's `__next__` is called
+        item = iterator.next_item() if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
+            else operations.next_item(self.tracer, iterator)
         if item is None:
             self.pop()
             self.jump_to(inst.argval)
@@ -412,7 +420,7 @@ class Instructions311:
 
     def op_GET_YIELD_FROM_ITER(self, inst):
         if not isinstance(self.stack[-1], (IteratorValue, LazyIteratorValue)):
-            self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
+            self.stack[-1] = operations.iterator_of(self.tracer, self.stack[-1])
 
     def op_SEND(self, inst):
         sent = self.pop()
