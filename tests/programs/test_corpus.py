@@ -22,6 +22,7 @@ from . import (
     cases_higher_order,
     cases_idioms,
     cases_introspection,
+    cases_iteration,
     cases_language,
     cases_markers,
     cases_models,
@@ -48,6 +49,7 @@ ALL_PROGRAMS = [
     *cases_numpy.PROGRAMS,
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
+    *cases_iteration.PROGRAMS,
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
 ]
