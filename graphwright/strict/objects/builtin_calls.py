@@ -4,8 +4,9 @@ Each builtin or library function the tracer models has a handler here, keyed
 by the function itself (with those of `introspection` and `output_calls`).
 Consumers of iterables (`any`, `min`, `sum`, `functools.reduce`...) take each
 item when CPython's would (`operations.each`), so they stop where it stops;
-iteration helpers (enumerate, zip, map...) are in `iteration`. Pure functions of constants are simply
-computed. `print` (when `config.reorderable_print`) is replayed after the graph.
+iteration helpers (enumerate, zip, map...) are in `iteration`. Pure functions
+of constants are simply computed. `print` (when `config.reorderable_print`) is
+replayed after the graph.
 """
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[lis
     """zip(strict=True), pulling as CPython's does: each row from the first input on; an input
     that ends after the first is shorter; when the first ends, each other input is asked once
     more, and the first that gives an item is longer (that item is lost)."""
-    while True:
+    while pulls:
         row = []
         for position, items in enumerate(pulls):
             item = next(items, None)

@@ -6,6 +6,11 @@ item. A special method that a user class defines in Python (`__getitem__`,
 `__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
 the `native_*` functions are the builtin behaviour it may reach through
 super(). Anything else is a graph break naming the operation and the types.
+
+Iteration is one mechanism for every consumer: `each` pulls an iterator's items
+one at a time, as the consumer asks (so it stops where CPython's consumer stops,
+and an exception surfaces at the same item); `iterate` takes them all, for the
+consumers that CPython too drains first.
 """
 from __future__ import annotations
 
@@ -533,10 +538,9 @@ def each(tracer: "Tracer", value: Value) -> Iterator[Value]:
     asks for it, as CPython's consumers (`any`, `set.isdisjoint`, `a, b = it`...) pull them: the
     iterator's side effects interleave with the consumer's work, an exception stops both at the
     same item, and what the consumer does not take stays in the iterator."""
-    iterator = iterator_of(tracer, value)
-    if iterator is not value and isinstance(iterator, IteratorValue):
-        return iter(iterator.items)  # a container's items as they were: no one else steps it
-    return pull(tracer, iterator)
+    if isinstance(value, SequenceValue) and not is_instance_value(value):
+        return iter(list(value.items))  # a list's or tuple's items as they are now
+    return pull(tracer, iterator_of(tracer, value))
 
 
 def pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
