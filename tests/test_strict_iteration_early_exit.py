@@ -10,6 +10,7 @@ consumer that took one item too many, or at another moment, shows in the log or 
 rest.
 """
 import collections
+import collections.abc
 import functools
 import itertools
 
@@ -356,3 +357,52 @@ def test_one_graph_as_torch_compile(consumer):
         counts.append(counter.frame_count)
     torch._dynamo.reset()
     assert counts == [1, 1]
+
+
+# -- a generator a consumer leaves suspended is collected where CPython collects it ---------------
+
+def _guarded(log):
+    try:
+        yield 1
+        yield 2
+    finally:
+        log.append("closed")
+
+
+class _Sequence(collections.abc.Sequence):
+    """`Sequence.__iter__` is a generator suspended inside a `try` block."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, index):
+        if index >= 3:
+            raise IndexError(index)
+        self.log.append(index)
+        return index * 10
+
+
+COLLECTED = {
+    "zip_left_unfinished": lambda log: list(zip([1], _guarded(log))),
+    "any_stopped_early": lambda log: any(n == 1 for n in _guarded(log)),
+    "next_of_a_temporary": lambda log: next(iter(_guarded(log))),
+    "set_isdisjoint": lambda log: {1, 5}.isdisjoint(_guarded(log)),
+    "dict_of_zip_over_a_sequence": lambda log: dict(zip("ab", _Sequence(log))),
+    "for_over_zip_over_a_sequence": lambda log: [a + b for a, b in zip([1], _Sequence(log))],
+}
+
+
+@pytest.mark.parametrize("consumer", COLLECTED)
+def test_generator_left_suspended_is_closed_when_the_consumer_drops_it(consumer):
+    def program(x):
+        log = []
+        result = COLLECTED[consumer](log)
+        log.append("after")
+        return x + 1, result, log
+
+    expected = program(torch.ones(2))
+    compiled = graphwright.compile(program, backend="eager", fullgraph=True)(torch.ones(2))
+    assert torch.equal(compiled[0], expected[0]) and compiled[1:] == expected[1:]

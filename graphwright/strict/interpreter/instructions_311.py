@@ -357,6 +357,8 @@ class Instructions311:
             else operations.next_item(self.tracer, iterator)
         if item is None:
             self.pop()
+            if not isinstance(iterator, IteratorValue):  # a generator `zip` did not finish goes with it
+                _generators().dropped(self.tracer, [iterator])
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -445,7 +447,12 @@ class Instructions311:
         names, self.kw_names = self.kw_names, ()
         split = len(args) - len(names)
         kwargs = dict(zip(names, args[split:]))
-        self.push(calls.call_value(self.tracer, function, args[:split], kwargs))
+        result = calls.call_value(self.tracer, function, args[:split], kwargs)
+        if self.tracer.generators and any(isinstance(arg, LazyIteratorValue) for arg in args):
+            # an iterator made for the call (`any(g(x) for ...)`, `list(zip(a, b))`) goes when it
+            # returns: a generator it left suspended is collected there
+            _generators().dropped(self.tracer, args, [result])
+        self.push(result)
 
     def op_CALL_FUNCTION_EX(self, inst):
         kwargs = operations.dict_items(self.tracer, self.pop(), self.stack[-2]) if inst.arg & 1 else {}
