@@ -406,3 +406,29 @@ def test_generator_left_suspended_is_closed_when_the_consumer_drops_it(consumer)
     expected = program(torch.ones(2))
     compiled = graphwright.compile(program, backend="eager", fullgraph=True)(torch.ones(2))
     assert torch.equal(compiled[0], expected[0]) and compiled[1:] == expected[1:]
+
+
+def test_reversed_user_sequence_reads_each_item_when_asked_and_stops_at_index_error():
+    class Backwards:
+        def __init__(self, log):
+            self.log = log
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            self.log.append(index)
+            if index == 0:
+                raise IndexError(index)
+            return index
+
+    def program(x):
+        log = []
+        items = reversed(Backwards(log))
+        first = next(items)
+        log.append("between")
+        return x + first, list(items), log
+
+    expected = program(torch.ones(2))
+    compiled = graphwright.compile(program, backend="eager", fullgraph=True)(torch.ones(2))
+    assert torch.equal(compiled[0], expected[0]) and compiled[1:] == expected[1:] == ([1], [2, "between", 1, 0])

@@ -169,10 +169,13 @@ def _reversed(tracer, args, kwargs):
     method = classes.special_method(tracer, value, "__reversed__")
     if method is not None:
         return _call(tracer, method, [])
-    if isinstance(value, (IteratorValue, LazyIteratorValue, ObjectValue)):
-        length = classes.special_method(tracer, value, "__len__")
-        if length is None or classes.special_method(tracer, value, "__getitem__") is None:
-            raise tracer.user_error(TypeError(f"'{value.python_type().__name__}' object is not reversible"))
+    cls = value.python_type()
+    if isinstance(value, (IteratorValue, LazyIteratorValue)) or isinstance(value, ObjectValue) \
+            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")):
+        raise tracer.user_error(TypeError(f"'{cls.__name__}' object is not reversible"))
+    length = classes.special_method(tracer, value, "__len__")
+    if isinstance(value, ObjectValue) and length is not None \
+            and classes.special_method(tracer, value, "__getitem__") is not None:
         count = _python(tracer, _call(tracer, length, []))
         return _result(_items_backwards(tracer, value, count), reversed, lazy=True)
     return IteratorValue(list(reversed(operations.iterate(tracer, value))))
