@@ -180,6 +180,23 @@ def test_a_view_made_under_no_grad_is_eagers():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_of_a_view_made_under_no_grad_stops_its_gradient_there_as_in_eager(backend):
+    def fn(x):
+        with torch.no_grad():
+            flat = x.flatten()
+        return flat.unsqueeze(0)[:, 1:]
+
+    results = []
+    for run in (fn, graphwright.compile(fn, backend=backend, fullgraph=True)):
+        x = torch.randn(3, 3, requires_grad=True)
+        out = run(x)
+        out.sum().backward()
+        results.append((out.requires_grad, out.is_leaf, type(out.grad_fn).__name__, x.grad,
+                        out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_views_of_an_output_and_of_an_intermediate_keep_their_dtype_and_share_its_storage(backend):
     def fn(x):
         y = x * 2

@@ -52,6 +52,7 @@ class OutputInfo:
     view: ViewChain | None = None
     value: Any = None
     no_grad_view: bool = False
+    differentiable_tail: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,9 +309,52 @@ def _describe_output(out, earlier, computed, functional_inputs, input_storages, 
             return OutputInfo(OutputKind.GRAPH)
         return OutputInfo(OutputKind.CONSTANT, value=out)
     info = _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains)
-    if out.requires_grad and out.grad_fn is None and out._is_view():
-        return dataclasses.replace(info, no_grad_view=True)
+    if out.requires_grad and out._is_view():
+        if out.grad_fn is None:
+            return dataclasses.replace(info, no_grad_view=True)
+        if _cut_from_base(out, info, earlier, functional_inputs):
+            return dataclasses.replace(info, no_grad_view=True, differentiable_tail=_differentiable_steps(out))
     return info
+
+
+# Past this many autograd nodes the walk gives up and takes the view as differentiable.
+_MAX_NODES_WALKED = 256
+
+
+def _cut_from_base(out: torch.Tensor, info: OutputInfo, earlier: Sequence[Any],
+                   functional_inputs: Sequence[Any]) -> bool:
+    """A view of an input (or earlier output) that requires grad, whose autograd history does not
+    reach that base: a step of its chain was made under `no_grad` (eager made that step a leaf
+    that requires grad). Replayed differentiably, the gradient would reach the base."""
+    if info.kind is OutputKind.INPUT_VIEW:
+        base = functional_inputs[info.index]
+    elif info.kind is OutputKind.OUTPUT_VIEW:
+        base = earlier[info.index]
+    else:
+        return False
+    if not base.requires_grad:
+        return False
+    target = base.grad_fn
+    pending, seen = [out.grad_fn], set()
+    while pending and len(seen) < _MAX_NODES_WALKED:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node is target or getattr(node, "variable", None) is base:
+            return False
+        pending.extend(next_node for next_node, _ in node.next_functions)
+    return not pending
+
+
+def _differentiable_steps(out: torch.Tensor) -> int:
+    """How many of the last view steps autograd recorded (one node each) before the step made
+    under `no_grad`, whose result is a leaf."""
+    steps, node = 0, out.grad_fn
+    while node is not None and not hasattr(node, "variable") and steps < _MAX_NODES_WALKED:
+        steps += 1
+        node = node.next_functions[0][0] if node.next_functions else None
+    return steps
 
 
 def _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains) -> OutputInfo:

@@ -87,18 +87,35 @@ def _producer(info: OutputInfo) -> Producer:
     if kind is OutputKind.SAME_OUTPUT:
         return lambda args, earlier, bases, graph_values: earlier[index]
     source = {OutputKind.INPUT_VIEW: 0, OutputKind.OUTPUT_VIEW: 1, OutputKind.INTERMEDIATE_VIEW: 2}[kind]
-    replay = make_replay(info.view)
     detach = not info.requires_grad
-    no_grad_view = info.no_grad_view
+    if info.no_grad_view:
+        # more recorded steps than the chain has: the whole chain under no_grad (the gradient
+        # still stops before the base)
+        tail = info.differentiable_tail if info.differentiable_tail < len(info.view) else 0
+        split = len(info.view) - tail
+        return _no_grad_then_differentiable(source, index, detach, make_replay(info.view[:split]),
+                                            make_replay(info.view[split:]))
+    replay = make_replay(info.view)
 
     def produce(args, earlier, bases, graph_values):
         base = (args, earlier, bases)[source][index]
         if detach and base.requires_grad:
             base = base.detach()
-        if no_grad_view:
-            with torch.no_grad():
-                return replay(base, args)
         return replay(base, args)
+
+    return produce
+
+
+def _no_grad_then_differentiable(source: int, index: int, detach: bool, no_grad_steps, differentiable_steps):
+    """A view whose first steps eager made under `no_grad` (a leaf that requires grad), the rest
+    recorded by autograd."""
+    def produce(args, earlier, bases, graph_values):
+        base = (args, earlier, bases)[source][index]
+        if detach and base.requires_grad:
+            base = base.detach()
+        with torch.no_grad():
+            view = no_grad_steps(base, args)
+        return differentiable_steps(view, args)
 
     return produce
 
