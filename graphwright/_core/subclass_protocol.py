@@ -1,0 +1,40 @@
+"""The tensor-subclass protocol as graphwright reads it.
+
+A traceable wrapper subclass (PyTorch's TwoTensor, DTensor, a jagged nested
+tensor, a user's scaled tensor) is a `_make_wrapper_subclass` tensor whose
+`__tensor_flatten__` names its inner tensors (attributes) and returns a
+constant context, and whose `__tensor_unflatten__(inner, context, outer_size,
+outer_stride)` rebuilds it. What a compiled graph specialises on is its class,
+those attribute names and that context, and its inner tensors' metadata.
+
+The strict tracer's guards and AOT autograd's desugaring both read subclasses
+through this module; it reads, it never builds a tensor or traces.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+
+def is_wrapper_subclass(value: Any) -> bool:
+    """A tensor of a traceable wrapper subclass (`__tensor_flatten__` and `__tensor_unflatten__`)."""
+    return isinstance(value, torch.Tensor) and type(value) is not torch.Tensor \
+        and is_traceable_wrapper_subclass(value)
+
+
+def has_own_dispatch(cls: type) -> bool:
+    """Whether tensors of `cls` run Python of their own (`__torch_dispatch__`) on every aten op."""
+    return cls.__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
+def flatten_signature(tensor: torch.Tensor) -> tuple[tuple[str, ...], Any]:
+    """The inner attribute names and the constant context `__tensor_flatten__` gives."""
+    attributes, context = tensor.__tensor_flatten__()
+    return tuple(attributes), context
+
+
+def inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """The (attribute, inner tensor) pairs of a wrapper subclass tensor, one level down."""
+    return [(name, getattr(tensor, name)) for name in tensor.__tensor_flatten__()[0]]
