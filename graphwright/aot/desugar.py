@@ -62,6 +62,11 @@ def _value_layout(value: Any) -> ValueLayout:
     return None
 
 
+def _tangent_like(value: Any) -> Any:
+    coerce = getattr(type(value), "__coerce_tangent_metadata__", None)
+    return value if coerce is None else coerce(value)
+
+
 def _subclass(layout: ValueLayout) -> SubclassLayout | None:
     return layout if isinstance(layout, SubclassLayout) else None
 
@@ -89,7 +94,7 @@ class SubclassBoundary:
         self.value_layouts: list[ValueLayout] = []
         self.tangent_layouts: list[SubclassLayout | None] = []
         self.gradient_layouts: list[SubclassLayout | None] = []
-        self._tangent_of_value: list[int] = []
+        self._tangent_specs: list[ValueLayout] = []
 
     @staticmethod
     def of(fakes: Sequence[Any]) -> SubclassBoundary | None:
@@ -112,17 +117,18 @@ class SubclassBoundary:
         return inputs
 
     def record_forward_values(self, values: Sequence[Any], requires_grad: Sequence[bool]) -> None:
-        """The layouts of the forward values (synced, unwrapped), and which get a tangent."""
+        """The layouts of the forward values (synced, unwrapped), and of the tangents of the
+        differentiable ones: a subclass may ask for tangents of other metadata than its value's
+        (`__coerce_tangent_metadata__`: DTensor turns a partial placement into a replicated one)."""
         self.value_layouts = [_value_layout(value) for value in values]
-        self.tangent_layouts = [_subclass(layout) for layout, rg in zip(self.value_layouts, requires_grad) if rg]
-        self._tangent_of_value = [k for k, rg in enumerate(requires_grad) if rg]
+        self._tangent_specs = [_value_layout(_tangent_like(value)) for value, rg in zip(values, requires_grad) if rg]
+        self.tangent_layouts = [_subclass(layout) for layout in self._tangent_specs]
 
     def fake_tangents(self) -> list[torch.Tensor]:
         """Contiguous tangents (in the active fake mode), flat: the plain tensors of each
         differentiable forward value."""
         specs: list[LeafSpec] = []
-        for k in self._tangent_of_value:
-            layout = self.value_layouts[k]
+        for layout in self._tangent_specs:
             specs.extend(layout.leaves if isinstance(layout, SubclassLayout) else [layout])
         return [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in specs]
 
@@ -291,14 +297,15 @@ class FlatBackward:
 
 def _coerced(tangent: Any, layout: SubclassLayout, index: int) -> Any:
     """The incoming gradient, with the structure the backward was traced for: coerced by the
-    subclass if it can (`__coerce_tangent_metadata__`, DTensor's placements), else refused."""
+    subclass if it can (`__coerce_same_metadata_as_tangent__`, DTensor redistributes), else refused."""
     if type(tangent) is layout.cls and _same_structure(tangent, layout):
         return tangent
-    coerce = getattr(type(tangent), "__coerce_tangent_metadata__", None)
+    coerce = getattr(type(tangent), "__coerce_same_metadata_as_tangent__", None)
     if coerce is not None:
-        tangent = coerce(tangent)
-        if type(tangent) is layout.cls and _same_structure(tangent, layout):
-            return tangent
+        coerced = coerce(tangent, layout.context) if type(tangent) is layout.cls \
+            else coerce(tangent, layout.context, layout.cls)
+        if coerced is not None and type(coerced) is layout.cls and _same_structure(coerced, layout):
+            return coerced
     if not is_wrapper_subclass(tangent):
         raise _tangent_error(index, f"it is a `{type(tangent).__qualname__}`", layout)
     attributes, context = flatten_signature(tangent)
