@@ -25,9 +25,10 @@ of one is replayed on it.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import sympy
 import torch
 
 from .._core.errors import BackendError
@@ -91,6 +92,10 @@ class SubclassBoundary:
         self.flat_inputs = [value.detach() if isinstance(value, torch.Tensor) and value.requires_grad
                             and id(value) not in plain else value for value in flat]
         self._input_starts = _starts(self.input_layouts)
+        # symbolic outer sizes of subclass inputs (`dynamic=True`) that no inner tensor's size
+        # names: inputs of their own, read from the subclass at run time
+        self.size_inputs = _outer_size_inputs(fakes, self.input_layouts, self.flat_inputs)
+        self.flat_inputs.extend(value for *_, value in self.size_inputs)
         self.value_layouts: list[ValueLayout] = []
         self.tangent_layouts: list[SubclassLayout | None] = []
         self.gradient_layouts: list[SubclassLayout | None] = []
@@ -197,13 +202,61 @@ class SubclassBoundary:
     def forward(self, compiled, graph: torch.fx.GraphModule) -> FlatForward:
         """The compiled flat forward (or inference) `graph`, taking and returning the values the user sees."""
         return FlatForward(compiled, self.input_layouts, self._value_subclasses,
-                           Rebuilder(self.flat_inputs, _output_values(graph)))
+                           Rebuilder(self.flat_inputs, _output_values(graph)),
+                           [_size_reader(*size_input[:4]) for size_input in self.size_inputs])
 
     def backward(self, compiled, part: Partition) -> FlatBackward:
         """The compiled flat backward of `part`, taking subclass tangents and giving subclass gradients."""
         inputs = [node.meta.get("val") for node in part.backward.graph.nodes if node.op == "placeholder"]
         return FlatBackward(compiled, part.num_saved_tensors + part.num_saved_other, self.tangent_layouts,
                             self.gradient_layouts, Rebuilder(inputs, _output_values(part.backward)))
+
+
+SizeInput = tuple[int, tuple[str, ...], str, int, torch.SymInt]
+"""(input index, attribute path to a nested subclass, "size" or "stride", dimension, the symbol)."""
+
+
+def _outer_size_inputs(fakes: Sequence[Any], layouts: Sequence[SubclassLayout | None],
+                       flat: Sequence[Any]) -> list[SizeInput]:
+    bound = {symbol for value in flat for symbol in _symbols_of(value)}
+    found: list[SizeInput] = []
+    for index, (fake, layout) in enumerate(zip(fakes, layouts)):
+        if layout is None:
+            continue
+        for path, tensor in _subclass_tensors(fake, layout, ()):
+            for kind in ("size", "stride"):
+                for dim, value in enumerate(getattr(tensor, kind)()):
+                    if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol) \
+                            and value.node.expr not in bound:
+                        bound.add(value.node.expr)
+                        found.append((index, path, kind, dim, value))
+    return found
+
+
+def _subclass_tensors(tensor: torch.Tensor, layout: SubclassLayout, path: tuple[str, ...]):
+    yield path, tensor
+    for name, inner in zip(layout.attributes, layout.inner):
+        if inner is not None:
+            yield from _subclass_tensors(getattr(tensor, name), inner, (*path, name))
+
+
+def _symbols_of(value: Any) -> set:
+    if isinstance(value, torch.SymInt):
+        return {value.node.expr} if isinstance(value.node.expr, sympy.Symbol) else set()
+    if not isinstance(value, torch.Tensor):
+        return set()
+    numbers = (*value.shape, *value.stride(), value.storage_offset())
+    return {n.node.expr for n in numbers if isinstance(n, torch.SymInt) and isinstance(n.node.expr, sympy.Symbol)}
+
+
+def _size_reader(index: int, path: tuple[str, ...], kind: str, dim: int) -> Callable[[Sequence[Any]], int]:
+    def read(args):
+        tensor = args[index]
+        for name in path:
+            tensor = getattr(tensor, name)
+        return tensor.size(dim) if kind == "size" else tensor.stride(dim)
+
+    return read
 
 
 def _output_values(graph: torch.fx.GraphModule) -> list[Any]:
@@ -221,10 +274,13 @@ class FlatForward:
     plans (which arguments to flatten, which values to rebuild) are made once."""
 
     def __init__(self, compiled, input_layouts: Sequence[SubclassLayout | None],
-                 value_layouts: Sequence[SubclassLayout | None], rebuilder: Rebuilder) -> None:
+                 value_layouts: Sequence[SubclassLayout | None], rebuilder: Rebuilder,
+                 size_readers: Sequence[Callable[[Sequence[Any]], int]] = ()) -> None:
         self._compiled = compiled
+        self._size_readers = list(size_readers)
         self._inputs = [(i, layout) for i, layout in enumerate(input_layouts)]
         self._values = _producers(value_layouts, rebuilder)
+        self._keeps_inputs = rebuilder.reads_inputs
         self._num_flat_values = sum(count_of(layout) for layout in value_layouts)
 
     def __call__(self, args: list) -> list:
@@ -235,7 +291,9 @@ class FlatForward:
             else:
                 _check_input(args[i], layout, i)
                 flatten_into(args[i], layout, flat)
-        values = self._compiled(flat)
+        for read in self._size_readers:
+            flat.append(read(args))
+        values = self._compiled(list(flat) if self._keeps_inputs else flat)
         result = [values[start] if rebuild is None else rebuild(flat, values) for start, rebuild in self._values]
         result.extend(values[self._num_flat_values:])
         return result
@@ -272,6 +330,7 @@ class FlatBackward:
         self._num_saved = num_saved
         self._tangents = list(tangent_layouts)
         self._gradients = _producers(gradient_layouts, rebuilder)
+        self._keeps_inputs = rebuilder.reads_inputs
 
     def __call__(self, args: list) -> list:
         flat = list(args[:self._num_saved])
@@ -290,7 +349,7 @@ class FlatBackward:
                 if all(isinstance(size, int) for size in shape) and tuple(inner.shape) != shape:
                     raise _tangent_error(k, f"its inner tensor {j} has shape {tuple(inner.shape)}, not {shape}",
                                          layout)
-        grads = self._compiled(flat)
+        grads = self._compiled(list(flat) if self._keeps_inputs else flat)
         return [grads[start] if rebuild is None or grads[start] is None else rebuild(flat, grads)
                 for start, rebuild in self._gradients]
 

@@ -151,11 +151,14 @@ class Rebuilder:
     `inputs` and `outputs` are the fake flat inputs and outputs of the graph
     (or, for values made of a backward graph's gradients, of that graph): a
     symbolic outer size is read from them on each call (`a[i].size(d)`,
-    `o[j].size(d)`, or arithmetic on those).
+    `o[j].size(d)`, or arithmetic on those). `reads_inputs` says whether a rebuild made so far
+    reads the inputs: the caller must then keep them, as compiled graphs may empty their list.
     """
 
     def __init__(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
-        self._names = {**input_size_names(outputs, "o"), **input_size_names(inputs, "a")}
+        # the outputs first: a code generator may take (and free) the list of inputs it was given
+        self._names = {**input_size_names(inputs, "a"), **input_size_names(outputs, "o")}
+        self.reads_inputs = False
 
     def rebuild(self, layout: SubclassLayout, start: int) -> Rebuild:
         """The value of `layout` whose plain tensors are `flat_values[start:start + layout.count]`."""
@@ -181,6 +184,7 @@ class Rebuilder:
             constant = (tuple(size), tuple(stride))
             return lambda a, o: constant
         text = "lambda a, o: ((" + "".join(f"{v}, " for v in size) + "), (" + "".join(f"{v}, " for v in stride) + "))"
+        self.reads_inputs = self.reads_inputs or "a[" in text
         return eval(text)
 
     def _source(self, value: Any, layout: SubclassLayout) -> int | str:

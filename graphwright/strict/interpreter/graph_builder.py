@@ -251,7 +251,7 @@ class GraphBuilder:
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
         ranges = _marked_ranges(real, source, marked & dims)
-        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges)
+        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges, source.name())
         self.marked_sizes += [(fake.shape[dim], source, dim) for dim in marked if dim < real.dim()
                               and isinstance(fake.shape[dim], torch.SymInt)]
         return fake
