@@ -24,6 +24,12 @@ def is_wrapper_subclass(value: Any) -> bool:
         and is_traceable_wrapper_subclass(value)
 
 
+def is_wrapper_subclass_type(cls: type) -> bool:
+    """A tensor class whose instances are traceable wrapper subclasses."""
+    return isinstance(cls, type) and issubclass(cls, torch.Tensor) and cls is not torch.Tensor \
+        and hasattr(cls, "__tensor_flatten__") and hasattr(cls, "__tensor_unflatten__")
+
+
 def has_own_dispatch(cls: type) -> bool:
     """Whether tensors of `cls` run Python of their own (`__torch_dispatch__`) on every aten op."""
     return cls.__torch_dispatch__ is not torch.Tensor.__torch_dispatch__

@@ -20,12 +20,13 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 
 from .._core import artifacts, dump
 from .._core.counters import phase
-from .._core.errors import TraceError
-from .._core.subclass_protocol import is_wrapper_subclass
+from .._core.errors import BackendRefusal, TraceError
+from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.user_stack import warn_at_user_line
 from . import cache as aot_cache
 from . import joint
 from .cache import Entry, GraphStore
-from .desugar import SubclassBoundary
+from .desugar import SubclassBoundary, SubclassConstructions
 from .partition import Partition, partition_joint
 from .runtime import (
     BoxedFn,
@@ -178,6 +179,7 @@ class AOTCompiledGraph:
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
         self._gm = gm
+        self._constructions = SubclassConstructions(gm)
         self._num_user_inputs = len(example_inputs)
         all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
@@ -192,15 +194,28 @@ class AOTCompiledGraph:
             return self._fake_mode.from_tensor(value)
         return value
 
-    def _function(self) -> Callable[..., Any]:
-        if not self._state_names:
-            return self._gm
-        gm, names, n = self._gm, self._state_names, self._num_user_inputs
+    def _function(self, traced: bool = False) -> Callable[..., Any]:
+        """The graph as a function of its inputs and lifted state. `traced`: as AOT autograd traces
+        it, where the subclasses the graph makes are made by `SubclassConstructions`, which checks
+        each run."""
+        gm = self._constructions.graph_module if traced else self._gm
+        run = gm
+        if self._state_names:
+            names, n = self._state_names, self._num_user_inputs
 
-        def with_state(*inputs):
-            return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
+            def run(*inputs):
+                return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
 
-        return with_state
+        if gm is self._gm:
+            return run
+        constructions = self._constructions
+
+        def checked(*inputs):
+            outputs = run(*inputs)
+            constructions.check()
+            return outputs
+
+        return checked
 
     def __call__(self, *args):
         # Hot path: one tuple of flags per call picks the compiled signature.
@@ -240,7 +255,13 @@ class AOTCompiledGraph:
         if signature is None:
             shape_env = self._fake_mode.shape_env if self._size_generic else None
             assumptions = _size_assumptions(shape_env)
-            signature = self._build(self._function(), fakes, grad_enabled, cache_key)
+            try:
+                signature = self._build(self._function(traced=True), fakes, grad_enabled, cache_key)
+            except BackendRefusal as refusal:
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright runs {owner} as captured, without its backend:\n{refusal}",
+                                  refusal.user_stack)
+                return CompiledSignature(self._function())
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
             if signature.save_entry is not None:
@@ -315,7 +336,7 @@ class AOTCompiledGraph:
 
     def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool,
                          cache_key: str | None) -> CompiledSignature:
-        boundary = SubclassBoundary.of(fakes)
+        boundary = SubclassBoundary.of(fakes, self._constructions.made_in_graph)
         meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decomposition_table(),
                                              grad_enabled=grad_enabled, boundary=boundary)
         mutates = tuple(meta.mutated_inputs)
@@ -449,6 +470,10 @@ def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
                 and node.args[0].op != "placeholder" and node.kwargs.get("requires_grad", True) is not False \
                 and (len(node.args) < 2 or node.args[1] is not False):
             leaves.update((node, node.args[0]))
+        value = node.meta.get("example_value")
+        if node.op == "call_function" and is_wrapper_subclass_type(node.target) \
+                and isinstance(value, torch.Tensor) and value.requires_grad:
+            leaves.add(node)  # a subclass made of tensors that require grad: a new leaf, as in eager
     output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     returned: set = set()
     torch.fx.node.map_arg(output.args, returned.add)

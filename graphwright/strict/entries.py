@@ -23,6 +23,7 @@ from .._core import config, dump
 from .._core.counters import phase
 from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
+from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
@@ -234,8 +235,8 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
     except BackendRefusal as refusal:
         if settings.fullgraph:
             raise
-        _warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
-                           f"backend:\n{refusal}", refusal)
+        warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
+                          f"backend:\n{refusal}", refusal.user_stack)
         compiled = gm.forward  # as the `eager` backend runs it
     except Exception as error:
         raise BackendError(
@@ -244,14 +245,6 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
     return compiled
-
-
-def _warn_at_user_line(message: str, error: GraphwrightError) -> None:
-    if error.user_stack:
-        frame = error.user_stack[-1]
-        warnings.warn_explicit(message, UserWarning, frame.filename, frame.lineno)
-    else:
-        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:

@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensor,
     FakeTensorMode,
 )
 from torch.fx.experimental.symbolic_shapes import (
@@ -33,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
+from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
 from . import graph_breaks as gb
@@ -410,6 +412,8 @@ class GraphBuilder:
             if existing is not None:
                 return existing  # an in-place op returns its input: keep the input's identity
             value = TensorValue(node, result)
+            if type(result) is not FakeTensor and is_wrapper_subclass(result):
+                value.cls = type(result)  # an operation on a tensor subclass (TwoTensor) made one
             self._by_fake[id(result)] = value
             return value
         if isinstance(result, (tuple, list)):

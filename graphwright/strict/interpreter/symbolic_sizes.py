@@ -156,12 +156,15 @@ class SymbolicSizes:
         A tensor whose sizes, strides and storage offset are all numbers is left out: its tensor
         guard checks sizes and strides, and storage offsets are checked by no entry (iterating
         a tensor passes views at a new offset each step)."""
-        placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
-        sources = [_InputName(f"L['t{index}']") for index in range(len(placeholders))]
-        # a tensor subclass's inner tensors have sizes of their own, named `L['t<i>'].<attribute>`
+        if not any(is_wrapper_subclass(fake) for fake in fakes):
+            placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
+            return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+        # a tensor subclass's inner tensors have sizes of their own, named `L['t<i>'].<attribute>`;
+        # given contexts, every input must be given (its static sizes are guarded twice then)
+        sources = [_InputName(f"L['t{index}']") for index in range(len(fakes))]
         contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
-                    for fake, source in zip(placeholders, sources)]
-        guards = self.shape_env.produce_guards(placeholders, sources, input_contexts=contexts, ignore_static=False)
+                    for fake, source in zip(fakes, sources)]
+        guards = self.shape_env.produce_guards(list(fakes), sources, input_contexts=contexts, ignore_static=False)
         return " and ".join(guards) if guards else None
 
 
@@ -202,9 +205,7 @@ def _range_constraint(lowest: int, highest: int | None) -> StrictMinMaxConstrain
 
 
 def _all_numbers(fake: Any) -> bool:
-    if not isinstance(fake, torch.Tensor) or holds_symbol((*fake.shape, *fake.stride(), fake.storage_offset())):
-        return False
-    return not is_wrapper_subclass(fake) or all(_all_numbers(inner) for _, inner in inner_tensors(fake))
+    return isinstance(fake, torch.Tensor) and not holds_symbol((*fake.shape, *fake.stride(), fake.storage_offset()))
 
 
 def substitute_inputs(code: str, names: list[str]) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.contexts import remade_grad_mode
@@ -160,7 +161,9 @@ class ResidualWriter(EntryWriter):
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
                 made = f"___out[{index}]"
-                if value.cls is not torch.Tensor:  # made by Tensor._make_subclass (an nn.Parameter)
+                if value.cls is not torch.Tensor and not is_wrapper_subclass(value.fake):
+                    # made by Tensor._make_subclass (an nn.Parameter); a wrapper subclass (TwoTensor)
+                    # is one in the graph already
                     made = f"___r{len(self._built)}"
                     self._built[id(value)] = (value, made)
                     self.rebuilt.append(f"{made} = {self.ref(torch.Tensor._make_subclass)}"
