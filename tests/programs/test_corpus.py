@@ -32,6 +32,7 @@ from . import (
     cases_numpy,
     cases_real_models,
     cases_side_effects,
+    cases_subclasses,
     cases_tensors,
     cases_torch_library,
 )
@@ -52,6 +53,7 @@ ALL_PROGRAMS = [
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
     *cases_aot.PROGRAMS,
+    *cases_subclasses.PROGRAMS,
 ]
 
 
