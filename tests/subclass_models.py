@@ -6,7 +6,10 @@
   results with the first operand's scale. A traceable wrapper subclass.
 - `OpaqueWrapper`: a wrapper with a `__torch_dispatch__` but no `__tensor_flatten__`:
   not traceable, refused by AOT autograd.
-- `LoggedTensor`: a `__torch_function__`-only subclass that records what ran on it.
+- `LoggedTensor`: a `__torch_function__`-only subclass that records what ran on it, then
+  defers to torch's default hook (`super()`).
+- `RoundedTensor`: a `__torch_function__`-only subclass that computes with the hook off and
+  rounds floating results (its own semantics, which a compiled graph must keep).
 - `TaggedTensor`: a plain Python subclass.
 """
 from __future__ import annotations
@@ -73,6 +76,16 @@ class LoggedTensor(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         cls.calls.append(getattr(func, "__name__", str(func)))
         return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class RoundedTensor(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.is_floating_point():
+            return out.round(decimals=1).as_subclass(cls)
+        return out
 
 
 class TaggedTensor(torch.Tensor):

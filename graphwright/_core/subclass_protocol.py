@@ -44,3 +44,12 @@ def flatten_signature(tensor: torch.Tensor) -> tuple[tuple[str, ...], Any]:
 def inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     """The (attribute, inner tensor) pairs of a wrapper subclass tensor, one level down."""
     return [(name, getattr(tensor, name)) for name in tensor.__tensor_flatten__()[0]]
+
+
+def overrides_torch_function(cls: type) -> bool:
+    """A Python tensor subclass whose operations go through its `__torch_function__` (not an
+    nn.Parameter, whose `__torch_function__` is disabled, nor a traceable wrapper subclass, whose
+    `__torch_dispatch__` decides)."""
+    return cls is not torch.Tensor and issubclass(cls, torch.Tensor) \
+        and cls.__torch_function__ is not torch._C._disabled_torch_function_impl \
+        and not is_wrapper_subclass_type(cls)

@@ -23,6 +23,7 @@ from .._core import config, dump
 from .._core.counters import phase
 from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
+from .._core.subclass_protocol import overrides_torch_function
 from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
@@ -244,7 +245,18 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             explanation=f"{type(error).__name__}: {error}",
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
+    if any(isinstance(value, torch.Tensor) and overrides_torch_function(type(value)) for value in graph.example_inputs):
+        compiled = _without_torch_function(compiled)
     return compiled
+
+
+def _without_torch_function(compiled: Callable) -> Callable:
+    """The graph run with tensor subclasses' `__torch_function__` off: the tracer ran them (and the
+    side effects they had are replayed), the graph computes plain tensors."""
+    def run(*args):
+        with torch._C.DisableTorchFunctionSubclass():
+            return compiled(*args)
+    return run
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
@@ -297,6 +309,11 @@ def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.Fu
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _failure_reason(entry, fn, args, kwargs)
+
+
+def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
@@ -332,6 +349,11 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     """Input dimensions whose size alone differs from what `entry` was traced for, and ints and
     floats read by source whose value alone differs: the candidates for symbols under
     `dynamic=None`."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _changed_sizes(entry, fn, args, kwargs)
+
+
+def _changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> dict[Any, frozenset[int]]:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError:

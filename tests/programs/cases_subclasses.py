@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from subclass_models import LoggedTensor, ScaledTensor, TaggedTensor
+from subclass_models import RoundedTensor, ScaledTensor, TaggedTensor
 
 from .harness import module_program, program_decorator, rand
 
@@ -102,11 +102,11 @@ _PYTORCH_BACKWARD_BUG = {
 }
 
 
-@program("torch_function_subclass_keeps_its_class_and_gradients",
-         lambda: rand(3, 2).as_subclass(LoggedTensor).requires_grad_(), backend="aot_eager", grad=True,
-         reference=_PYTORCH_BACKWARD_BUG)
-def _(x):
-    return (x * 2).sum(1)
+@program("torch_function_subclass_with_its_own_semantics_keeps_them_and_its_class",
+         lambda: (rand(3, 2).as_subclass(RoundedTensor).requires_grad_(), rand(3, 2, requires_grad=True)),
+         backend="aot_eager", grad=True, reference=_PYTORCH_BACKWARD_BUG)
+def _(x, w):
+    return (x * w + 1).sin().sum(1)
 
 
 @program("plain_python_subclass_keeps_its_class_through_aot",
