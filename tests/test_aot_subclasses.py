@@ -24,7 +24,6 @@ from graphwright._core.errors import BackendRefusal
 from graphwright.aot import GraphCompilers, aot_compile
 from graphwright.backends.aot_eager import run_generated_code
 from graphwright.backends.registry import lookup_backend
-from graphwright.testing import CompileCounterWithBackend
 
 from aot_models import graph_of
 from subclass_models import OpaqueWrapper
