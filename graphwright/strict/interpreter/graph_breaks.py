@@ -252,13 +252,6 @@ NUMPY_UNTRACEABLE = define_kind(
     "Write this step with torch operations, or compute it outside the compiled region and pass "
     "the result in.",
     "For random numbers, draw them with torch (`torch.rand`, a `torch.Generator`) or pass them in.")
-TORCH_FUNCTION_SUBCLASS = define_kind(
-    "GB031", "Tensor subclass with its own `__torch_function__`",
-    "`{op}` takes a `{name}`, whose class defines its own `__torch_function__`: the tracer does not "
-    "run it, so the operation runs in Python between two graphs.",
-    "Keep torch's default `__torch_function__` (the operation then computes as on a plain tensor "
-    "and returns the subclass), or write the subclass with `__torch_dispatch__` and "
-    "`__tensor_flatten__` (a traceable wrapper subclass), whose operations stay in the graph.")
 CLASS_STATEMENT = define_kind(
     "GB030", "Class statement inside the compiled region",
     "The `class {name}` statement runs inside the compiled function: the tracer does not build "

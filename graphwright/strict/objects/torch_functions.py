@@ -81,7 +81,7 @@ def subclass_classes(args: list[Value]) -> list[type]:
 def func_and_args(kind: str, target: Any, args: list[Value]) -> tuple[Any, list[Value]]:
     """What eager passes to `__torch_function__` as `func` and `args` for a graph call."""
     if kind == "call_method":
-        return getattr(torch.Tensor, target), args
+        return getattr(torch.Tensor, target, target), args
     funcs = _OPERATOR_FUNCS.get(target) if not isinstance(target, type) else None
     if funcs is None:
         return target, args
