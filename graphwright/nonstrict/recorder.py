@@ -24,6 +24,7 @@ import torch.utils._pytree as pytree
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensor
 from torch.fx.experimental.symbolic_shapes import PendingUnbackedSymbolNotFound, compute_unbacked_bindings
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -160,14 +161,14 @@ class GraphRecorder(TorchDispatchMode):
             return func(*args, **kwargs)
         if func.__class__ is not OpOverload and isinstance(func, HigherOrderOperator):
             return record_higher_order(self, func, args, kwargs)
+        if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
+            return self._below_functional_mode(func, types, args, kwargs)
         for cls in types:
             if cls is not FakeTensor and _runs_own_dispatch(cls) and self._untracked_subclass(args, kwargs):
                 # a tensor subclass made while tracing (AOT autograd's desugared inputs): its own
                 # __torch_dispatch__ runs and calls the aten ops on its inner tensors, which reach
                 # this recorder in turn
                 return NotImplemented
-        if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
-            return self._below_functional_mode(func, types, args, kwargs)
         decomposition = self._decompositions.get(func)
         if decomposition is None:
             decomposition = self._implicit_decompositions.get(func, _UNSEEN)
@@ -379,7 +380,7 @@ def _runs_own_dispatch(cls: type) -> bool:
     dict lookup per type after the first."""
     known = _OWN_DISPATCH.get(cls)
     if known is None:
-        known = _OWN_DISPATCH[cls] = not issubclass(cls, FakeTensor) and has_own_dispatch(cls)
+        known = _OWN_DISPATCH[cls] = not issubclass(cls, (FakeTensor, FunctionalTensor)) and has_own_dispatch(cls)
     return known
 
 
