@@ -342,6 +342,7 @@ class AOTCompiledGraph:
         mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
         if boundary is not None:
+            boundary.check_plain(traced)
             user_outputs = boundary.flat_values_of(user_outputs)
         if not any(meta.forward_requires_grad):
             graph = self._rewrite(traced)

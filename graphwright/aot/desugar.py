@@ -167,6 +167,24 @@ class SubclassBoundary:
         value_subclasses = [_subclass(layout) for layout in self.value_layouts]
         return tuple(flatten_values(values, value_subclasses) + flatten_values(grads, self.gradient_layouts))
 
+    @staticmethod
+    def check_plain(graph: torch.fx.GraphModule) -> None:
+        """The traced graph takes and returns plain tensors only (a subclass that escaped the
+        desugaring would reach a code generator that cannot run it)."""
+        output = next(node for node in reversed(graph.graph.nodes) if node.op == "output")
+        nodes = [node for node in graph.graph.nodes if node.op == "placeholder"]
+        nodes += [node for node in output.args[0] if isinstance(node, torch.fx.Node)]
+        for node in nodes:
+            value = node.meta.get("val")
+            if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor and is_wrapper_subclass(value):
+                raise BackendError(
+                    f"AOT autograd left the tensor subclass `{type(value).__qualname__}` in an aten graph "
+                    f"(`{node.name}`)",
+                    explanation="Its graphs must take and return the plain tensors subclasses are made of.",
+                    hints=["Compile with backend='eager', or report this program to graphwright."],
+                    user_stack=user_frames_of_stack(),
+                )
+
     # --- indices between the flat graphs and the signature's values ------------------------------
 
     @property
