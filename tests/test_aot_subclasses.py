@@ -180,6 +180,24 @@ def test_a_subclass_input_mutated_in_place_is_written_back_through_it(backend):
     assert_same(w.grad, w2.grad)
 
 
+def test_a_subclass_input_that_requires_grad_mutated_in_place_differentiates_its_value_on_entry():
+    def add_in_place(x, w):
+        x.add_(w)
+        return x * 2
+
+    base, w = two(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    base2, w2 = copied(base), copied(w)
+    x, x2 = base * 1, base2 * 1  # not leaves: eager mutates them in place too
+    actual = graphwright.compile(add_in_place, backend="aot_eager", fullgraph=True)(x, w)
+    expected = add_in_place(x2, w2)
+    assert_same(actual, expected)
+    torch.testing.assert_close(x.a, x2.a)
+    actual.sum().backward()
+    expected.sum().backward()
+    assert_same(base.grad, base2.grad)
+    assert_same(w.grad, w2.grad)
+
+
 def test_a_subclass_input_mutated_in_place_is_a_mutation_of_the_aten_graphs():
     backend = RecordingBackend()
     graphwright.compile(lambda x: x.add_(1).sin(), backend=backend, fullgraph=True)(two(3))

@@ -65,10 +65,10 @@ def trace_signature(
             values = meta.forward_values(functional_inputs, flat_outputs)
             if not any(meta.forward_requires_grad):
                 return _returned([from_functional(v) for v in values], len(values), boundary)
+            if boundary is not None:  # the tangents' layouts, for this trace or the one after it
+                boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
             if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
                 raise _MutatesDifferentiableInput()
-            if boundary is not None:
-                boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
             tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode, boundary))
             return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
