@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
 from .metadata import GraphMetadata, OutputInfo, OutputKind
+from .subclasses import check_plain_tangents, make_zeros, zeros_spec
 from .views import make_replay
 
 BoxedFn = Callable[[list], Sequence[Any]]
@@ -216,6 +217,7 @@ def make_training_function(
     detached_inputs: Sequence[int],
     gradient_tangents: Sequence[frozenset[int]],
     enables_grad: bool = False,
+    subclass_tangents: bool = False,
 ) -> Callable[..., Any]:
     """The callable for calls that need gradients: one autograd.Function around both graphs.
 
@@ -232,6 +234,10 @@ def make_training_function(
     graph runs on zeros for it, and an input whose gradient depends only on such outputs
     (`gradient_tangents`) gets None, as in eager, where no gradient reaches it (an
     optimizer skips a None gradient but decays a zero one).
+
+    `subclass_tangents`: the backward takes tensor subclass tangents (a desugared backward,
+    `desugar.py`, which checks them); otherwise a subclass gradient is refused, as the backward
+    was compiled for plain tensors.
     """
     epilogue = _Epilogue(meta)
     num_forward = meta.num_forward_outputs
@@ -253,7 +259,7 @@ def make_training_function(
                 *(outputs[i] for i in non_differentiable if isinstance(outputs[i], torch.Tensor))
             )
             ctx.set_materialize_grads(False)
-            ctx.tangent_layouts = [(outputs[i].shape, outputs[i].dtype, outputs[i].device) for i in differentiable]
+            ctx.tangent_layouts = [zeros_spec(outputs[i]) for i in differentiable]
             return outputs
 
         @staticmethod
@@ -266,8 +272,10 @@ def make_training_function(
             tangents = [grad_outputs[i] for i in differentiable]
             missing = {k for k, tangent in enumerate(tangents) if tangent is None}
             if missing:
-                tangents = [torch.zeros(shape, dtype=dtype, device=device) if tangent is None else tangent
-                            for tangent, (shape, dtype, device) in zip(tangents, ctx.tangent_layouts)]
+                tangents = [make_zeros(spec) if tangent is None else tangent
+                            for tangent, spec in zip(tangents, ctx.tangent_layouts)]
+            if not subclass_tangents:
+                check_plain_tangents(tangents)
             args = [*ctx.saved_tensors, *ctx.saved_other, *(tangent.contiguous() for tangent in tangents)]
             if not torch.is_grad_enabled():
                 grads = tuple(backward(args))

@@ -53,17 +53,17 @@ class ViewStep:
 ViewChain = tuple[ViewStep, ...]
 
 
-def input_size_names(fake_inputs: Sequence[Any]) -> dict[sympy.Symbol, str]:
+def input_size_names(fake_inputs: Sequence[Any], variable: str = "a") -> dict[sympy.Symbol, str]:
     """Where each symbol of the inputs' sizes is read at run time: `a[i].size(d)`, or `a[i]` for
-    a symbolic int input."""
+    a symbolic int input (`variable` names the list, `a` by default)."""
     names: dict[sympy.Symbol, str] = {}
     for i, value in enumerate(fake_inputs):
         if isinstance(value, torch.SymInt):
-            _name_symbol(names, value, f"a[{i}]")
+            _name_symbol(names, value, f"{variable}[{i}]")
         elif isinstance(value, torch.Tensor):
             for d, size in enumerate(value.shape):
                 if isinstance(size, torch.SymInt):
-                    _name_symbol(names, size, f"a[{i}].size({d})")
+                    _name_symbol(names, size, f"{variable}[{i}].size({d})")
     return names
 
 
@@ -153,28 +153,29 @@ def _portable(value: Any, size_names: dict[sympy.Symbol, str]) -> Any:
         expr = value.node.expr
         if isinstance(expr, sympy.Integer):
             return int(expr)
-        source = _size_source(expr, size_names)
+        source = size_source(expr, size_names)
         return _UNUSABLE if source is None else RuntimeSize(source)
     if isinstance(value, (torch.SymFloat, torch.SymBool, torch.Tensor)):
         return _UNUSABLE
     return value
 
 
-def _size_source(expr: sympy.Expr, size_names: dict[sympy.Symbol, str]) -> str | None:
+def size_source(expr: sympy.Expr, size_names: dict[sympy.Symbol, str]) -> str | None:
+    """Python source computing the size `expr` from the named symbols; None when it has others."""
     if isinstance(expr, sympy.Integer):
         return str(int(expr))
     if isinstance(expr, sympy.Symbol):
         return size_names.get(expr)
     if isinstance(expr, (sympy.Add, sympy.Mul)):
-        parts = [_size_source(arg, size_names) for arg in expr.args]
+        parts = [size_source(arg, size_names) for arg in expr.args]
         if None in parts:
             return None
         return "(" + (" + " if isinstance(expr, sympy.Add) else " * ").join(parts) + ")"
     if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp > 0:
-        base = _size_source(expr.base, size_names)
+        base = size_source(expr.base, size_names)
         return None if base is None else f"({base} ** {int(expr.exp)})"
     if isinstance(expr, FloorDiv):
-        base, divisor = (_size_source(arg, size_names) for arg in expr.args)
+        base, divisor = (size_source(arg, size_names) for arg in expr.args)
         return None if base is None or divisor is None else f"({base} // {divisor})"
     return None
 

@@ -176,7 +176,10 @@ class CompiledFunction:
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"), _user_modes_off():
+        # Compiling reads the inputs' metadata, which must not run a tensor subclass's
+        # `__torch_function__` (the tracer runs those itself, for the program's own operations).
+        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"), _user_modes_off(), \
+                torch._C.DisableTorchFunctionSubclass():
             entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
             entry.compile_scope = scope
             events.entry_built(fn, entry, entry.__globals__)

@@ -23,6 +23,8 @@ from .._core import config, dump
 from .._core.counters import phase
 from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
+from .._core.subclass_protocol import overrides_torch_function
+from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
@@ -234,8 +236,8 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
     except BackendRefusal as refusal:
         if settings.fullgraph:
             raise
-        _warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
-                           f"backend:\n{refusal}", refusal)
+        warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
+                          f"backend:\n{refusal}", refusal.user_stack)
         compiled = gm.forward  # as the `eager` backend runs it
     except Exception as error:
         raise BackendError(
@@ -243,15 +245,18 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             explanation=f"{type(error).__name__}: {error}",
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
+    if any(isinstance(value, torch.Tensor) and overrides_torch_function(type(value)) for value in graph.example_inputs):
+        compiled = _without_torch_function(compiled)
     return compiled
 
 
-def _warn_at_user_line(message: str, error: GraphwrightError) -> None:
-    if error.user_stack:
-        frame = error.user_stack[-1]
-        warnings.warn_explicit(message, UserWarning, frame.filename, frame.lineno)
-    else:
-        warnings.warn(message, UserWarning, stacklevel=3)
+def _without_torch_function(compiled: Callable) -> Callable:
+    """The graph run with tensor subclasses' `__torch_function__` off: the tracer ran them (and the
+    side effects they had are replayed), the graph computes plain tensors."""
+    def run(*args):
+        with torch._C.DisableTorchFunctionSubclass():
+            return compiled(*args)
+    return run
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
@@ -304,6 +309,11 @@ def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.Fu
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _failure_reason(entry, fn, args, kwargs)
+
+
+def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
@@ -339,6 +349,11 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     """Input dimensions whose size alone differs from what `entry` was traced for, and ints and
     floats read by source whose value alone differs: the candidates for symbols under
     `dynamic=None`."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _changed_sizes(entry, fn, args, kwargs)
+
+
+def _changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> dict[Any, frozenset[int]]:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError:

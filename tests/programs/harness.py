@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 import graphwright
 
@@ -311,6 +312,20 @@ class TensorState:
     requires_grad: bool
 
 
+@dataclasses.dataclass
+class SubclassState:
+    """A traceable wrapper subclass tensor (TwoTensor) as recorded: its class, its flatten
+    context, its own metadata and each inner tensor's state, so that a compiled run returning
+    the right class around other inner tensors (or another context) is told apart."""
+
+    class_name: str
+    context: Any
+    shape: tuple
+    stride: tuple
+    requires_grad: bool
+    inner: dict
+
+
 def significant_strides(tensor: torch.Tensor) -> tuple:
     if tensor.numel() == 0:
         return (None,) * tensor.dim()
@@ -352,6 +367,10 @@ def snapshot(value: Any) -> Any:
     """A detached copy, so that later calls cannot change what was recorded."""
     if isinstance(value, np.ndarray):
         return value.copy()
+    if is_traceable_wrapper_subclass(value):
+        names, context = value.__tensor_flatten__()
+        return SubclassState(type(value).__name__, context, tuple(value.shape), significant_strides(value),
+                             value.requires_grad, {name: snapshot(getattr(value, name)) for name in names})
     if isinstance(value, torch.Tensor):
         return TensorState(value.detach().clone(memory_format=torch.contiguous_format),
                            significant_strides(value), value.requires_grad)

@@ -33,6 +33,7 @@ from . import (
     cases_numpy,
     cases_real_models,
     cases_side_effects,
+    cases_subclasses,
     cases_tensors,
     cases_torch_library,
 )
@@ -54,6 +55,7 @@ ALL_PROGRAMS = [
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
     *cases_aot.PROGRAMS,
+    *cases_subclasses.PROGRAMS,
 ]
 
 

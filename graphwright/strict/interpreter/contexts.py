@@ -1,4 +1,5 @@
-"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
+"""`with` blocks: grad mode, autocast and `torch._C.DisableTorchFunctionSubclass` modelled natively,
+user context managers inlined;
 grad-mode context managers used as decorators; the global flags a region may switch
 (`torch.use_deterministic_algorithms`, the attention backends of `sdpa_kernel`).
 
@@ -44,7 +45,10 @@ AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
 # Profilers and their ranges: the graph does not record them (PyTorch ignores them too).
 PROFILER_CLASSES = (torch.autograd.profiler.record_function, torch.profiler.profile,
                     torch.autograd.profiler.profile)
-MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, warnings.catch_warnings)
+# Off while their block runs: tensor subclasses' `__torch_function__` (the tracer runs them).
+TORCH_FUNCTION_SWITCHES = (torch._C.DisableTorchFunctionSubclass, torch._C.DisableTorchFunction)
+MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, *TORCH_FUNCTION_SWITCHES,
+                    warnings.catch_warnings)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
@@ -66,6 +70,8 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
         return ContextValue("autocast", (cls(*args, **kwargs),), cls)
     if cls in PROFILER_CLASSES:
         return ContextValue("profiler", (), cls)
+    if cls in TORCH_FUNCTION_SWITCHES:
+        return ContextValue("torch_function", (), cls)
     if cls is warnings.catch_warnings:
         if args:
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
@@ -228,6 +234,8 @@ def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None
     elif manager.kind == "profiler" and bound:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
                                  type="profiler whose object is used (the graph does not profile)")
+    elif manager.kind == "torch_function":
+        tracer.graph.switch_torch_function(False)
     elif manager.kind == "warnings":
         options = manager.args[0]
         if options.get("record") and bound:
@@ -259,6 +267,8 @@ def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
         tracer.graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
         real = tracer.open_contexts.pop()
         real.__exit__(None, None, None)
+    elif context.kind == "torch_function":
+        tracer.graph.switch_torch_function(True)
     elif context.kind == "warnings":
         tracer.side_effects.replay_call(output_calls.exit_catch_warnings, [], {})
     return ConstantValue(None)

@@ -10,6 +10,7 @@ Tracing never changes the user's objects or the grad mode it started with.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import traceback
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from ..guards.sources import (
     NumpyTensorSource,
     Source,
 )
-from ..objects import exceptions
+from ..objects import exceptions, torch_functions
 from ..objects import wrap as wrapping
 from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
@@ -62,6 +63,7 @@ class Tracer:
                  dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False,
                  data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> None:
         self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims, marked, data_dependence)
+        self.graph.torch_function = functools.partial(torch_functions.run, self)
         self.data_dependence = data_dependence
         self.guards: list[Guard] = []
         self.side_effects = SideEffects()

@@ -43,6 +43,7 @@ from . import (
     output_calls,
     sets,
     symbolic_numbers,
+    torch_functions,
 )
 from .values import (
     NONE,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Tracer", list, dict], Value]
 _HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
-                                  **exceptions.HANDLERS}
+                                  **exceptions.HANDLERS, **torch_functions.HANDLERS}
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..._core.subclass_protocol import is_wrapper_subclass_type
 from ..interpreter import graph_breaks as gb
 from . import dicts, exceptions, operations, sets
 from .classes import (
@@ -84,6 +85,8 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     tensor = base is torch._C.TensorBase and is_python_function(new)
     if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor:
         raise _unmodelled_base(tracer, cls, base)
+    if tensor and is_wrapper_subclass_type(cls):
+        return make_wrapper_subclass(tracer, cls, args, kwargs)
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
@@ -162,6 +165,24 @@ def make_tensor_subclass(tracer: "Tracer", args: list[Value], kwargs: dict[str, 
                                  name=f"{cls.__qualname__} that requires grad (a new leaf of autograd)")
     made = tracer.graph.call("call_method", "detach", [data], {})
     made.cls = cls
+    return made
+
+
+def make_wrapper_subclass(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`cls(...)` for a traceable wrapper subclass (TwoTensor, a scaled tensor): one node that
+    calls the class. Its fake is what the constructor makes of the fake arguments: such a
+    constructor wraps its tensors, and AOT autograd desugars the result as it does an input."""
+    values = [*args, *kwargs.values()]
+    if not any(isinstance(value, TensorValue) for value in values) \
+            or not all(isinstance(value, (TensorValue, ConstantValue)) for value in values):
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"the tensor subclass {cls.__qualname__} from arguments other than "
+                                      "tensors and constants")
+    made = tracer.graph.call("call_function", cls, args, kwargs)
+    if not isinstance(made, TensorValue) or type(made.fake) is not cls:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"the tensor subclass {cls.__qualname__}, whose constructor made a "
+                                      f"{type(getattr(made, 'fake', made)).__qualname__}")
     return made
 
 

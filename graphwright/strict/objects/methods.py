@@ -29,6 +29,7 @@ from . import (
     sets,
     storages,
     symbolic_numbers,
+    torch_functions,
 )
 from .values import (
     NONE,
@@ -121,6 +122,8 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return numpy_arrays.from_tensor(tracer, tensor, kwargs)
     if name == "untyped_storage" and not args and not kwargs:
         return storages.storage_of(tensor)
+    if name == "as_subclass" and len(args) == 1 and not kwargs:
+        return torch_functions.as_subclass(tracer, tensor, args[0])
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:

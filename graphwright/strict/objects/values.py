@@ -558,8 +558,8 @@ class GeneratorValue(LazyIteratorValue):
 
 class ContextValue(Value):
     """A context manager the tracer models: `kind` is "grad" (`args`: the mode), "autocast",
-    "warnings" (replayed), or "lock" and "profiler" (no-ops); `cls` is the class the program
-    made it from (what `type()` answers)."""
+    "torch_function" (subclasses' `__torch_function__` off), "warnings" (replayed), or "lock" and
+    "profiler" (no-ops); `cls` is the class the program made it from (what `type()` answers)."""
 
     __slots__ = ("kind", "args", "saved", "cls")
 

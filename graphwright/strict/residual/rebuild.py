@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.contexts import remade_grad_mode
@@ -147,6 +148,15 @@ class ResidualWriter(EntryWriter):
         self._output_index: dict[int, int] = {}
         self._built: dict[int, tuple[Value, str]] = {}
 
+    def _with_class(self, cls: type, output: str) -> str:
+        """A graph output as an instance of `cls`: made by `Tensor._make_subclass` in the region (an
+        nn.Parameter: `__torch_function__` disabled), or the result of an operation on a Python
+        subclass, which the graph computes as a plain tensor (a code generator returns one) and
+        torch's default `__torch_function__` returns as the subclass, still in autograd's graph."""
+        if cls.__torch_function__ is torch._C._disabled_torch_function_impl:
+            return f"{self.ref(torch.Tensor._make_subclass)}({self.ref(cls)}, {output}, False)"
+        return f"{self.ref(as_class)}({output}, {self.ref(cls)})"
+
     def rebuild(self, value: Value) -> str:
         """An expression for `value` after the graph has run (`___out` holds its outputs)."""
         if type(value) is UnreadArgument:
@@ -160,11 +170,11 @@ class ResidualWriter(EntryWriter):
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
                 made = f"___out[{index}]"
-                if value.cls is not torch.Tensor:  # made by Tensor._make_subclass (an nn.Parameter)
+                if value.cls is not torch.Tensor and not is_wrapper_subclass(value.fake):
+                    # a wrapper subclass (TwoTensor) is one in the graph already
                     made = f"___r{len(self._built)}"
                     self._built[id(value)] = (value, made)
-                    self.rebuilt.append(f"{made} = {self.ref(torch.Tensor._make_subclass)}"
-                                        f"({self.ref(value.cls)}, ___out[{index}], False)")
+                    self.rebuilt.append(f"{made} = {self._with_class(value.cls, f'___out[{index}]')}")
                 for name, item in (value.overlay or {}).items():  # attributes the region stored on it
                     self.rebuilt.append(f"___setattr({made}, {name!r}, {self.rebuild(item)})")
             known = self._built.get(id(value))
@@ -448,3 +458,9 @@ def _detached(container: Value) -> Value:
     if container.kind is dict:
         return DictValue(container.items)
     return new_set(set, container.items, container.table)
+
+
+def as_class(tensor: torch.Tensor, cls: type) -> torch.Tensor:
+    """`tensor` as an instance of `cls` (itself when it is one: the `eager` backend ran the graph
+    on the subclass)."""
+    return tensor if type(tensor) is cls else tensor.as_subclass(cls)
