@@ -40,6 +40,7 @@ from ..objects import (
 from ..objects.values import (
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DictValue,
     FunctionValue,
     MethodValue,
@@ -79,6 +80,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return function.call(tracer, args, kwargs)
     if isinstance(function, ContextValue):
         return contexts.decorate(tracer, function, args, kwargs)
+    if isinstance(function, DescriptorValue) and function.cls is staticmethod:  # callable since 3.10
+        return call_value(tracer, function.parts["__func__"], args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = function.source
         if source is not None:

@@ -28,8 +28,10 @@ from ..interpreter.graph_breaks import UserException
 from . import (
     attributes,
     checks,
+    class_statements,
     classes,
     copying,
+    descriptors,
     deques,
     dict_views,
     dicts,
@@ -44,6 +46,7 @@ from . import (
     sets,
     symbolic_numbers,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
@@ -281,8 +284,8 @@ def _two_arguments(tracer: "Tracer", name: str, args: list[Value], kwargs: dict[
 
 @handles(type)
 def _type(tracer, args, kwargs):
-    if len(args) != 1:
-        raise _unsupported(tracer, "type", args)
+    if len(args) != 1 or kwargs:  # type(name, bases, namespace): a new class
+        return instances.type_call(tracer, type, args, kwargs)
     return classes.class_value(args[0].python_type())
 
 
@@ -596,8 +599,42 @@ def _is_compiling(tracer, args, kwargs):
 
 @handles(builtins.__build_class__)
 def _build_class(tracer, args, kwargs):
-    name = operations.python_value(tracer, args[1]) if len(args) > 1 else "?"
-    raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name)
+    return class_statements.build_class(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__new__"])
+def _type_new(tracer, args, kwargs):
+    return class_statements.type_new(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__setattr__"], type.__dict__["__delattr__"])
+def _type_setattr(tracer, args, kwargs):
+    """`type.__setattr__(cls, name, value)` on a class the region made (a metaclass's own
+    `__setattr__` reaches it through super())."""
+    deleting = len(args) == 2
+    if kwargs or len(args) != (2 if deleting else 3) or not class_statements.is_class(args[0]) \
+            or made_class(args[0].value) is None:
+        raise _unsupported(tracer, "type.__delattr__" if deleting else "type.__setattr__", args)
+    name = operations.python_value(tracer, args[1])
+    class_statements.store(tracer, args[0], name, None if deleting else args[2])
+    return NONE
+
+
+for _cls in (staticmethod, classmethod, property):
+    _HANDLERS[_cls] = lambda tracer, args, kwargs, cls=_cls: descriptors.make_descriptor(tracer, cls, args, kwargs)
+
+
+def _setup(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        made = class_statements.run_setup(tracer, function, args, kwargs)
+        if made is None:
+            raise _unsupported(tracer, getattr(function, "__qualname__", repr(function)), args)
+        return made
+    return handler
+
+
+for _function in class_statements.SETUP_FUNCTIONS:
+    _HANDLERS[_function] = _setup(_function)
 
 
 @handles(print)

@@ -32,6 +32,7 @@ from .classes import (
     generic_set,
     instance_dict_of,
     is_python_function,
+    static_function,
 )
 from .values import (
     ConstantValue,
@@ -48,6 +49,7 @@ from .wrap import function_value
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
+_TYPE_NEW = type.__dict__["__new__"]
 BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, set.__new__, frozenset.__new__,
                types.SimpleNamespace.__new__)
 
@@ -62,7 +64,7 @@ def has_python_constructor(cls: type) -> bool:
     """Whether `cls`'s `__new__` or `__init__` (or its metaclass's `__call__`) is Python code."""
     def python(owner: type, name: str) -> bool:
         raw = next((klass.__dict__[name] for klass in owner.__mro__ if name in klass.__dict__), None)
-        return type(raw.__func__ if isinstance(raw, staticmethod) else raw) is types.FunctionType
+        return type(static_function(raw)) is types.FunctionType
     return python(cls, "__new__") or python(cls, "__init__") or python(type(cls), "__call__")
 
 
@@ -80,13 +82,17 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     cls_value = class_value(cls)
     base = builtin_base(cls)
     owner, raw = find(tracer, cls, "__new__")
-    new = raw.__func__ if isinstance(raw, staticmethod) else raw
+    new = static_function(raw)
     tensor = base is torch._C.TensorBase and is_python_function(new)
-    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor:
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor and base is not type:
         raise _unmodelled_base(tracer, cls, base)
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
+    elif new is _TYPE_NEW:  # a metaclass: a class statement's class, `type(name, bases, namespace)`
+        from . import class_statements
+
+        instance = class_statements.type_new(tracer, [cls_value, *args], kwargs)
     elif new in BUILTIN_NEW or exceptions.is_builtin_new(new):
         instance = new_instance(tracer, cls, args, kwargs)
     else:
@@ -187,6 +193,12 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     base = builtin_base(cls)
     if isinstance(instance, ExceptionValue):
         exceptions.init_exception(tracer, instance, args, kwargs)
+        return
+    if base is type:
+        if kwargs and len(args) == 1:
+            raise tracer.user_error(TypeError("type.__init__() takes no keyword arguments"))
+        if len(args) not in (1, 3):
+            raise tracer.user_error(TypeError("type.__init__() takes 1 or 3 arguments"))
         return
     if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
         if args or kwargs:

@@ -20,6 +20,7 @@ from . import (
     callable_attributes,
     classes,
     deques,
+    descriptors,
     dict_views,
     dicts,
     exceptions,
@@ -30,11 +31,13 @@ from . import (
     storages,
     symbolic_numbers,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DequeValue,
     DictValue,
     DictViewValue,
@@ -89,6 +92,13 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return module.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictViewValue):
         return dict_views.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DescriptorValue):
+        return descriptors.call_made_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue) and name in ("__setattr__", "__delattr__") \
+            and made_class(receiver.value) is not None:  # type's own, reached through super()
+        from .builtin_calls import handler_for
+
+        return handler_for(type.__dict__[name])(tracer, [receiver, *args], kwargs)
     if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
         from . import instances  # type.__call__ on a class: __new__ then __init__
 

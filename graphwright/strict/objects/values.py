@@ -17,6 +17,8 @@ One class per kind of Python behaviour, not per type:
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `PartialValue`: a `functools.partial`, its function and stored arguments as values.
+- `DescriptorValue`: a staticmethod, classmethod or property made in the region around
+  values of the trace (the methods of a class statement).
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
@@ -386,6 +388,22 @@ class PartialValue(Value):
 
     def python_type(self) -> type:
         return functools.partial
+
+
+class DescriptorValue(Value):
+    """`staticmethod(f)`, `classmethod(f)` or `property(fget, fset, fdel, doc)` made in the region
+    (`cls` is which) around values of the trace: `parts` holds them by the descriptor's own
+    attribute names (`__func__`; `fget`, `fset`, `fdel`, `__doc__`), NONE where unset."""
+
+    __slots__ = ("cls", "parts")
+
+    def __init__(self, cls: type, parts: dict[str, Value]) -> None:
+        super().__init__(None)
+        self.cls = cls
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return self.cls
 
 
 class ModuleValue(Value):
