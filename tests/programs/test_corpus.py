@@ -11,6 +11,7 @@ from . import (
     cases_aot,
     cases_attributes,
     cases_bytecode,
+    cases_class_statements,
     cases_classes,
     cases_containers,
     cases_counters,
@@ -54,6 +55,7 @@ ALL_PROGRAMS = [
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
     *cases_aot.PROGRAMS,
+    *cases_class_statements.PROGRAMS,
 ]
 
 

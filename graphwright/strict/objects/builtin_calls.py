@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 Handler = Callable[["Tracer", list, dict], Value]
 _HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
                                   **exceptions.HANDLERS}
+_OBJECT_INIT_SUBCLASS = object.__dict__["__init_subclass__"]
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -88,7 +89,24 @@ def handler_for(target: Any) -> Handler | None:
         return None
     if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
         return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    if found is None and _is_object_init_subclass(target):
+        return lambda tracer, args, kwargs: _object_init_subclass(tracer, target.__self__, args, kwargs)
     return found
+
+
+def _is_object_init_subclass(target: Any) -> bool:
+    """`object.__init_subclass__` bound to a class (what `super().__init_subclass__` reaches)."""
+    return type(target) is types.BuiltinMethodType and isinstance(target.__self__, type) \
+        and target == _OBJECT_INIT_SUBCLASS.__get__(None, target.__self__)
+
+
+def _object_init_subclass(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no keyword arguments"))
+    if args:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no arguments "
+                                          f"({len(args)} given)"))
+    return NONE
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)

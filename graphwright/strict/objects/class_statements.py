@@ -35,7 +35,9 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from . import classes, exceptions, operations
+from .classes import builtin_base
 from .class_creation import CannotMakeQuietly, MadeClass, file_made_class, made_class, make_class
+from .instances import make_empty, store_own
 from .values import (
     NONE,
     CellValue,
@@ -329,7 +331,7 @@ def _init_subclass(tracer: "Tracer", cls: ConstantValue, kwargs: dict[str, Value
     owner, raw = classes.find(tracer, cls.value, "__init_subclass__", after=cls.value)
     if raw is _OBJECT_INIT_SUBCLASS:
         if kwargs:
-            raise _type_error(tracer, f"{cls.value.__name__}.__init_subclass__() takes no keyword arguments")
+            raise _type_error(tracer, f"{cls.value.__qualname__}.__init_subclass__() takes no keyword arguments")
         return
     _call(tracer, classes.bind(tracer, owner, raw, "__init_subclass__", None, cls.value, cls), [], kwargs)
 
@@ -339,9 +341,10 @@ def _init_subclass(tracer: "Tracer", cls: ConstantValue, kwargs: dict[str, Value
 
 def realize(tracer: "Tracer", value: Value) -> Any:
     """The real object a class made in the region holds for `value` in its `__dict__`: a
-    constant itself, a function made in the region as a function of the same code (never
-    called: reading it back from the class gives `value`, `tracer.memo_by_id`), an
-    `Unrealized` placeholder for a value with no real counterpart."""
+    constant itself; a container or a plain instance made in the region, a copy; a function
+    made in the region, a function of the same code (never called: read back from the class,
+    it is `value`, `tracer.memo_by_id`); an `Unrealized` placeholder for a value with no real
+    counterpart."""
     if isinstance(value, ConstantValue) and not operations.is_symbolic(value):
         return value.value
     if isinstance(value, ObjectValue) and value.obj is not None:
@@ -350,6 +353,18 @@ def realize(tracer: "Tracer", value: Value) -> Any:
         return value.module
     if isinstance(value, FunctionValue) and value.bound_self is None and value.fn is not None:
         return value.fn
+    if isinstance(value, SequenceValue) and value.cls is None:  # copies, as a setup function may change them
+        return value.kind(realize(tracer, item) for item in value.items)
+    if isinstance(value, DictValue) and value.kind is dict and value.cls is None \
+            and not any(holds_value_keys(key) for key in value.items):
+        return {key: realize(tracer, item) for key, item in value.items.items()}
+    if isinstance(value, ObjectValue) and type(value) is ObjectValue and builtin_base(value.cls) is object \
+            and made_class(value.cls) is None:  # an instance made in the region (a dataclass `field()`)
+        real = make_empty(value.cls, object, None)
+        for name, item in value.overlay.items():
+            if item is not None:
+                store_own(real, name, realize(tracer, item))
+        return real
     if isinstance(value, FunctionValue) and value.bound_self is None:
         real = _stand_in(tracer, value)
     elif isinstance(value, DescriptorValue):
@@ -358,14 +373,9 @@ def realize(tracer: "Tracer", value: Value) -> Any:
             real = property(parts["fget"], parts["fset"], parts["fdel"], parts["__doc__"])
         else:
             real = value.cls(parts["__func__"])
-    elif isinstance(value, SequenceValue) and value.cls is None:
-        real = value.kind(realize(tracer, item) for item in value.items)
-    elif isinstance(value, DictValue) and value.kind is dict and value.cls is None \
-            and not any(holds_value_keys(key) for key in value.items):
-        real = {key: realize(tracer, item) for key, item in value.items.items()}
     else:
         real = Unrealized()
-    tracer.memo_by_id[id(real)] = (real, value)
+    tracer.memo_by_id[id(real)] = (real, value)  # read back from the class, it is the trace's value
     return real
 
 

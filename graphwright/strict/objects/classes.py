@@ -276,7 +276,7 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.{name}",
                                      name=f"{name} (a `{type(raw).__name__}` written in C)",
                                      type=cls.__name__)
-        return tracer.wrap(getattr(cls, name), None)
+        return tracer.wrap(type(raw).__get__(raw, None, cls), None)  # what was found, not `cls.name`
     return tracer.wrap(raw, _entry_source(owner, name))
 
 
