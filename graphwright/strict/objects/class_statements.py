@@ -270,8 +270,8 @@ def _make(tracer: "Tracer", meta: type, name: str, bases: tuple, namespace: Dict
     entries: dict[str, Value] = {}
     for key, item in namespace.items.items():
         if holds_value_keys(key) or not isinstance(key, str):
-            raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"class {name} with a key {key!r}",
-                                     name=f"{name} (a class namespace with a key that is not a string)")
+            raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name} with a key {key!r}", name=name,
+                                     reason=f"its namespace has a key that is not a string ({key!r})")
         entries[key] = item
     for key in ("__new__", *_IMPLICIT_CLASSMETHODS):  # type.__new__ wraps these plain functions
         if isinstance(entries.get(key), FunctionValue):
@@ -286,8 +286,8 @@ def _make(tracer: "Tracer", meta: type, name: str, bases: tuple, namespace: Dict
     try:
         cls = make_class(meta, name, bases, real)
     except CannotMakeQuietly as error:
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"class {name}",
-                                 name=f"{name} (its bases' layout: {error})") from None
+        raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name,
+                                 reason=f"its bases' `__init_subclass__` would run twice ({error})") from None
     except Exception as error:  # CPython's own checks: an MRO conflict, a final base, bad __slots__
         raise tracer.user_error(error) from None
     value = ConstantValue(cls)
@@ -309,9 +309,8 @@ def _set_names(tracer: "Tracer", cls: ConstantValue, entries: dict[str, Value]) 
     for key, item in list(entries.items()):
         if isinstance(item, ConstantValue):
             if hasattr(type(item.value), "__set_name__"):
-                raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"__set_name__ of {item!r}",
-                                         name=f"{cls.value.__name__} (its `{key}` has a __set_name__ the tracer "
-                                              "cannot run)")
+                raise tracer.graph_break(gb.CLASS_STATEMENT, f"__set_name__ of {item!r}", name=cls.value.__name__,
+                                         reason=f"its `{key}` has a `__set_name__` written in C")
             continue
         method = classes.special_method(tracer, item, "__set_name__")
         if method is None:
@@ -438,8 +437,9 @@ def run_setup(tracer: "Tracer", function: Any, args: list[Value], kwargs: dict[s
     real_kwargs = {key: realize(tracer, arg) for key, arg in kwargs.items()}
     if not is_realized(cls) or any(_holds_unrealized(arg) for arg in [*real_args, *real_kwargs.values()]):
         name = getattr(function, "__qualname__", repr(function))
-        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"{name} on class {cls.__name__}",
-                                 name=f"{cls.__name__} (given to `{name}` while it holds values of the trace)")
+        raise tracer.graph_break(gb.CLASS_STATEMENT, f"{name} on class {cls.__name__}", name=cls.__name__,
+                                 reason=f"`{name}` runs on the real class, which would need the values it "
+                                        "holds (a tensor, an object made in the region) for real")
     before = dict(cls.__dict__)
     try:
         result = function(cls, *real_args, **real_kwargs)
@@ -456,5 +456,5 @@ def run_setup(tracer: "Tracer", function: Any, args: list[Value], kwargs: dict[s
         return NONE
     if result is cls:
         return args[0]
-    raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"{function.__qualname__} on class {cls.__name__}",
-                             name=f"{cls.__name__} (`{function.__qualname__}` made another class of it)")
+    raise tracer.graph_break(gb.CLASS_STATEMENT, f"{function.__qualname__} on class {cls.__name__}",
+                             name=cls.__name__, reason=f"`{function.__qualname__}` made another class of it")
