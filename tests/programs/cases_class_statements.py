@@ -9,7 +9,10 @@ default), so under `GW_CORPUS_REFERENCE=1` these programs run without fullgraph 
 from __future__ import annotations
 
 import abc
+import collections
 import dataclasses
+import enum
+import functools
 import typing
 
 import torch
@@ -423,6 +426,35 @@ def _(x):
     return Square(x).area(), message, isinstance(Square(x), Shape), sorted(Shape.__abstractmethods__)
 
 
+@program("enum_class_statement_in_the_region", lambda: rand(3), reference=_breaks_in_pytorch([1, 2]))
+def _(x):
+    class Color(enum.Enum):
+        RED = 1
+        GREEN = 2
+
+        def doubled(self):
+            return self.value * 2
+
+    return x * Color.GREEN.doubled(), Color(1).name, [member.name for member in Color]
+
+
+@program("total_ordering_completes_a_class_made_in_the_region", lambda: rand(3),
+         reference=_breaks_in_pytorch([1, 2]))
+def _(x):
+    @functools.total_ordering
+    class Version:
+        def __init__(self, number):
+            self.number = number
+
+        def __lt__(self, other):
+            return self.number < other.number
+
+        def __eq__(self, other):
+            return self.number == other.number
+
+    return x + 1, Version(1) <= Version(2), Version(3) > Version(2), Version(2) >= Version(3)
+
+
 @program("autograd_function_made_in_the_region", lambda: rand(3, requires_grad=True), grad=True,
          reference=_breaks_in_pytorch([1, 2]))
 def _(x):
@@ -480,6 +512,22 @@ def _(x):
 
     point = Point(x)
     return Point, point, point.norm()
+
+
+def _each_call_new_named_tuple_and_enum(world, compiled, args):
+    pair, color, total = compiled(*args.args)
+    fresh = all(pair is not before[0] and color is not before[1] for before in _SEEN)
+    _SEEN.append((pair, color))
+    return pair._fields, tuple(pair(1, 2)), pair.__module__, [member.name for member in color], total, fresh
+
+
+@program("named_tuple_and_enum_classes_made_in_the_region_are_made_anew_each_call", lambda: rand(3),
+         call=_each_call_new_named_tuple_and_enum, reset=_SEEN.clear,
+         reference=_breaks_in_pytorch([1, 2], xfail="the classes are named after a module of torch._dynamo"))
+def _(x):
+    Pair = collections.namedtuple("Pair", "first second")
+    Color = enum.Enum("Color", "RED GREEN")
+    return Pair, Color, x * Color.GREEN.value
 
 
 @program("class_statement_subclass_and_its_base_returned", lambda: rand(3), call=_described,

@@ -303,8 +303,10 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         _store_on_tensor(tracer, owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
-            and name not in vars(types.FunctionType):
-        # an attribute of a real function (a flag a decorator sets): replayed after the graph
+            and (name not in vars(types.FunctionType) or name in callable_attributes.SPECIAL_STORES):
+        # an attribute of a real function (a flag a decorator sets, the `__name__`
+        # functools.total_ordering gives its functions): replayed after the graph
+        callable_attributes.check_special_store(tracer, name, value)
         tracer.side_effects.store_shared_attr(ConstantValue(owner.fn, owner.source), name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",

@@ -653,6 +653,9 @@ def _setup(function: Callable) -> Handler:
 
 for _function in class_statements.SETUP_FUNCTIONS:
     _HANDLERS[_function] = _setup(_function)
+for _function in class_statements.FACTORIES:
+    _HANDLERS[_function] = lambda tracer, args, kwargs, factory=_function: \
+        class_statements.run_factory(tracer, factory, args, kwargs)
 
 
 @handles(print)

@@ -30,18 +30,22 @@ _POINTER = 8
 class MadeClass:
     """A class made by the region (a class statement, `type(name, bases, ns)`): `value` is it as
     a value of the trace; `namespace` what `type.__new__` was given (values of the trace, in
-    order); `events` what the region did to it afterwards, in order: `("store", name, value)`
-    (value None: deleted) and `("call", function, args)`, a library's setup function run on
-    it for real (a metaclass's `__init__`, `dataclasses`), run again on a class made anew."""
+    order), or `factory` the library function that made it for real and its arguments
+    (`collections.namedtuple`, an enum's metaclass); `events` what the region did to it
+    afterwards, in order: `("store", name, value)` (value None: deleted) and `("call",
+    function, args, kwargs)`, a library's setup function run on it for real (a metaclass's
+    `__init__`, `dataclasses`), run again on a class made anew."""
 
-    __slots__ = ("value", "meta", "name", "bases", "namespace", "events", "__weakref__")
+    __slots__ = ("value", "meta", "name", "bases", "namespace", "factory", "events", "__weakref__")
 
-    def __init__(self, value: Any, meta: type, name: str, bases: tuple, namespace: dict) -> None:
+    def __init__(self, value: Any, meta: type, name: str, bases: tuple, namespace: dict,
+                 factory: tuple | None = None) -> None:
         self.value = value
         self.meta = meta
         self.name = name
         self.bases = bases
         self.namespace = namespace
+        self.factory = factory
         self.events: list[tuple] = []
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import enum
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ from ..interpreter.graph_breaks import UserException
 from . import classes, exceptions, operations
 from .classes import builtin_base
 from .class_creation import CannotMakeQuietly, MadeClass, file_made_class, made_class, make_class
-from .instances import make_empty, store_own
+from .instances import fill, make_empty
 from .values import (
     NONE,
     CellValue,
@@ -60,6 +61,9 @@ _OBJECT_INIT_SUBCLASS = object.__dict__["__init_subclass__"]
 # Functions of libraries that set up a class they are given, reading only it and constants
 # (one made in the region is given to them for real, and again when it is made anew)
 SETUP_FUNCTIONS = (torch.autograd.function.FunctionMeta.__init__, abc._abc_init, dataclasses._process_class)
+# Functions of libraries that make a class from constants with machinery the tracer does not
+# follow (an enum's members made by its metaclass)
+FACTORIES = (enum.EnumType.__new__,)
 
 
 class Unrealized:
@@ -357,13 +361,19 @@ def realize(tracer: "Tracer", value: Value) -> Any:
     if isinstance(value, DictValue) and value.kind is dict and value.cls is None \
             and not any(holds_value_keys(key) for key in value.items):
         return {key: realize(tracer, item) for key, item in value.items.items()}
-    if isinstance(value, ObjectValue) and type(value) is ObjectValue and builtin_base(value.cls) is object \
-            and made_class(value.cls) is None:  # an instance made in the region (a dataclass `field()`)
-        real = make_empty(value.cls, object, None)
-        for name, item in value.overlay.items():
-            if item is not None:
-                store_own(real, name, realize(tracer, item))
+    if _is_plain_instance(value):  # made in the region (a dataclass `field()`, an enum's namespace)
+        base = builtin_base(value.cls)
+        real = make_empty(value.cls, base, None)
+        contents = {key: realize(tracer, item) for key, item in value.items.items()} \
+            if isinstance(value, DictValue) else None
+        fill(real, base, contents, {name: realize(tracer, item) for name, item in value.overlay.items()
+                                    if item is not None})
         return real
+    if isinstance(value, (SequenceValue, DictValue)) and operations.is_constant_tree(value):
+        try:  # a namedtuple, an OrderedDict of constants
+            return operations.python_value(tracer, value)
+        except gb.GraphBreak:
+            pass
     if isinstance(value, FunctionValue) and value.bound_self is None:
         real = _stand_in(tracer, value)
     elif isinstance(value, DescriptorValue):
@@ -376,6 +386,21 @@ def realize(tracer: "Tracer", value: Value) -> Any:
         real = Unrealized()
     tracer.memo_by_id[id(real)] = (real, value)  # read back from the class, it is the trace's value
     return real
+
+
+def _is_plain_instance(value: Value) -> bool:
+    """An instance made in the region of a class from outside, laid out by object or dict."""
+    if getattr(value, "obj", True) is not None or getattr(value, "source", None) is not None:
+        return False
+    if type(value) is ObjectValue:
+        base = builtin_base(value.cls)
+    elif type(value) is DictValue and value.cls is not None and value.kind is dict:
+        base = builtin_base(value.cls)
+        if base is not dict or any(holds_value_keys(key) for key in value.items):
+            return False
+    else:
+        return False
+    return base in (object, dict) and made_class(value.cls) is None
 
 
 def _stand_in(tracer: "Tracer", function: FunctionValue) -> types.FunctionType:
@@ -412,7 +437,7 @@ def store(tracer: "Tracer", cls: ConstantValue, name: str, value: Value | None) 
     `type.__setattr__`: the trace's view and the class object change, the store is filed for
     a class made anew."""
     real = cls.value
-    overlay = tracer.side_effects.shared_overlays[id(real)]
+    overlay = tracer.side_effects.shared_overlays.setdefault(id(real), {})
     if value is None:
         if name not in overlay and name not in real.__dict__:
             raise tracer.user_error(AttributeError(f"type object '{real.__name__}' has no attribute '{name}'"))
@@ -423,6 +448,31 @@ def store(tracer: "Tracer", cls: ConstantValue, name: str, value: Value | None) 
         overlay[name] = value
         type.__setattr__(real, name, realize(tracer, value))
     made_class(real).events.append(("store", name, value))
+
+
+def run_factory(tracer: "Tracer", factory: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """A library function that makes a class (`FACTORIES`, `collections.namedtuple`), run for
+    real on the real counterparts of its arguments; the class it makes is filed to be made
+    again by calling it again."""
+    real_args = [realize(tracer, arg) for arg in args]
+    real_kwargs = {key: realize(tracer, arg) for key, arg in kwargs.items()}
+    name = getattr(factory, "__qualname__", repr(factory))
+    if any(_holds_unrealized(arg) for arg in [*real_args, *real_kwargs.values()]):
+        raise tracer.graph_break(gb.CLASS_STATEMENT, f"{name}(...)", name=name,
+                                 reason=f"`{name}` runs for real, on arguments that hold values of the trace "
+                                        "(a tensor, an object made in the region)")
+    try:
+        made = factory(*real_args, **real_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"{name}(...)") from None
+    if not isinstance(made, type):
+        return tracer.wrap(made, None)
+    value = ConstantValue(made)
+    file_made_class(made, MadeClass(value, type(made), made.__name__, made.__bases__, {},
+                                    factory=(factory, list(args), dict(kwargs))))
+    tracer.memo_by_id[id(made)] = (made, value)
+    tracer.side_effects.shared_overlays.setdefault(id(made), {})
+    return value
 
 
 def run_setup(tracer: "Tracer", function: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

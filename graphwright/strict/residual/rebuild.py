@@ -417,6 +417,12 @@ class ResidualWriter(EntryWriter):
         if known is not None:
             return known[1]
         built = self._register(made.value)
+        if made.factory is not None:
+            function, args, kwargs = made.factory
+            arguments = [self.rebuild(arg) for arg in args] + [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+            self.rebuilt.append(f"{built} = {self.ref(function)}({', '.join(arguments)})")
+            self._replay_class_events(made, built)
+            return built
         self._unassigned[built] = []
         fixed = {"__module__", "__qualname__", "__slots__"}  # what type.__new__ reads
         namespace = ", ".join(f"{name!r}: {self.rebuild(value) if name in fixed else 'None'}"
@@ -428,6 +434,10 @@ class ResidualWriter(EntryWriter):
         for name, value in made.namespace.items():
             if name not in fixed and name != "__classcell__":
                 self.rebuilt.append(f"___type_setattr({built}, {name!r}, {self.rebuild(value)})")
+        self._replay_class_events(made, built)
+        return built
+
+    def _replay_class_events(self, made: MadeClass, built: str) -> None:
         for event in made.events:
             if event[0] == "store" and event[2] is None:
                 self.rebuilt.append(f"___type_delattr({built}, {event[1]!r})")
@@ -438,7 +448,6 @@ class ResidualWriter(EntryWriter):
                 arguments = [built, *(self.rebuild(arg) for arg in args[1:])]
                 arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
                 self.rebuilt.append(f"{self.ref(function)}({', '.join(arguments)})")
-        return built
 
     def key(self, key: Any) -> str:
         """A key of a modelled dict: a key standing for a value of the trace is that value,
