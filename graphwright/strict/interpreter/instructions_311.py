@@ -13,7 +13,7 @@ import itertools
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, class_statements, classes, exceptions, operations, sets
+from ..objects import attributes, class_statements, classes, exceptions, operations, sets, text
 from ..objects.values import (
     NONE,
     NULL,
@@ -254,12 +254,12 @@ class Instructions311:
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
         value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
-        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
-        if text is not None:  # a user class's __str__ / __repr__
-            value, conversion = text, None
-        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
-        if text is not None:  # a user class's __format__ (or object's, through __str__)
-            self.push(text)
+        shown = text.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if shown is not None:  # a user class's __str__ / __repr__, a container's
+            value, conversion = shown, None
+        shown = text.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if shown is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(shown)
             return
         value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:

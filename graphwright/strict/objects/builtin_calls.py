@@ -45,6 +45,7 @@ from . import (
     output_calls,
     sets,
     symbolic_numbers,
+    text,
 )
 from .class_creation import made_class
 from .values import (
@@ -163,57 +164,12 @@ for _query in checks.SHAPE_QUERIES:
     _HANDLERS[_query] = lambda tracer, args, kwargs, query=_query: checks.call_query(tracer, query, args, kwargs)
 
 
-def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
-    """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
-    or `__format__` of the value's class (object's `__str__` calls `__repr__`), or an
-    exception's builtin ones; None when no such method applies."""
-    from ..interpreter import calls
-
-    if conversion is format:
-        method = classes.special_method(tracer, value, "__format__")
-        if method is not None:
-            return calls.call_value(tracer, method, [spec or ConstantValue("")], {})
-        if spec is not None and operations.python_value(tracer, spec) != "":
-            return None
-        conversion = str
-    method = classes.special_method(tracer, value, "__str__") if conversion is str else None
-    if method is None and (conversion is repr or _str_is_repr(tracer, value)):
-        method = classes.special_method(tracer, value, "__repr__")
-    if method is not None:
-        return calls.call_value(tracer, method, [], {})
-    if isinstance(value, ExceptionValue):  # BaseException's own, written in C
-        return ConstantValue(exceptions.text_of(tracer, value, conversion))
-    if conversion is repr or _str_is_repr(tracer, value):
-        return _identity_repr(tracer, value)
-    return None
-
-
-def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
-    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
-    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
-    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
-    eager run's differs from run to run too). None for any other value."""
-    address = f"0x{id(value):x}"
-    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
-        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
-        return ConstantValue(f"<function {qualname} at {address}>")
-    if isinstance(value, ObjectValue) and value.obj is None and \
-            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
-        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
-    return None
-
-
-def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
-    found = classes.find(tracer, value.python_type(), "__str__")
-    return found is not None and found[1] is object.__str__
-
-
 def _text(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         if args and not kwargs and len(args) <= (2 if function is format else 1):
-            text = user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
-            if text is not None:
-                return text
+            found = text.user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
+            if found is not None:
+                return found
         return evaluate(tracer, function, args, kwargs)
     return handler
 

@@ -108,10 +108,11 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
 
 
 def _python_equality(tracer: "Tracer", value: Value, binary: Any, truth: Any) -> Any:
-    """How an `ObjectKey` compares with another key of equal hash: the class's Python `__eq__`,
-    run on the two values; None (identity) when `__eq__` is object's."""
+    """How an `ObjectKey` compares with another key of equal hash: the class's `__eq__` (a
+    Python one, or a builtin base's: a tuple subclass's items), run on the two values; None
+    (identity) when `__eq__` is object's."""
     found = classes.find(tracer, value.python_type(), "__eq__")
-    if found is None or not classes.is_python_function(found[1]):
+    if found is None or found[1] is object.__eq__:
         return None
     return lambda other: truth(tracer, binary(tracer, operator.eq, value, key_value(other)))
 

@@ -27,7 +27,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views, exceptions, numpy_arrays
-from .classes import builtin_base, callable_text, find, is_instance_value, special_method, type_name
+from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
 from .storages import same_storage
 from .tensor_indexing import index_by_symbolic_ints
@@ -221,6 +221,9 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             sequence.items[:] = repeated
             return sequence
         return SequenceValue(repeated, sequence.kind)
+    if _is_subclass_sequence(lhs) or _is_subclass_sequence(rhs):
+        # no Python method of the subclass took it: the list's or tuple's own operator
+        return binary(tracer, op, _as_builtin(lhs), _as_builtin(rhs))
     if is_constant_tree(lhs) and is_constant_tree(rhs):
         op = _INPLACE_SEQUENCE_OPS.get(op, op) if isinstance(lhs, SequenceValue) else op
         try:
@@ -234,6 +237,15 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _is_subclass_sequence(value: Value) -> bool:
+    return isinstance(value, SequenceValue) and is_user_class(value.cls)
+
+
+def _as_builtin(value: Value) -> Value:
+    """An instance of a list or tuple subclass as its base sees it (the same items)."""
+    return SequenceValue(value.items, value.kind) if _is_subclass_sequence(value) else value
 
 
 def _sequences_equal(tracer: "Tracer", lhs: SequenceValue, rhs: SequenceValue) -> bool:
