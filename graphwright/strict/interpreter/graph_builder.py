@@ -34,7 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..guards.sources import ItemSource, LocalSource, Source
-from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
+from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value, unboxed
 from . import graph_breaks as gb
 from .symbolic_sizes import (
     NO_DATA_DEPENDENCE,
@@ -470,6 +470,7 @@ class GraphBuilder:
     def _convert(self, value: Value, leaf: Callable[[TensorValue], Any], target: Any, kind: str) -> Any:
         if isinstance(value, TensorValue):
             return leaf(value)
+        value = unboxed(value)  # an instance of a subclass of int or float: its number
         if isinstance(value, ConstantValue):
             if self.symbolic is not None and leaf is not _fake_of and holds_symbol(value.value):
                 try:

@@ -59,6 +59,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -196,6 +197,8 @@ def _len(tracer, args, kwargs):
         from ..interpreter import calls
 
         return calls.call_value(tracer, method, [], {})
+    if isinstance(value, ScalarInstanceValue):
+        return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue):
         raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
     if isinstance(value, TensorValue):

@@ -24,6 +24,7 @@ from .values import (
     FunctionValue,
     ModuleValue,
     ObjectKey,
+    ScalarInstanceValue,
     SequenceValue,
     TensorKey,
     TensorValue,
@@ -96,6 +97,8 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
         if not isinstance(number, int):
             raise tracer.user_error(TypeError("__hash__ method should return an integer"))
         return ObjectKey(value, hash(number), _python_equality(tracer, value, binary, truth))
+    if isinstance(value, ScalarInstanceValue):  # int's or str's hash, and equality
+        return ObjectKey(value, hash(python_value(tracer, value.builtin)), _python_equality(tracer, value, binary, truth))
     if isinstance(value, SequenceValue) and value.kind is tuple:
         return tuple(hashable_key(tracer, item) for item in value.items)  # tuple.__hash__
     if isinstance(value, DictValue) and value.kind is frozenset:

@@ -6,10 +6,11 @@ instance of `cls`, `__init__`, each found through the MRO. Python-level
 `__new__` and `__init__` are inlined; the builtin ones of the modelled bases
 (object, dict, OrderedDict, defaultdict, set, frozenset, list, tuple) are
 modelled here: a new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
-whose state the inlined code then fills. A tensor subclass whose `__new__` is Python
+whose state the inlined code then fills; one of a subclass of int, float, complex, str or
+bytes is a `ScalarInstanceValue` holding the value the base makes. A tensor subclass whose `__new__` is Python
 (`nn.Parameter`) is made by that `__new__`: `Tensor._make_subclass` gives an alias of its
-data with the subclass's face. Instances of other builtin bases (int, str...) are a graph
-break naming the base.
+data with the subclass's face. Instances of other builtin bases are a graph break naming
+the base.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from .values import (
     DictValue,
     ExceptionValue,
     ObjectValue,
+    ScalarInstanceValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -50,8 +52,9 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 _TYPE_NEW = type.__dict__["__new__"]
+SCALAR_BASES = (int, float, complex, str, bytes)
 BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, set.__new__, frozenset.__new__,
-               types.SimpleNamespace.__new__)
+               types.SimpleNamespace.__new__, *(base.__new__ for base in SCALAR_BASES))
 
 
 def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -84,7 +87,8 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     owner, raw = find(tracer, cls, "__new__")
     new = static_function(raw)
     tensor = base is torch._C.TensorBase and is_python_function(new)
-    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor and base is not type:
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor \
+            and base is not type and base not in SCALAR_BASES:
         raise _unmodelled_base(tracer, cls, base)
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
@@ -141,6 +145,11 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
         return sets.filled(tracer, base, args[0] if args and base is frozenset else None, None if plain else cls)
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
+    if base in SCALAR_BASES:  # the value made by the base from the arguments given to __new__
+        from .builtin_calls import evaluate
+
+        made = evaluate(tracer, base, args, kwargs)
+        return made if plain else ScalarInstanceValue(cls, made)
     raise _unmodelled_base(tracer, cls, base)
 
 
@@ -200,7 +209,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
         if len(args) not in (1, 3):
             raise tracer.user_error(TypeError("type.__init__() takes 1 or 3 arguments"))
         return
-    if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
+    if base in (object, tuple, frozenset, *SCALAR_BASES):  # none has an __init__ of its own
         if args or kwargs:
             if find(tracer, cls, "__init__")[1] is not object.__init__:
                 raise tracer.user_error(TypeError(
@@ -242,7 +251,7 @@ def make_empty(cls: type, base: type, items: tuple | None) -> Any:
     """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
     runs); a tuple's or frozenset's items are given here. Used by residual code and for pytree
     templates."""
-    return base.__new__(cls, items) if base in (tuple, frozenset) else base.__new__(cls)
+    return base.__new__(cls, items) if base in (tuple, frozenset, *SCALAR_BASES) else base.__new__(cls)
 
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:

@@ -49,6 +49,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
@@ -73,6 +74,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
+    if isinstance(receiver, ScalarInstanceValue):  # str's or int's own method, on what the base holds
+        return call_method(tracer, receiver.builtin, name, args, kwargs)
     if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
         result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:

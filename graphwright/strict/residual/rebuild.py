@@ -55,6 +55,7 @@ from ..objects.values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
@@ -308,7 +309,9 @@ class ResidualWriter(EntryWriter):
         cls = value.python_type()
         base = builtin_base(cls)
         items = "None"
-        if base is tuple:
+        if isinstance(value, ScalarInstanceValue):  # a subclass of int or str: its value
+            items = self.rebuild(value.builtin)
+        elif base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
         elif base is frozenset:
             items = "(" + "".join(self.key(key) + ", " for key in keys_in_order(value)) + ")"
