@@ -470,6 +470,23 @@ def _(x):
     return Double.apply(x).sum()
 
 
+@program("autograd_function_made_in_the_region_reads_the_enclosing_functions_variables",
+         lambda: rand(3, requires_grad=True), grad=True, reference=_breaks_in_pytorch([1, 2]))
+def _(x):
+    scale = 3.0
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * scale
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * scale
+
+    return Scale.apply(x).sum()
+
+
 @program("module_class_made_in_the_region", lambda: rand(3), reference=_breaks_in_pytorch([1, 2]))
 def _(x):
     class Twice(torch.nn.Module):

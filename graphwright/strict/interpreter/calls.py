@@ -37,6 +37,7 @@ from ..objects import (
     operations,
     optimizer_state,
 )
+from ..objects.class_creation import made_class
 from ..objects.values import (
     ConstantValue,
     ContextValue,
@@ -266,7 +267,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         if made is not None:
             return made
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
-            and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
+            and made_class(cls) is None and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     # user classes, nn.Module's subclasses, torch's classes written in Python (their
     # constructors may keep their arguments or change class state: run here, they would

@@ -49,12 +49,13 @@ class MadeClass:
         self.events: list[tuple] = []
 
 
-# class -> its MadeClass; weak, as the class made for a trace lives as long as what uses it
+# class -> a weak reference to its MadeClass, which the trace that made it keeps (its
+# `SideEffects`): both go with the trace and the entry made from it
 _MADE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def file_made_class(cls: type, record: MadeClass) -> None:
-    _MADE[cls] = record
+    _MADE[cls] = weakref.ref(record)
 
 
 def made_class(obj: Any) -> MadeClass | None:
@@ -62,9 +63,10 @@ def made_class(obj: Any) -> MadeClass | None:
     if not isinstance(obj, type) or not obj.__flags__ & _HEAP_TYPE:
         return None
     try:
-        return _MADE.get(obj)
+        found = _MADE.get(obj)
     except TypeError:  # a metaclass that makes its classes unhashable
         return None
+    return None if found is None else found()
 
 
 class CannotMakeQuietly(Exception):

@@ -298,7 +298,7 @@ def _make(tracer: "Tracer", meta: type, name: str, bases: tuple, namespace: Dict
     kept = dict(entries)  # what a class made anew is given (its __qualname__ is given to type.__new__)
     if "__qualname__" in real:
         kept["__qualname__"] = ConstantValue(real["__qualname__"])
-    file_made_class(cls, MadeClass(value, meta, name, bases, kept))
+    _file(tracer, cls, MadeClass(value, meta, name, bases, kept))
     tracer.memo_by_id[id(cls)] = (cls, value)
     tracer.side_effects.shared_overlays[id(cls)] = dict(entries)
     if cell is not None:
@@ -306,6 +306,11 @@ def _make(tracer: "Tracer", meta: type, name: str, bases: tuple, namespace: Dict
     _set_names(tracer, value, entries)
     _init_subclass(tracer, value, kwargs)
     return value
+
+
+def _file(tracer: "Tracer", cls: type, record: MadeClass) -> None:
+    tracer.side_effects.made_classes.append(record)
+    file_made_class(cls, record)
 
 
 def _set_names(tracer: "Tracer", cls: ConstantValue, entries: dict[str, Value]) -> None:
@@ -468,8 +473,8 @@ def run_factory(tracer: "Tracer", factory: Any, args: list[Value], kwargs: dict[
     if not isinstance(made, type):
         return tracer.wrap(made, None)
     value = ConstantValue(made)
-    file_made_class(made, MadeClass(value, type(made), made.__name__, made.__bases__, {},
-                                    factory=(factory, list(args), dict(kwargs))))
+    _file(tracer, made, MadeClass(value, type(made), made.__name__, made.__bases__, {},
+                                  factory=(factory, list(args), dict(kwargs))))
     tracer.memo_by_id[id(made)] = (made, value)
     tracer.side_effects.shared_overlays.setdefault(id(made), {})
     return value
