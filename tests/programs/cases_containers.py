@@ -592,7 +592,8 @@ def _types(*values):
 
 
 @program("set_subclass_operators_give_plain_sets_and_it_shows_its_class_name", lambda: rand(3),
-         reference=dict(xfail="an f-string of a set subclass leaves out its class name", why="PyTorch returns a wrong result here"))
+         reference=dict(xfail="an f-string of a set subclass leaves out its class name",
+                        why="PyTorch returns a wrong result here"))
 def _(x):
     tags, other = _Tags([1, 2, 3]), {2, 3, 4}
     results = (tags | other, tags & other, tags - other, tags ^ other, other | tags)
@@ -601,7 +602,8 @@ def _(x):
 
 
 @program("set_subclass_methods_change_it_and_copy_to_a_plain_set", lambda: rand(3),
-         reference=dict(xfail="copy() of a set subclass keeps the subclass", why="PyTorch returns a wrong result here"))
+         reference=dict(xfail="copy() of a set subclass keeps the subclass",
+                        why="PyTorch returns a wrong result here"))
 def _(x):
     tags = _Tags([1, 2, 3])
     copied = tags.copy()
@@ -615,7 +617,8 @@ def _(x):
 
 
 @program("frozenset_subclass_union_hash_and_text", lambda: rand(3),
-         reference=dict(xfail="an f-string of a frozenset subclass names frozenset", why="PyTorch returns a wrong result here"))
+         reference=dict(xfail="an f-string of a frozenset subclass names frozenset",
+                        why="PyTorch returns a wrong result here"))
 def _(x):
     tags = _FrozenTags([1, 2])
     return (_types(tags | {3}, tags.copy()), sorted(tags | {3}), hash(tags) == hash(frozenset([1, 2])),
@@ -623,7 +626,8 @@ def _(x):
 
 
 @program("dict_list_and_tuple_subclasses_keep_their_bases_operators_and_text", lambda: rand(3),
-         reference=dict(xfail="an f-string of a dict subclass shows it empty", why="PyTorch returns a wrong result here"))
+         reference=dict(xfail="an f-string of a dict subclass shows it empty",
+                        why="PyTorch returns a wrong result here"))
 def _(x):
     record, row, pair = _Record(a=1), _Row([3, 1, 2]), _Pair((1, 2))
     record.update(b=2)

@@ -279,11 +279,13 @@ def _make(tracer: "Tracer", meta: type, name: str, bases: tuple, namespace: Dict
         entries[key] = item
     for key in ("__new__", *_IMPLICIT_CLASSMETHODS):  # type.__new__ wraps these plain functions
         if isinstance(entries.get(key), FunctionValue):
-            entries[key] = DescriptorValue(staticmethod if key == "__new__" else classmethod, {"__func__": entries[key]})
+            wrapper = staticmethod if key == "__new__" else classmethod
+            entries[key] = DescriptorValue(wrapper, {"__func__": entries[key]})
     cell = entries.pop("__classcell__", None)
     real = {key: realize(tracer, item) for key, item in entries.items()}
     if "__qualname__" in entries and not isinstance(real["__qualname__"], str):
-        raise _type_error(tracer, f"type __qualname__ must be a str, not {entries['__qualname__'].python_type().__name__}")
+        shown = entries["__qualname__"].python_type().__name__
+        raise _type_error(tracer, f"type __qualname__ must be a str, not {shown}")
     if cell is not None and not isinstance(cell, CellValue):
         raise _type_error(tracer, f"__classcell__ must be a nonlocal cell, not {cell.python_type()!r}")
     entries.pop("__qualname__", None)  # kept by the class itself, not in its __dict__

@@ -98,7 +98,8 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
             raise tracer.user_error(TypeError("__hash__ method should return an integer"))
         return ObjectKey(value, hash(number), _python_equality(tracer, value, binary, truth))
     if isinstance(value, ScalarInstanceValue):  # int's or str's hash, and equality
-        return ObjectKey(value, hash(python_value(tracer, value.builtin)), _python_equality(tracer, value, binary, truth))
+        number = hash(python_value(tracer, value.builtin))
+        return ObjectKey(value, number, _python_equality(tracer, value, binary, truth))
     if isinstance(value, SequenceValue) and value.kind is tuple:
         return tuple(hashable_key(tracer, item) for item in value.items)  # tuple.__hash__
     if isinstance(value, DictValue) and value.kind is frozenset:

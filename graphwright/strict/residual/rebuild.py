@@ -422,7 +422,8 @@ class ResidualWriter(EntryWriter):
         built = self._register(made.value)
         if made.factory is not None:
             function, args, kwargs = made.factory
-            arguments = [self.rebuild(arg) for arg in args] + [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+            arguments = [self.rebuild(arg) for arg in args]
+            arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
             self.rebuilt.append(f"{built} = {self.ref(function)}({', '.join(arguments)})")
             self._replay_class_events(made, built)
             return built
