@@ -54,8 +54,6 @@ from .values import (
     ConstantValue,
     DictValue,
     DictViewValue,
-    ExceptionValue,
-    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
