@@ -11,6 +11,7 @@ from . import (
     cases_aot,
     cases_attributes,
     cases_bytecode,
+    cases_class_statements,
     cases_classes,
     cases_containers,
     cases_counters,
@@ -56,6 +57,7 @@ ALL_PROGRAMS = [
     *cases_new_libraries.PROGRAMS,
     *cases_aot.PROGRAMS,
     *cases_subclasses.PROGRAMS,
+    *cases_class_statements.PROGRAMS,
 ]
 
 

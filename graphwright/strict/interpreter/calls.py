@@ -37,9 +37,11 @@ from ..objects import (
     operations,
     optimizer_state,
 )
+from ..objects.class_creation import made_class
 from ..objects.values import (
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DictValue,
     FunctionValue,
     MethodValue,
@@ -79,6 +81,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return function.call(tracer, args, kwargs)
     if isinstance(function, ContextValue):
         return contexts.decorate(tracer, function, args, kwargs)
+    if isinstance(function, DescriptorValue) and function.cls is staticmethod:  # callable since 3.10
+        return call_value(tracer, function.parts["__func__"], args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = function.source
         if source is not None:
@@ -263,7 +267,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         if made is not None:
             return made
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
-            and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
+            and made_class(cls) is None and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     # user classes, nn.Module's subclasses, torch's classes written in Python (their
     # constructors may keep their arguments or change class state: run here, they would

@@ -37,7 +37,7 @@ from ..._core.errors import ConstraintViolationError
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
-from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
+from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value, unboxed
 from . import graph_breaks as gb
 from .symbolic_sizes import (
     NO_DATA_DEPENDENCE,
@@ -496,6 +496,7 @@ class GraphBuilder:
     def _convert(self, value: Value, leaf: Callable[[TensorValue], Any], target: Any, kind: str) -> Any:
         if isinstance(value, TensorValue):
             return leaf(value)
+        value = unboxed(value)  # an instance of a subclass of int or float: its number
         if isinstance(value, ConstantValue):
             if self.symbolic is not None and leaf is not _fake_of and holds_symbol(value.value):
                 try:

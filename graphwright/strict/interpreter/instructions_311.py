@@ -13,7 +13,7 @@ import itertools
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, classes, exceptions, operations, sets
+from ..objects import attributes, class_statements, classes, exceptions, operations, sets, text
 from ..objects.values import (
     NONE,
     NULL,
@@ -97,6 +97,34 @@ class Instructions311:
 
     def op_STORE_GLOBAL(self, inst):
         self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
+
+    # a class body's names live in its namespace (`class_statements`)
+    def op_LOAD_NAME(self, inst):
+        self._check_namespace(inst)
+        self.push(class_statements.load_name(self.tracer, self, inst.argval))
+
+    def op_STORE_NAME(self, inst):
+        self._check_namespace(inst)
+        operations.setitem(self.tracer, self.namespace, ConstantValue(inst.argval), self.pop())
+
+    def op_DELETE_NAME(self, inst):
+        self._check_namespace(inst)
+        class_statements.delete_name(self.tracer, self, inst.argval)
+
+    def op_LOAD_CLASSDEREF(self, inst):
+        self._check_namespace(inst)
+        found = class_statements.namespace_item(self.tracer, self.namespace, inst.argval)
+        self.push(found if found is not None else self.tracer.cell_contents(self.cells[inst.argval]))
+
+    def op_SETUP_ANNOTATIONS(self, inst):
+        self._check_namespace(inst)
+        if class_statements.namespace_item(self.tracer, self.namespace, "__annotations__") is None:
+            operations.setitem(self.tracer, self.namespace, ConstantValue("__annotations__"), DictValue({}))
+
+    def _check_namespace(self, inst):
+        if self.namespace is None:  # module-level code, which no compiled function holds
+            raise self.tracer.graph_break(gb.UNSUPPORTED_OPCODE, f"{inst.opname} {inst.argrepr}",
+                                          opname=inst.opname)
 
     def op_MAKE_CELL(self, inst):
         contents = self.local(inst.argval)
@@ -226,12 +254,12 @@ class Instructions311:
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
         value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
-        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
-        if text is not None:  # a user class's __str__ / __repr__
-            value, conversion = text, None
-        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
-        if text is not None:  # a user class's __format__ (or object's, through __str__)
-            self.push(text)
+        shown = text.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if shown is not None:  # a user class's __str__ / __repr__, a container's
+            value, conversion = shown, None
+        shown = text.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if shown is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(shown)
             return
         value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:
@@ -373,8 +401,7 @@ class Instructions311:
         self.result = result
 
     def op_LOAD_BUILD_CLASS(self, inst):
-        # a class statement: calling __build_class__ is a graph break the function splits at
-        self.push(ConstantValue(builtins.__build_class__))
+        self.push(ConstantValue(builtins.__build_class__))  # a class statement: `class_statements`
 
     def op_LOAD_ASSERTION_ERROR(self, inst):
         self.push(ConstantValue(AssertionError))

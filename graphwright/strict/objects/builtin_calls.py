@@ -28,8 +28,10 @@ from ..interpreter.graph_breaks import UserException
 from . import (
     attributes,
     checks,
+    class_statements,
     classes,
     copying,
+    descriptors,
     deques,
     dict_views,
     dicts,
@@ -43,19 +45,20 @@ from . import (
     output_calls,
     sets,
     symbolic_numbers,
+    text,
     torch_functions,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     DictValue,
     DictViewValue,
-    ExceptionValue,
-    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
 Handler = Callable[["Tracer", list, dict], Value]
 _HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
                                   **exceptions.HANDLERS, **torch_functions.HANDLERS}
+_OBJECT_INIT_SUBCLASS = object.__dict__["__init_subclass__"]
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -86,7 +90,24 @@ def handler_for(target: Any) -> Handler | None:
         return None
     if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
         return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    if found is None and _is_object_init_subclass(target):
+        return lambda tracer, args, kwargs: _object_init_subclass(tracer, target.__self__, args, kwargs)
     return found
+
+
+def _is_object_init_subclass(target: Any) -> bool:
+    """`object.__init_subclass__` bound to a class (what `super().__init_subclass__` reaches)."""
+    return type(target) is types.BuiltinMethodType and isinstance(target.__self__, type) \
+        and target == _OBJECT_INIT_SUBCLASS.__get__(None, target.__self__)
+
+
+def _object_init_subclass(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no keyword arguments"))
+    if args:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no arguments "
+                                          f"({len(args)} given)"))
+    return NONE
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)
@@ -143,57 +164,12 @@ for _query in checks.SHAPE_QUERIES:
     _HANDLERS[_query] = lambda tracer, args, kwargs, query=_query: checks.call_query(tracer, query, args, kwargs)
 
 
-def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
-    """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
-    or `__format__` of the value's class (object's `__str__` calls `__repr__`), or an
-    exception's builtin ones; None when no such method applies."""
-    from ..interpreter import calls
-
-    if conversion is format:
-        method = classes.special_method(tracer, value, "__format__")
-        if method is not None:
-            return calls.call_value(tracer, method, [spec or ConstantValue("")], {})
-        if spec is not None and operations.python_value(tracer, spec) != "":
-            return None
-        conversion = str
-    method = classes.special_method(tracer, value, "__str__") if conversion is str else None
-    if method is None and (conversion is repr or _str_is_repr(tracer, value)):
-        method = classes.special_method(tracer, value, "__repr__")
-    if method is not None:
-        return calls.call_value(tracer, method, [], {})
-    if isinstance(value, ExceptionValue):  # BaseException's own, written in C
-        return ConstantValue(exceptions.text_of(tracer, value, conversion))
-    if conversion is repr or _str_is_repr(tracer, value):
-        return _identity_repr(tracer, value)
-    return None
-
-
-def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
-    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
-    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
-    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
-    eager run's differs from run to run too). None for any other value."""
-    address = f"0x{id(value):x}"
-    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
-        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
-        return ConstantValue(f"<function {qualname} at {address}>")
-    if isinstance(value, ObjectValue) and value.obj is None and \
-            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
-        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
-    return None
-
-
-def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
-    found = classes.find(tracer, value.python_type(), "__str__")
-    return found is not None and found[1] is object.__str__
-
-
 def _text(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         if args and not kwargs and len(args) <= (2 if function is format else 1):
-            text = user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
-            if text is not None:
-                return text
+            found = text.user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
+            if found is not None:
+                return found
         return evaluate(tracer, function, args, kwargs)
     return handler
 
@@ -220,6 +196,8 @@ def _len(tracer, args, kwargs):
         from ..interpreter import calls
 
         return calls.call_value(tracer, method, [], {})
+    if isinstance(value, ScalarInstanceValue):
+        return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue):
         raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
     if isinstance(value, TensorValue):
@@ -282,8 +260,8 @@ def _two_arguments(tracer: "Tracer", name: str, args: list[Value], kwargs: dict[
 
 @handles(type)
 def _type(tracer, args, kwargs):
-    if len(args) != 1:
-        raise _unsupported(tracer, "type", args)
+    if len(args) != 1 or kwargs:  # type(name, bases, namespace): a new class
+        return instances.type_call(tracer, type, args, kwargs)
     return classes.class_value(args[0].python_type())
 
 
@@ -597,8 +575,45 @@ def _is_compiling(tracer, args, kwargs):
 
 @handles(builtins.__build_class__)
 def _build_class(tracer, args, kwargs):
-    name = operations.python_value(tracer, args[1]) if len(args) > 1 else "?"
-    raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name)
+    return class_statements.build_class(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__new__"])
+def _type_new(tracer, args, kwargs):
+    return class_statements.type_new(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__setattr__"], type.__dict__["__delattr__"])
+def _type_setattr(tracer, args, kwargs):
+    """`type.__setattr__(cls, name, value)` on a class the region made (a metaclass's own
+    `__setattr__` reaches it through super())."""
+    deleting = len(args) == 2
+    if kwargs or len(args) != (2 if deleting else 3) or not class_statements.is_class(args[0]) \
+            or made_class(args[0].value) is None:
+        raise _unsupported(tracer, "type.__delattr__" if deleting else "type.__setattr__", args)
+    name = operations.python_value(tracer, args[1])
+    class_statements.store(tracer, args[0], name, None if deleting else args[2])
+    return NONE
+
+
+for _cls in (staticmethod, classmethod, property):
+    _HANDLERS[_cls] = lambda tracer, args, kwargs, cls=_cls: descriptors.make_descriptor(tracer, cls, args, kwargs)
+
+
+def _setup(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        made = class_statements.run_setup(tracer, function, args, kwargs)
+        if made is None:
+            raise _unsupported(tracer, getattr(function, "__qualname__", repr(function)), args)
+        return made
+    return handler
+
+
+for _function in class_statements.SETUP_FUNCTIONS:
+    _HANDLERS[_function] = _setup(_function)
+for _function in class_statements.FACTORIES:
+    _HANDLERS[_function] = lambda tracer, args, kwargs, factory=_function: \
+        class_statements.run_factory(tracer, factory, args, kwargs)
 
 
 @handles(print)

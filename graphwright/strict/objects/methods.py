@@ -20,6 +20,7 @@ from . import (
     callable_attributes,
     classes,
     deques,
+    descriptors,
     dict_views,
     dicts,
     exceptions,
@@ -31,11 +32,13 @@ from . import (
     symbolic_numbers,
     torch_functions,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DequeValue,
     DictValue,
     DictViewValue,
@@ -47,6 +50,7 @@ from .values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
@@ -71,6 +75,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
+    if isinstance(receiver, ScalarInstanceValue):  # str's or int's own method, on what the base holds
+        return call_method(tracer, receiver.builtin, name, args, kwargs)
     if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
         result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:
@@ -90,6 +96,13 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return module.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictViewValue):
         return dict_views.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DescriptorValue):
+        return descriptors.call_made_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue) and name in ("__setattr__", "__delattr__") \
+            and made_class(receiver.value) is not None:  # type's own, reached through super()
+        from .builtin_calls import handler_for
+
+        return handler_for(type.__dict__[name])(tracer, [receiver, *args], kwargs)
     if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
         from . import instances  # type.__call__ on a class: __new__ then __init__
 

@@ -27,7 +27,7 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views, exceptions, numpy_arrays
-from .classes import builtin_base, callable_text, find, is_instance_value, special_method, type_name
+from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
 from .storages import same_storage
 from .tensor_indexing import index_by_symbolic_ints
@@ -43,12 +43,14 @@ from .values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
     Value,
     holds_value_keys,
     key_value,
+    unboxed,
 )
 
 if TYPE_CHECKING:
@@ -106,6 +108,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
         if isinstance(value.value, SYMBOLIC_TYPES):
             return value.value.node.pytype(value.value)
         return value.value
+    if isinstance(value, ScalarInstanceValue):  # a real call on it sees what its base holds
+        return python_value(tracer, value.builtin, purpose)
     if isinstance(value, ObjectValue) and value.obj is not None and not value.overlay \
             and id(value) not in tracer.side_effects.mutated:
         tracer.add_guard(value.source, "id", value.obj)  # the object itself is what is used
@@ -196,6 +200,7 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
             return result
+    lhs, rhs = unboxed(lhs), unboxed(rhs)  # a subclass of int or str, as its base
     if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
         return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):
@@ -221,6 +226,9 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             sequence.items[:] = repeated
             return sequence
         return SequenceValue(repeated, sequence.kind)
+    if _is_subclass_sequence(lhs) or _is_subclass_sequence(rhs):
+        # no Python method of the subclass took it: the list's or tuple's own operator
+        return binary(tracer, op, _as_builtin(lhs), _as_builtin(rhs))
     if is_constant_tree(lhs) and is_constant_tree(rhs):
         op = _INPLACE_SEQUENCE_OPS.get(op, op) if isinstance(lhs, SequenceValue) else op
         try:
@@ -234,6 +242,15 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _is_subclass_sequence(value: Value) -> bool:
+    return isinstance(value, SequenceValue) and is_user_class(value.cls)
+
+
+def _as_builtin(value: Value) -> Value:
+    """An instance of a list or tuple subclass as its base sees it (the same items)."""
+    return SequenceValue(value.items, value.kind) if _is_subclass_sequence(value) else value
 
 
 def _sequences_equal(tracer: "Tracer", lhs: SequenceValue, rhs: SequenceValue) -> bool:
@@ -284,6 +301,10 @@ def is_operator_of_syntax(op: Any) -> bool:
         return op in _OPERATOR_METHODS or op in _PLAIN_OPS
     except TypeError:  # an unhashable callable
         return False
+
+
+def _compares_by_identity(value: Value) -> bool:
+    return isinstance(value, ObjectValue) and not isinstance(value, ScalarInstanceValue)
 
 
 def _has_python_methods(value: Value) -> bool:
@@ -339,7 +360,7 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same) if tried or \
-            isinstance(lhs, ObjectValue) or isinstance(rhs, ObjectValue) else None
+            _compares_by_identity(lhs) or _compares_by_identity(rhs) else None
     if not tried:
         return None
     if op in (operator.lt, operator.le, operator.gt, operator.ge):
@@ -377,6 +398,7 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
     method = special_method(tracer, value, name) if name is not None else None
     if method is not None:
         return _call(tracer, method, [])
+    value = unboxed(value)
     if isinstance(value, TensorValue) or is_symbolic(value):
         return tracer.graph.call("call_function", op, [value], {})
     if isinstance(value, ArrayValue):
@@ -408,6 +430,8 @@ def truth(tracer: "Tracer", value: Value) -> bool:
     method = special_method(tracer, value, "__len__")
     if method is not None:
         return truth(tracer, _call(tracer, method, []))
+    if isinstance(value, ScalarInstanceValue):
+        return truth(tracer, value.builtin)
     if isinstance(value, (SequenceValue, DictValue)):
         return bool(value.items)
     if isinstance(value, DictViewValue):
@@ -472,6 +496,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     from . import sets
 
+    container = unboxed(container)
     if isinstance(container, DictValue) and container.kind is not dict:
         return sets.contains(tracer, container, item)
     if isinstance(container, DictValue):
@@ -587,6 +612,7 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
 def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
     from . import attributes
 
+    value = unboxed(value)
     if isinstance(value, SequenceValue):
         return list(value.items)
     if isinstance(value, DictValue) and value.kind is not dict:
@@ -655,6 +681,7 @@ def getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
 def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
     from . import attributes
 
+    container = unboxed(container)
     if isinstance(container, TensorValue):
         selected = index_by_symbolic_ints(tracer, container, key)
         if selected is not None:

@@ -251,6 +251,9 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
+        known = tracer.memo_by_id.get(id(real.__func__))
+        if known is not None and isinstance(known[1], FunctionValue) and known[0] is real.__func__:
+            return known[1].bind(receiver)  # a function of the trace held by a class it made
         function = compiled_original(real.__func__) or real.__func__  # a compiled method: its original
         if type(function) is types.FunctionType and not is_graph_operator(real):
             return function_value(function, None).bind(receiver)
