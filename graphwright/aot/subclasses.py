@@ -28,7 +28,13 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts
 from .._core.errors import BackendError, BackendRefusal, TraceError
-from .._core.subclass_protocol import flatten_signature, has_own_dispatch, is_wrapper_subclass
+from .._core.subclass_protocol import (
+    flatten_signature,
+    has_own_dispatch,
+    inner_tensors,
+    is_wrapper_subclass,
+    opaque_attributes,
+)
 from .._core.user_stack import user_frames_of_stack
 from .views import input_size_names, size_source
 
@@ -48,6 +54,14 @@ class SubclassLayout:
     outer_size: tuple
     outer_stride: tuple
     leaves: tuple[LeafSpec, ...]
+    opaque: tuple[tuple[str, Any], ...] = ()
+    """The inner values that are not tensors (a DTensor's device mesh): constants of the layout,
+    handed back to `__tensor_unflatten__` as they are."""
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every attribute `__tensor_flatten__` names, tensors and opaque objects."""
+        return frozenset((*self.attributes, *(name for name, _ in self.opaque)))
 
     @property
     def count(self) -> int:
@@ -71,24 +85,16 @@ def layout_of(value: Any) -> SubclassLayout | None:
     """The layout of a wrapper subclass tensor; None for anything else."""
     if not is_wrapper_subclass(value):
         return None
-    attributes, context = flatten_signature(value)
+    _, context = flatten_signature(value)
+    tensors = inner_tensors(value)
     inner = []
     leaves: list[LeafSpec] = []
-    for name in attributes:
-        tensor = getattr(value, name)
-        if not isinstance(tensor, torch.Tensor):
-            raise TraceError(
-                f"`{type(value).__qualname__}.__tensor_flatten__` names `{name}`, which is a "
-                f"{type(tensor).__qualname__}, not a tensor",
-                explanation="AOT autograd desugars a tensor subclass into the tensors it holds.",
-                hints=["Return only tensor attributes from `__tensor_flatten__`; constants go in its context."],
-                user_stack=user_frames_of_stack(),
-            )
+    for _, tensor in tensors:
         layout = layout_of(tensor)
         inner.append(layout)
         leaves.extend(layout.leaves if layout is not None else [(tuple(tensor.shape), tensor.dtype, tensor.device)])
-    return SubclassLayout(type(value), attributes, context, tuple(inner), tuple(value.shape),
-                          tuple(value.stride()), tuple(leaves))
+    return SubclassLayout(type(value), tuple(name for name, _ in tensors), context, tuple(inner),
+                          tuple(value.shape), tuple(value.stride()), tuple(leaves), tuple(opaque_attributes(value)))
 
 
 def count_of(layout: SubclassLayout | None) -> int:
@@ -124,7 +130,7 @@ def rebuild_traced(layout: SubclassLayout, flat: Sequence[Any], outer_stride: tu
 
 
 def _rebuild_from(layout: SubclassLayout, values: Iterator[Any], outer_stride: tuple | None) -> torch.Tensor:
-    inner = {}
+    inner = dict(layout.opaque)
     for name, inner_layout in zip(layout.attributes, layout.inner):
         inner[name] = next(values) if inner_layout is None else _rebuild_from(inner_layout, values, None)
     stride = layout.outer_stride if outer_stride is None else outer_stride
@@ -168,10 +174,11 @@ class Rebuilder:
             parts.append((name, position, None if inner is None else self.rebuild(inner, position)))
             position += count_of(inner)
         sizes = self._sizes(layout)
-        cls, context = layout.cls, layout.context
+        cls, context, opaque = layout.cls, layout.context, layout.opaque
 
         def rebuild(a, o):
             inner = {name: o[index] if make is None else make(a, o) for name, index, make in parts}
+            inner.update(opaque)
             size, stride = sizes(a, o)
             return cls.__tensor_unflatten__(inner, context, size, stride)
 
@@ -209,16 +216,18 @@ class SubclassZeros:
     """The zeros that stand for a gradient nothing gave, for a subclass output: the same subclass
     (class, context, inner layout), around zeros."""
 
-    __slots__ = ("cls", "context", "inner", "size")
+    __slots__ = ("cls", "context", "inner", "opaque", "size")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.cls = type(tensor)
-        attributes, self.context = flatten_signature(tensor)
-        self.inner = [(name, zeros_spec(getattr(tensor, name))) for name in attributes]
+        _, self.context = flatten_signature(tensor)
+        self.inner = [(name, zeros_spec(inner)) for name, inner in inner_tensors(tensor)]
+        self.opaque = opaque_attributes(tensor)
         self.size = tuple(tensor.shape)
 
     def make(self) -> torch.Tensor:
         inner = {name: make_zeros(spec) for name, spec in self.inner}
+        inner.update(self.opaque)
         return self.cls.__tensor_unflatten__(inner, self.context, self.size, contiguous_strides(self.size))
 
 

@@ -1,0 +1,26 @@
+"""PyTorch's opaque objects as graphwright reads them.
+
+PyTorch registers some classes as opaque (`torch._library.opaque_object`):
+objects a graph takes as they are, never looking inside. A *value* type (a
+DTensor placement: `Shard(0)`, `Replicate()`) is a constant compared by
+equality; a *reference* type (a `DeviceMesh`, a `ProcessGroup`) is a constant
+that is the same object, compared by identity. The strict tracer holds both
+as constants of the graph, guarded accordingly, and runs their methods on the
+real objects. This module answers which kind a class is; it keeps no state.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from torch._library import opaque_object
+
+OpaqueKind = Literal["value", "reference"]
+
+
+def opaque_kind(cls: type) -> OpaqueKind | None:
+    """"value" or "reference" for a class registered as opaque (or a subclass of one), else None."""
+    if opaque_object.is_opaque_reference_type(cls):
+        return "reference"
+    if opaque_object.is_opaque_value_type(cls):
+        return "value"
+    return None
