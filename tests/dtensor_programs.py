@@ -1,0 +1,236 @@
+"""Tensor-parallel programs, parallelised as PyTorch's tensor-parallel recipes do.
+
+Used by the distributed DTensor tests (`tests/dtensor_workers.py`) and the
+capture benchmark (`bench/workloads_dtensor.py`). Each `Program` builds a
+model on a device mesh (seeded, so that every rank and every run builds the
+same one), gives each training step's inputs on a rank, and says what the
+step's loss is. `compiled` says what is compiled: the model, or the whole
+loss function (the model called inside it).
+
+- `mlp`: two linear layers, `ColwiseParallel` then `RowwiseParallel`;
+- `sequence_parallel`: a LayerNorm under `SequenceParallel` before a
+  column- then row-wise projection, activations sharded on the sequence;
+- `transformer_block`: the attention and feed-forward of a transformer block
+  with sequence-parallel norms, as PyTorch's tensor-parallel tutorial plans
+  them (`PrepareModuleInput`, `use_local_output=False` for q, k and v);
+- `dtensor_ops`: DTensor's API inside the region (`redistribute`,
+  `to_local`, `DTensor.from_local` with a `Partial` placement, `full_tensor`);
+- `loss_parallel`: logits sharded on the class dimension, the cross-entropy
+  computed by `loss_parallel()` without gathering them;
+- `two_d`: FSDP2 (`fully_shard`) over the tensor-parallel transformer block on
+  a 2x2 mesh.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    PrepareModuleInput,
+    RowwiseParallel,
+    SequenceParallel,
+    loss_parallel,
+    parallelize_module,
+)
+
+DIM = 16
+HEADS = 4
+BATCH = 2
+SEQ = 8
+CLASSES = 12
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    build: Callable[[DeviceMesh], nn.Module]
+    """The parallelised model, the same on every call."""
+    batch: Callable[[DeviceMesh, int], tuple]
+    """The inputs of training step `step` on this rank (after the model)."""
+    loss: Callable[..., torch.Tensor]
+    """`loss(model, *batch)`: the step's loss."""
+    compiled: str = "model"
+    """"model": the model is compiled; "loss": the loss function is."""
+    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+    """Entered around the loss and its backward (`loss_parallel`)."""
+    mesh_shape: tuple[int, ...] = (2,)
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(DIM, 4 * DIM)
+        self.w2 = nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x):
+        return self.w2(F.relu(self.w1(x)))
+
+
+class NormProjection(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(DIM)
+        self.up = nn.Linear(DIM, 4 * DIM)
+        self.down = nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head_dim = DIM // HEADS
+        self.wq = nn.Linear(DIM, DIM, bias=False)
+        self.wk = nn.Linear(DIM, DIM, bias=False)
+        self.wv = nn.Linear(DIM, DIM, bias=False)
+        self.wo = nn.Linear(DIM, DIM, bias=False)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        q, k, v = self.wq(x), self.wk(x), self.wv(x)
+        # -1 heads: all of them, or the heads of this rank when q, k and v are sharded
+        q, k, v = (t.view(batch, seq, -1, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        # spelled out: DTensor has no sharding rule for the CPU's fused attention kernel
+        weights = (q @ k.transpose(-2, -1) * self.head_dim ** -0.5).softmax(dim=-1)
+        out = weights @ v
+        return self.wo(out.transpose(1, 2).contiguous().view(batch, seq, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(DIM, 4 * DIM, bias=False)
+        self.w2 = nn.Linear(4 * DIM, DIM, bias=False)
+        self.w3 = nn.Linear(DIM, 4 * DIM, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(DIM)
+        self.attention = Attention()
+        self.ffn_norm = nn.LayerNorm(DIM)
+        self.feed_forward = FeedForward()
+
+    def forward(self, x):
+        h = x + self.attention(self.attention_norm(x))
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+BLOCK_PLAN = {
+    "attention_norm": SequenceParallel(),
+    "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+    "attention.wq": ColwiseParallel(use_local_output=False),
+    "attention.wk": ColwiseParallel(use_local_output=False),
+    "attention.wv": ColwiseParallel(use_local_output=False),
+    "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+    "ffn_norm": SequenceParallel(),
+    "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+    "feed_forward.w1": ColwiseParallel(),
+    "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+    "feed_forward.w3": ColwiseParallel(),
+}
+
+
+class DTensorOps(nn.Module):
+    """DTensor's API in the forward: a weight sharded by rows, gathered, sharded by columns; a
+    partial sum made of local values and reduced; rows of every rank gathered."""
+
+    def __init__(self, mesh: DeviceMesh) -> None:
+        super().__init__()
+        self.mesh = mesh
+        self.weight = nn.Parameter(distribute_tensor(torch.randn(DIM, DIM) / DIM, mesh, [Shard(0)]))
+
+    def forward(self, x):
+        whole = self.weight.redistribute(self.mesh, [Replicate()])
+        local = x @ whole.to_local()
+        partial = DTensor.from_local(local, self.mesh, [Partial()])
+        summed = partial.redistribute(self.mesh, [Replicate()]).to_local()
+        rows = DTensor.from_local(summed.tanh(), self.mesh, [Shard(0)]).full_tensor()
+        columns = self.weight.redistribute(self.mesh, [Shard(1)]).to_local()
+        return (rows.sum(0) @ columns @ columns.t()).tanh()
+
+
+def _seeded(build: Callable[[], nn.Module]) -> nn.Module:
+    torch.manual_seed(0)
+    return build()
+
+
+def _replicated(shape: tuple[int, ...], step: int, salt: int = 0) -> torch.Tensor:
+    """The same tensor on every rank of a step."""
+    generator = torch.Generator().manual_seed(1000 + 10 * step + salt)
+    return torch.randn(shape, generator=generator)
+
+
+def _sequence_shard(mesh: DeviceMesh, step: int, dp_rank: int = 0) -> torch.Tensor:
+    """This rank's part (on the sequence dimension) of a batch the same on every tensor-parallel rank."""
+    whole = _replicated((BATCH, SEQ, DIM), step, salt=dp_rank)
+    return whole.chunk(mesh.size(), dim=1)[mesh.get_local_rank()]
+
+
+def _squares(model, x):
+    return model(x).pow(2).mean()
+
+
+def _build_mlp(mesh):
+    return parallelize_module(_seeded(MLP), mesh, {"w1": ColwiseParallel(), "w2": RowwiseParallel()})
+
+
+def _build_sequence_parallel(mesh):
+    return parallelize_module(_seeded(NormProjection), mesh, {
+        "norm": SequenceParallel(),
+        "up": ColwiseParallel(input_layouts=Shard(1)),
+        "down": RowwiseParallel(output_layouts=Shard(1)),
+    })
+
+
+def _build_block(mesh):
+    return parallelize_module(_seeded(TransformerBlock), mesh, BLOCK_PLAN)
+
+
+def _build_dtensor_ops(mesh):
+    torch.manual_seed(0)
+    return DTensorOps(mesh)
+
+
+def _build_logits(mesh):
+    """Logits sharded on the classes (a DTensor), as `loss_parallel` takes them."""
+    model = _seeded(lambda: nn.Sequential(nn.Linear(DIM, 4 * DIM), nn.ReLU(), nn.Linear(4 * DIM, CLASSES)))
+    return parallelize_module(model, mesh, {"2": ColwiseParallel(use_local_output=False)})
+
+
+def _cross_entropy(model, x, target):
+    return F.cross_entropy(model(x), target)
+
+
+def _build_two_d(mesh):
+    from torch.distributed.fsdp import fully_shard
+
+    model = parallelize_module(_seeded(TransformerBlock), mesh["tp"], BLOCK_PLAN)
+    return fully_shard(model, mesh=mesh["dp"])
+
+
+PROGRAMS: dict[str, Program] = {
+    "mlp": Program(_build_mlp, lambda mesh, step: (_replicated((BATCH, DIM), step),), _squares),
+    "sequence_parallel": Program(_build_sequence_parallel, lambda mesh, step: (_sequence_shard(mesh, step),),
+                                 _squares),
+    "transformer_block": Program(_build_block, lambda mesh, step: (_sequence_shard(mesh, step),), _squares),
+    "dtensor_ops": Program(_build_dtensor_ops, lambda mesh, step: (_replicated((BATCH, DIM), step),), _squares,
+                           compiled="loss"),
+    "loss_parallel": Program(
+        _build_logits,
+        lambda mesh, step: (_replicated((BATCH, DIM), step), torch.arange(BATCH) * 5 % CLASSES + step),
+        _cross_entropy, compiled="loss", context=loss_parallel),
+    "two_d": Program(_build_two_d, lambda mesh, step: (_sequence_shard(mesh["tp"], step, mesh["dp"].get_local_rank()),),
+                     _squares, mesh_shape=(2, 2)),
+}
