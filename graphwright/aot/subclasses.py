@@ -134,7 +134,7 @@ def _rebuild_from(layout: SubclassLayout, values: Iterator[Any], outer_stride: t
     for name, inner_layout in zip(layout.attributes, layout.inner):
         inner[name] = next(values) if inner_layout is None else _rebuild_from(inner_layout, values, None)
     stride = layout.outer_stride if outer_stride is None else outer_stride
-    return layout.cls.__tensor_unflatten__(inner, layout.context, layout.outer_size, stride)
+    return layout.cls.__tensor_unflatten__(inner, layout.context, torch.Size(layout.outer_size), stride)
 
 
 def contiguous_strides(size: Sequence[Any]) -> tuple:
@@ -187,12 +187,14 @@ class Rebuilder:
     def _sizes(self, layout: SubclassLayout) -> Callable[[Sequence[Any], Sequence[Any]], tuple[tuple, tuple]]:
         size = [self._source(value, layout) for value in layout.outer_size]
         stride = [self._source(value, layout) for value in layout.outer_stride]
+        # a size is a torch.Size, as eager gives subclasses (DTensor keeps it in its spec)
         if all(isinstance(value, int) for value in (*size, *stride)):
-            constant = (tuple(size), tuple(stride))
+            constant = (torch.Size(size), tuple(stride))
             return lambda a, o: constant
-        text = "lambda a, o: ((" + "".join(f"{v}, " for v in size) + "), (" + "".join(f"{v}, " for v in stride) + "))"
+        text = "lambda a, o: (Size((" + "".join(f"{v}, " for v in size) + ")), (" \
+            + "".join(f"{v}, " for v in stride) + "))"
         self.reads_inputs = self.reads_inputs or "a[" in text
-        return eval(text)
+        return eval(text, {"Size": torch.Size})
 
     def _source(self, value: Any, layout: SubclassLayout) -> int | str:
         if isinstance(value, int):
@@ -228,7 +230,7 @@ class SubclassZeros:
     def make(self) -> torch.Tensor:
         inner = {name: make_zeros(spec) for name, spec in self.inner}
         inner.update(self.opaque)
-        return self.cls.__tensor_unflatten__(inner, self.context, self.size, contiguous_strides(self.size))
+        return self.cls.__tensor_unflatten__(inner, self.context, torch.Size(self.size), contiguous_strides(self.size))
 
 
 def zeros_spec(tensor: torch.Tensor) -> Any:

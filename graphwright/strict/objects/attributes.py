@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..._core.opaque_objects import opaque_kind
 from ..._core.subclass_protocol import is_api_member
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
@@ -198,8 +199,9 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
     if isinstance(value.value, types.ModuleType):
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if is_constant(value.value):
-        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
-            return MethodValue(value, name)
+        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) or \
+                type(real) is types.MethodType and opaque_kind(type(value.value)) is not None:
+            return MethodValue(value, name)  # called on the real object (an opaque object's too)
         return tracer.wrap(real, None)  # a fact of an immutable object: nothing more to guard
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
 
