@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from typing import Literal
 
+import torch
 from torch._library import opaque_object
 
 OpaqueKind = Literal["value", "reference"]
 
 
 def opaque_kind(cls: type) -> OpaqueKind | None:
-    """"value" or "reference" for a class registered as opaque (or a subclass of one), else None."""
+    """"value" or "reference" for a class registered as opaque (or a subclass of one), else None.
+
+    `torch.Generator` is registered too, but it is state that random operations advance, not a
+    constant: it stays what the tracer makes of it otherwise (a graph break where it is used)."""
+    if issubclass(cls, torch.Generator):
+        return None
     if opaque_object.is_opaque_reference_type(cls):
         return "reference"
     if opaque_object.is_opaque_value_type(cls):
