@@ -76,6 +76,46 @@ def overrides_torch_function(cls: type) -> bool:
         and not is_wrapper_subclass_type(cls)
 
 
+class _AnySize:
+    """Stands, in a flatten context pattern, for a symbolic size: equal to any value (the input's
+    own size guards check what the sizes may be)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<any size>"
+
+
+ANY_SIZE = _AnySize()
+
+
+def context_pattern(context: Any) -> Any:
+    """A flatten context as a graph compiled on symbolic sizes takes it: each symbolic size in it
+    (DTensor keeps its sizes in its context) equal to any value. A context without symbols is
+    returned as it is."""
+    if isinstance(context, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return ANY_SIZE
+    if isinstance(context, (tuple, list)):
+        items = [context_pattern(item) for item in context]
+        if all(new is old for new, old in zip(items, context)):
+            return context
+        if isinstance(context, list):
+            return items
+        if hasattr(context, "_fields"):  # a named tuple
+            return type(context)(*items)
+        return tuple(items)  # a torch.Size cannot hold the pattern's stand-ins
+    if isinstance(context, dict):
+        items = {key: context_pattern(item) for key, item in context.items()}
+        return context if all(items[key] is item for key, item in context.items()) else items
+    return context
+
+
 def is_api_member(cls: type, name: str) -> bool:
     """Whether `name` is an attribute a wrapper subclass `cls` defines in Python beyond
     torch.Tensor's (DTensor's `redistribute`, `placements`): it runs on the subclass object itself."""

@@ -338,7 +338,7 @@ def _check_input(value: Any, layout: SubclassLayout, index: int) -> None:
 
 def _same_structure(value: Any, layout: SubclassLayout) -> bool:
     attributes, context = flatten_signature(value)
-    if set(attributes) != layout.names or not same_context(context, layout.context):
+    if set(attributes) != layout.names or not same_context(context, layout.context_pattern):
         return False
     if any(getattr(value, name) is not opaque for name, opaque in layout.opaque):
         return False

@@ -19,6 +19,7 @@ the runtime is `desugar.py`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from .._core import artifacts
 from .._core.errors import BackendError, BackendRefusal, TraceError
 from .._core.subclass_protocol import (
+    context_pattern,
     flatten_signature,
     has_own_dispatch,
     inner_tensors,
@@ -57,6 +59,11 @@ class SubclassLayout:
     opaque: tuple[tuple[str, Any], ...] = ()
     """The inner values that are not tensors (a DTensor's device mesh): constants of the layout,
     handed back to `__tensor_unflatten__` as they are."""
+
+    @functools.cached_property
+    def context_pattern(self) -> Any:
+        """The context as a value's is compared with it: a symbolic size in it matches any."""
+        return context_pattern(self.context)
 
     @property
     def names(self) -> frozenset[str]:

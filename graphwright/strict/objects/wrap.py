@@ -19,7 +19,13 @@ import torch
 from torch.fx.experimental import symbolic_shapes
 
 from ..._core.opaque_objects import opaque_kind
-from ..._core.subclass_protocol import flatten_signature, inner_tensors, is_wrapper_subclass, opaque_attributes
+from ..._core.subclass_protocol import (
+    context_pattern,
+    flatten_signature,
+    inner_tensors,
+    is_wrapper_subclass,
+    opaque_attributes,
+)
 from ..guards.guards import TensorMeta
 from ..guards.sources import (
     AttrSource,
@@ -471,7 +477,9 @@ def _guard_subclass(tracer: "Tracer", real: torch.Tensor, fake: torch.Tensor, so
     """What a graph specialises on in a tensor subclass input beyond its own metadata: its inner
     attributes and flatten context, each inner tensor's metadata, and the identity of each inner
     object that is not a tensor (a DTensor's device mesh, a constant of the graph)."""
-    tracer.add_guard(source, "flatten", flatten_signature(real))
+    # the fake's context: equal to the real one's, but where sizes are symbolic, any size matches
+    attributes, context = flatten_signature(fake)
+    tracer.add_guard(source, "flatten", (attributes, context_pattern(context)))
     for name, opaque in opaque_attributes(real):
         tracer.add_guard(AttrSource(source, name), "id", opaque)
     for name, inner in inner_tensors(real):
