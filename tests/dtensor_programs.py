@@ -12,7 +12,7 @@ loss function (the model called inside it).
   column- then row-wise projection, activations sharded on the sequence;
 - `transformer_block`: the attention and feed-forward of a transformer block
   with sequence-parallel norms, as PyTorch's tensor-parallel tutorial plans
-  them (`PrepareModuleInput`, `use_local_output=False` for q, k and v);
+  them (`bench/tensor_parallel.py`);
 - `dtensor_ops`: DTensor's API inside the region (`redistribute`,
   `to_local`, `DTensor.from_local` with a `Partial` placement, `full_tensor`);
 - `loss_parallel`: logits sharded on the class dimension, the cross-entropy
@@ -33,12 +33,13 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
-    PrepareModuleInput,
     RowwiseParallel,
     SequenceParallel,
     loss_parallel,
     parallelize_module,
 )
+
+from bench.tensor_parallel import parallel_block
 
 DIM = 16
 HEADS = 4
@@ -81,65 +82,6 @@ class NormProjection(nn.Module):
 
     def forward(self, x):
         return x + self.down(F.gelu(self.up(self.norm(x))))
-
-
-class Attention(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.head_dim = DIM // HEADS
-        self.wq = nn.Linear(DIM, DIM, bias=False)
-        self.wk = nn.Linear(DIM, DIM, bias=False)
-        self.wv = nn.Linear(DIM, DIM, bias=False)
-        self.wo = nn.Linear(DIM, DIM, bias=False)
-
-    def forward(self, x):
-        batch, seq, _ = x.shape
-        q, k, v = self.wq(x), self.wk(x), self.wv(x)
-        # -1 heads: all of them, or the heads of this rank when q, k and v are sharded
-        q, k, v = (t.view(batch, seq, -1, self.head_dim).transpose(1, 2) for t in (q, k, v))
-        # spelled out: DTensor has no sharding rule for the CPU's fused attention kernel
-        weights = (q @ k.transpose(-2, -1) * self.head_dim ** -0.5).softmax(dim=-1)
-        out = weights @ v
-        return self.wo(out.transpose(1, 2).contiguous().view(batch, seq, -1))
-
-
-class FeedForward(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.w1 = nn.Linear(DIM, 4 * DIM, bias=False)
-        self.w2 = nn.Linear(4 * DIM, DIM, bias=False)
-        self.w3 = nn.Linear(DIM, 4 * DIM, bias=False)
-
-    def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.attention_norm = nn.LayerNorm(DIM)
-        self.attention = Attention()
-        self.ffn_norm = nn.LayerNorm(DIM)
-        self.feed_forward = FeedForward()
-
-    def forward(self, x):
-        h = x + self.attention(self.attention_norm(x))
-        return h + self.feed_forward(self.ffn_norm(h))
-
-
-BLOCK_PLAN = {
-    "attention_norm": SequenceParallel(),
-    "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-    "attention.wq": ColwiseParallel(use_local_output=False),
-    "attention.wk": ColwiseParallel(use_local_output=False),
-    "attention.wv": ColwiseParallel(use_local_output=False),
-    "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
-    "ffn_norm": SequenceParallel(),
-    "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-    "feed_forward.w1": ColwiseParallel(),
-    "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
-    "feed_forward.w3": ColwiseParallel(),
-}
 
 
 class DTensorOps(nn.Module):
@@ -195,7 +137,7 @@ def _build_sequence_parallel(mesh):
 
 
 def _build_block(mesh):
-    return parallelize_module(_seeded(TransformerBlock), mesh, BLOCK_PLAN)
+    return _seeded(lambda: parallel_block(mesh, DIM, HEADS))
 
 
 def _build_dtensor_ops(mesh):
@@ -216,8 +158,7 @@ def _cross_entropy(model, x, target):
 def _build_two_d(mesh):
     from torch.distributed.fsdp import fully_shard
 
-    model = parallelize_module(_seeded(TransformerBlock), mesh["tp"], BLOCK_PLAN)
-    return fully_shard(model, mesh=mesh["dp"])
+    return fully_shard(_seeded(lambda: parallel_block(mesh["tp"], DIM, HEADS)), mesh=mesh["dp"])
 
 
 PROGRAMS: dict[str, Program] = {

@@ -150,13 +150,15 @@ class _UnwrappedCall:
     """One call made on the current values of its functional tensor arguments, differentiably.
 
     `run` makes the call on detached values (those of tensors that require
-    grad require grad again) with autograd on, and keeps its autograd graph;
+    grad require grad again) in the grad mode of the call, and keeps its
+    autograd graph;
     `gradients` runs that graph backward. Both run with functionalization
     paused: what they compute is made of plain aten operations on the
     unwrapped tensors, which the trace records.
     """
 
     def __init__(self, call: Callable[..., Any], flat: list, spec: pytree.TreeSpec, positions: list[int]) -> None:
+        self._grad_enabled = torch.is_grad_enabled()  # the call's: autograd.Function.forward runs without
         self._call = call
         self._flat = flat
         self._spec = spec
@@ -167,7 +169,7 @@ class _UnwrappedCall:
 
     def run(self, tensors: tuple[torch.Tensor, ...]) -> list[Any]:
         flat = list(self._flat)
-        with functionalization_paused(), torch.enable_grad():
+        with functionalization_paused(), torch.set_grad_enabled(self._grad_enabled):
             for position, tensor in zip(self._positions, tensors):
                 value = from_functional(tensor).detach()
                 if tensor.requires_grad:
