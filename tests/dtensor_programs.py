@@ -17,8 +17,9 @@ loss function (the model called inside it).
   `to_local`, `DTensor.from_local` with a `Partial` placement, `full_tensor`);
 - `loss_parallel`: logits sharded on the class dimension, the cross-entropy
   computed by `loss_parallel()` without gathering them;
-- `two_d`: FSDP2 (`fully_shard`) over the tensor-parallel transformer block on
-  a 2x2 mesh.
+- `fsdp`: the MLP sharded by FSDP2 (`fully_shard`, its first layer a unit
+  of its own), each rank training on its own data;
+- `two_d`: FSDP2 over the tensor-parallel transformer block on a 2x2 mesh.
 """
 from __future__ import annotations
 
@@ -155,6 +156,14 @@ def _cross_entropy(model, x, target):
     return F.cross_entropy(model(x), target)
 
 
+def _build_fsdp(mesh):
+    from torch.distributed.fsdp import fully_shard
+
+    model = _seeded(MLP)
+    fully_shard(model.w1, mesh=mesh)
+    return fully_shard(model, mesh=mesh)
+
+
 def _build_two_d(mesh):
     from torch.distributed.fsdp import fully_shard
 
@@ -172,6 +181,8 @@ PROGRAMS: dict[str, Program] = {
         _build_logits,
         lambda mesh, step: (_replicated((BATCH, DIM), step), torch.arange(BATCH) * 5 % CLASSES + step),
         _cross_entropy, compiled="loss", context=loss_parallel),
+    "fsdp": Program(_build_fsdp, lambda mesh, step: (_replicated((BATCH, DIM), step, salt=mesh.get_local_rank()),),
+                    _squares),
     "two_d": Program(_build_two_d, lambda mesh, step: (_sequence_shard(mesh["tp"], step, mesh["dp"].get_local_rank()),),
                      _squares, mesh_shape=(2, 2)),
 }

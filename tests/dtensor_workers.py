@@ -98,9 +98,13 @@ def _torch_compile(program: Program, mesh, expected: tuple) -> dict:
     from torch._dynamo.testing import CompileCounterWithBackend as TorchCounter
 
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
     counter = TorchCounter("aot_eager")
     losses, _ = _train(program, mesh, lambda target: torch.compile(target, backend=counter))
-    return {"graphs": counter.frame_count, "losses_equal": _equal(losses, expected[0], 1e-5, 1e-6)}
+    from torch._dynamo.utils import counters
+
+    return {"graphs": counter.frame_count, "losses_equal": _equal(losses, expected[0], 1e-5, 1e-6),
+            "graph_breaks": dict(counters["graph_break"])}
 
 
 def _worker(rank: int, world: int, port: int, names: list[str], out_dir: str) -> None:
