@@ -158,3 +158,22 @@ def test_disable_called_inside_the_region_is_a_graph_break_naming_the_function()
     assert "`_helper` is marked to never be compiled" in str(explained.break_reasons[0].reason)
     x = torch.randn(3)
     torch.testing.assert_close(graphwright.compile(calls_disabled, backend="eager")(x), calls_disabled(x))
+
+
+def test_a_graph_traced_under_implicit_replication_recompiles_outside_it(mesh):
+    """Outside `implicit_replication()` eager refuses a plain tensor next to a DTensor; the graph
+    traced inside it must not run there."""
+    from torch.distributed.tensor.experimental import implicit_replication
+
+    def shifted(x, bias):
+        return (x + bias).to_local()
+
+    compiled, counter = _compiled(shifted)
+    x, bias = _sharded(mesh, 4, 3, placement=Replicate()), torch.randn(3)
+    with implicit_replication():
+        torch.testing.assert_close(compiled(x, bias), shifted(x, bias))
+    with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor"):
+        shifted(x, bias)
+    with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor"):
+        compiled(x, bias)
+    assert counter.frame_count == 1

@@ -480,6 +480,10 @@ def _guard_subclass(tracer: "Tracer", real: torch.Tensor, fake: torch.Tensor, so
     # the fake's context: equal to the real one's, but where sizes are symbolic, any size matches
     attributes, context = flatten_signature(fake)
     tracer.add_guard(source, "flatten", (attributes, context_pattern(context)))
+    from ..operators import dtensor
+
+    if dtensor.is_dtensor(real):
+        dtensor.guard_dispatch_state(tracer)
     for name, opaque in opaque_attributes(real):
         tracer.add_guard(AttrSource(source, name), "id", opaque)
     for name, inner in inner_tensors(real):

@@ -9,6 +9,9 @@ DTensor value, recorded the same way by the tracer's method calls). Under
 ahead-of-time autograd these calls run on the DTensors themselves
 (`aot/subclass_calls.py`), and the collectives DTensor makes are recorded as
 functional collectives.
+
+What DTensor's dispatch does also depends on global state (`loss_parallel()`,
+`implicit_replication()`): a graph computing on DTensors is guarded on it.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..._core.subclass_protocol import dtensor_from_local
+from ..guards.sources import FunctionSource
 from ..objects.values import Value
 
 if TYPE_CHECKING:
@@ -24,7 +28,26 @@ if TYPE_CHECKING:
 
 
 def _from_local(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    guard_dispatch_state(tracer)
     return tracer.graph.call("call_function", dtensor_from_local, args, kwargs)
+
+
+def guard_dispatch_state(tracer: "Tracer") -> None:
+    """A graph computing on DTensors was traced with DTensor's dispatch in one state: whether
+    plain tensors count as replicated (`implicit_replication()`) and which operators have
+    handlers of their own (`loss_parallel()` adds some). A call in another state recompiles."""
+    tracer.add_guard(FunctionSource(), "query", (dispatch_state, dispatch_state()))
+
+
+def dispatch_state() -> tuple[bool, frozenset]:
+    """DTensor's dispatch state beyond its sharding rules (see `guard_dispatch_state`)."""
+    dispatcher = sys.modules["torch.distributed.tensor"].DTensor._op_dispatcher
+    return bool(dispatcher._allow_implicit_replication), frozenset(dispatcher._custom_op_handlers)
+
+
+def is_dtensor(value: Any) -> bool:
+    module = sys.modules.get("torch.distributed.tensor")
+    return module is not None and isinstance(value, module.DTensor)
 
 
 def handler_for(target: Any) -> Callable | None:
