@@ -104,7 +104,7 @@ def _routed_call(node: torch.fx.Node) -> tuple[str, Callable[..., Any], bool] | 
     """(name, the call, whether it makes a new autograd leaf) for a node this module routes."""
     if node.op == "call_function" and is_wrapper_subclass_type(node.target):
         return node.target.__qualname__, node.target, True
-    if node.op == "call_function" and node.target in API_FUNCTIONS:
+    if node.op == "call_function" and any(node.target is function for function in API_FUNCTIONS):
         return node.target.__name__, node.target, False
     receiver = node.args[0].meta.get("example_value") if node.args and isinstance(node.args[0], torch.fx.Node) \
         else None
@@ -115,7 +115,7 @@ def _routed_call(node: torch.fx.Node) -> tuple[str, Callable[..., Any], bool] | 
         name = node.target
         return f"{cls.__qualname__}.{name}", lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs), False
     if node.op == "call_function" and node.target is builtins.getattr and len(node.args) == 2 \
-            and is_api_member(cls, node.args[1]):
+            and isinstance(node.args[1], str) and is_api_member(cls, node.args[1]):
         return f"{cls.__qualname__}.{node.args[1]}", builtins.getattr, False
     return None
 
@@ -151,10 +151,9 @@ class _UnwrappedCall:
 
     `run` makes the call on detached values (those of tensors that require
     grad require grad again) in the grad mode of the call, and keeps its
-    autograd graph;
-    `gradients` runs that graph backward. Both run with functionalization
-    paused: what they compute is made of plain aten operations on the
-    unwrapped tensors, which the trace records.
+    autograd graph; `gradients` runs that graph backward. Both run with
+    functionalization paused: what they compute is made of plain aten
+    operations on the unwrapped tensors, which the trace records.
     """
 
     def __init__(self, call: Callable[..., Any], flat: list, spec: pytree.TreeSpec, positions: list[int]) -> None:
