@@ -24,6 +24,7 @@ from torch.testing._internal.distributed.fake_pg import FakeStore
 
 import graphwright
 from graphwright.testing import CompileCounterWithBackend
+from test_aot_subclasses import RecordingBackend, assert_plain_graphs
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="needs torch.distributed")
 
@@ -177,3 +178,41 @@ def test_a_graph_traced_under_implicit_replication_recompiles_outside_it(mesh):
     with pytest.raises(RuntimeError, match="mixed torch.Tensor and DTensor"):
         compiled(x, bias)
     assert counter.frame_count == 1
+
+
+def test_a_partial_dtensor_output_takes_its_gradient_as_eager_does(mesh):
+    """A `Partial` output's tangent is traced replicated (`__coerce_tangent_metadata__`); the
+    gradient that arrives is redistributed to it (`__coerce_same_metadata_as_tangent__`)."""
+    from torch.distributed.tensor import Partial
+
+    def partial_sum(t):
+        return DTensor.from_local(t * 2, mesh, [Partial()])
+
+    compiled, _ = _compiled(partial_sum, fullgraph=True)
+    expected_t, actual_t = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        actual_t.copy_(expected_t)
+    expected, actual = partial_sum(expected_t), compiled(actual_t)
+    assert actual.placements == expected.placements == (Partial(),)
+    expected.full_tensor().pow(2).sum().backward()
+    actual.full_tensor().pow(2).sum().backward()
+    torch.testing.assert_close(actual_t.grad, expected_t.grad)
+
+
+def test_the_aten_graphs_hold_plain_tensors_and_functional_collectives(mesh):
+    from torch.distributed.tensor import Partial
+
+    def gathered(x, t):
+        whole = x.redistribute(mesh, [Replicate()]).to_local()
+        summed = DTensor.from_local(t, mesh, [Partial()]).redistribute(mesh, [Replicate()]).to_local()
+        return (whole * summed).sum()
+
+    backend = RecordingBackend()
+    x = DTensor.from_local(torch.randn(2, 3), mesh, [Shard(0)]).requires_grad_()
+    t = torch.randn(4, 3, requires_grad=True)
+    graphwright.compile(gathered, backend=backend, fullgraph=True)(x, t).backward()
+    assert_plain_graphs(backend.graphs)
+    targets = {kind: {str(node.target) for node in gm.graph.nodes} for kind, gm in backend.graphs}
+    assert {"_c10d_functional.all_gather_into_tensor.default", "_c10d_functional.all_reduce.default",
+            "_c10d_functional.wait_tensor.default"} <= targets["forward"]
+    assert type(x.grad) is DTensor and x.grad.placements == (Shard(0),) and t.grad is not None
