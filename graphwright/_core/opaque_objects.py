@@ -25,8 +25,5 @@ def opaque_kind(cls: type) -> OpaqueKind | None:
     constant: it stays what the tracer makes of it otherwise (a graph break where it is used)."""
     if issubclass(cls, torch.Generator):
         return None
-    if opaque_object.is_opaque_reference_type(cls):
-        return "reference"
-    if opaque_object.is_opaque_value_type(cls):
-        return "value"
-    return None
+    info = opaque_object.get_opaque_obj_info(cls)
+    return None if info is None else info.opaque_typ
