@@ -7,6 +7,17 @@ constant context, and whose `__tensor_unflatten__(inner, context, outer_size,
 outer_stride)` rebuilds it. What a compiled graph specialises on is its class,
 those attribute names and that context, and its inner tensors' metadata.
 
+An attribute may name an object that is not a tensor (DTensor's
+`device_mesh`): PyTorch calls such an object opaque. It is not data of the
+graph but a constant of the subclass's structure, which a compiled graph
+specialises on by identity.
+
+A subclass may also have a Python API of its own, used on the subclass object
+rather than through `__torch_dispatch__` (DTensor's `from_local`,
+`redistribute`, `to_local`, `placements`): `is_api_member` says which
+attributes of a subclass those are, and `dtensor_from_local` is the function a
+captured graph calls for `DTensor.from_local`.
+
 The strict tracer's guards and AOT autograd's desugaring both read subclasses
 through this module; it reads, it never builds a tensor or traces.
 """
@@ -43,6 +54,16 @@ def flatten_signature(tensor: torch.Tensor) -> tuple[tuple[str, ...], Any]:
 
 def inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     """The (attribute, inner tensor) pairs of a wrapper subclass tensor, one level down."""
+    return [(name, value) for name, value in _inner_values(tensor) if isinstance(value, torch.Tensor)]
+
+
+def opaque_attributes(tensor: torch.Tensor) -> list[tuple[str, Any]]:
+    """The (attribute, object) pairs of the inner values of a wrapper subclass tensor that are not
+    tensors (DTensor's device mesh), one level down."""
+    return [(name, value) for name, value in _inner_values(tensor) if not isinstance(value, torch.Tensor)]
+
+
+def _inner_values(tensor: torch.Tensor) -> list[tuple[str, Any]]:
     return [(name, getattr(tensor, name)) for name in tensor.__tensor_flatten__()[0]]
 
 
@@ -53,3 +74,60 @@ def overrides_torch_function(cls: type) -> bool:
     return cls is not torch.Tensor and issubclass(cls, torch.Tensor) \
         and cls.__torch_function__ is not torch._C._disabled_torch_function_impl \
         and not is_wrapper_subclass_type(cls)
+
+
+class _AnySize:
+    """Stands, in a flatten context pattern, for a symbolic size: equal to any value (the input's
+    own size guards check what the sizes may be)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "<any size>"
+
+
+ANY_SIZE = _AnySize()
+
+
+def context_pattern(context: Any) -> Any:
+    """A flatten context as a graph compiled on symbolic sizes takes it: each symbolic size in it
+    (DTensor keeps its sizes in its context) equal to any value. A context without symbols is
+    returned as it is."""
+    if isinstance(context, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return ANY_SIZE
+    if isinstance(context, (tuple, list)):
+        items = [context_pattern(item) for item in context]
+        if all(new is old for new, old in zip(items, context)):
+            return context
+        if isinstance(context, list):
+            return items
+        if hasattr(context, "_fields"):  # a named tuple
+            return type(context)(*items)
+        return tuple(items)  # a torch.Size cannot hold the pattern's stand-ins
+    if isinstance(context, dict):
+        items = {key: context_pattern(item) for key, item in context.items()}
+        return context if all(items[key] is item for key, item in context.items()) else items
+    return context
+
+
+def is_api_member(cls: type, name: str) -> bool:
+    """Whether `name` is an attribute a wrapper subclass `cls` defines in Python beyond
+    torch.Tensor's (DTensor's `redistribute`, `placements`): it runs on the subclass object itself."""
+    return is_wrapper_subclass_type(cls) and hasattr(cls, name) and not hasattr(torch.Tensor, name)
+
+
+def dtensor_from_local(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """`DTensor.from_local`, as a captured graph calls it."""
+    from torch.distributed.tensor import DTensor
+
+    return DTensor.from_local(*args, **kwargs)
+
+
+API_FUNCTIONS = frozenset({dtensor_from_local})
+"""Graph targets that make subclasses through their Python API."""

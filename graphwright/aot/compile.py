@@ -26,8 +26,9 @@ from .._core.user_stack import warn_at_user_line
 from . import cache as aot_cache
 from . import joint
 from .cache import Entry, GraphStore
-from .desugar import SubclassBoundary, SubclassConstructions
+from .desugar import SubclassBoundary
 from .partition import Partition, partition_joint
+from .subclass_calls import SubclassCalls
 from .runtime import (
     BoxedFn,
     LazyBackward,
@@ -179,7 +180,7 @@ class AOTCompiledGraph:
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
         self._gm = gm
-        self._constructions = SubclassConstructions(gm)
+        self._constructions = SubclassCalls(gm)
         self._num_user_inputs = len(example_inputs)
         all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
@@ -197,7 +198,7 @@ class AOTCompiledGraph:
 
     def _function(self, traced: bool = False) -> Callable[..., Any]:
         """The graph as a function of its inputs and lifted state. `traced`: as AOT autograd traces
-        it, where the subclasses the graph makes are made by `SubclassConstructions`, which checks
+        it, where the subclasses the graph makes are made by `SubclassCalls`, which checks
         each run."""
         gm = self._constructions.graph_module if traced else self._gm
         run = gm

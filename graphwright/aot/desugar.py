@@ -23,8 +23,9 @@ inputs back and replays views) the runtime sees subclass values, as eager
 does: a mutated subclass input is written back through the subclass, a view
 of one is replayed on it.
 
-A subclass the graph itself makes (`TwoTensor(x, y)` in the region) is made,
-while tracing, by `SubclassConstructions`: functionalized as inputs are.
+A subclass the graph itself makes (`TwoTensor(x, y)`, `DTensor.from_local`
+in the region), and a call of a subclass's own Python API, are made while
+tracing by `subclass_calls.SubclassCalls`.
 """
 from __future__ import annotations
 
@@ -33,13 +34,10 @@ from typing import Any
 
 import sympy
 import torch
-import torch.utils._pytree as pytree
 
-from .._core import artifacts
-from .._core.errors import BackendError, BackendRefusal
-from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.errors import BackendError
+from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass
 from .._core.user_stack import user_frames_of_stack
-from .metadata import from_functional, functionalization_paused, to_functional
 from .partition import Partition
 from .subclasses import (
     LeafSpec,
@@ -340,7 +338,9 @@ def _check_input(value: Any, layout: SubclassLayout, index: int) -> None:
 
 def _same_structure(value: Any, layout: SubclassLayout) -> bool:
     attributes, context = flatten_signature(value)
-    if attributes != layout.attributes or not same_context(context, layout.context):
+    if set(attributes) != layout.names or not same_context(context, layout.context_pattern):
+        return False
+    if any(getattr(value, name) is not opaque for name, opaque in layout.opaque):
         return False
     return all(inner is None or (type(getattr(value, name)) is inner.cls
                                  and _same_structure(getattr(value, name), inner))
@@ -409,86 +409,3 @@ def _tangent_error(index: int, what: str, layout: SubclassLayout) -> BackendErro
                "or run the backward outside the compiled region."],
         user_stack=user_frames_of_stack(),
     )
-
-
-class SubclassConstructions:
-    """The graph's calls of traceable wrapper subclass classes (`TwoTensor(x, y)`), as AOT
-    autograd traces them.
-
-    Functionalization wraps whole subclass values, so a subclass the graph makes
-    is made of the current values of its tensor arguments and then wrapped in
-    turn. In eager it shares its arguments' memory; functionalized, it holds
-    their values: a graph that mutates either afterwards is refused (`check`).
-    Outside a trace (the graph run as captured) the class is called as it is.
-    """
-
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
-        """`graph_module` is `gm`, or when `gm` makes subclasses a copy that makes them here."""
-        self._made: list[tuple[str, torch.Tensor, list[torch.Tensor]]] = []
-        self.graph_module = gm
-        self.made_in_graph = any(_makes_subclass(node) for node in gm.graph.nodes)
-        if not self.made_in_graph:
-            return
-        graph = torch.fx.Graph()
-        graph.output(graph.graph_copy(gm.graph, {}))
-        for node in graph.nodes:
-            if _makes_subclass(node):
-                node.target = _Constructor(self, node.target)
-        self.graph_module = torch.fx.GraphModule(gm, graph)
-
-    def check(self) -> None:
-        """Refuse the trace just made if a subclass it made, or a tensor it was made of, was mutated."""
-        made, self._made = self._made, []
-        for name, result, arguments in made:
-            if any(torch._functionalize_has_data_mutation(t) for t in [result, *arguments]):
-                graph = artifacts.scope_name() or "a captured graph"
-                raise BackendRefusal(
-                    f"AOT autograd cannot compile {graph}: it makes a `{name}` and mutates it, or a tensor "
-                    "it was made of, in place",
-                    explanation=f"In eager the `{name}` shares memory with the tensors it is made of; "
-                    "ahead-of-time autograd traces it as a value of its own, and a mutation through one "
-                    "would not show through the other.",
-                    hints=["This call runs the captured graph as it is (as backend='eager' runs it).",
-                           f"Make the `{name}` outside the compiled region, or mutate a clone."],
-                    user_stack=user_frames_of_stack(),
-                )
-
-    def _construct(self, cls: type, args: tuple, kwargs: dict) -> Any:
-        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        functional = [t for t in tensors if torch._is_functional_tensor(t)]
-        if not functional:
-            return cls(*args, **kwargs)
-        args, kwargs = pytree.tree_map_only(torch.Tensor, _current_value, (args, kwargs))
-        with functionalization_paused():
-            made = cls(*args, **kwargs)
-        result = to_functional(made)
-        self._made.append((cls.__qualname__, result, functional))
-        return result
-
-
-def _makes_subclass(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and is_wrapper_subclass_type(node.target)
-
-
-def _current_value(tensor: torch.Tensor) -> torch.Tensor:
-    """What a functional tensor holds now, with its requires_grad (a subclass made of it is, as in
-    eager, a new leaf of autograd that requires grad when its tensors do)."""
-    if not torch._is_functional_tensor(tensor):
-        return tensor
-    value = from_functional(tensor)
-    if value.requires_grad != tensor.requires_grad:
-        value = value.detach().requires_grad_(tensor.requires_grad)
-    return value
-
-
-class _Constructor:
-    """A graph node's call of a subclass class, routed through `SubclassConstructions`."""
-
-    def __init__(self, constructions: SubclassConstructions, cls: type) -> None:
-        self._constructions = constructions
-        self.cls = cls
-        self.__name__ = f"make_{cls.__name__}"
-        self.__module__ = __name__
-
-    def __call__(self, *args, **kwargs):
-        return self._constructions._construct(self.cls, args, kwargs)

@@ -19,6 +19,7 @@ the runtime is `desugar.py`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -28,7 +29,14 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts
 from .._core.errors import BackendError, BackendRefusal, TraceError
-from .._core.subclass_protocol import flatten_signature, has_own_dispatch, is_wrapper_subclass
+from .._core.subclass_protocol import (
+    context_pattern,
+    flatten_signature,
+    has_own_dispatch,
+    inner_tensors,
+    is_wrapper_subclass,
+    opaque_attributes,
+)
 from .._core.user_stack import user_frames_of_stack
 from .views import input_size_names, size_source
 
@@ -48,6 +56,19 @@ class SubclassLayout:
     outer_size: tuple
     outer_stride: tuple
     leaves: tuple[LeafSpec, ...]
+    opaque: tuple[tuple[str, Any], ...] = ()
+    """The inner values that are not tensors (a DTensor's device mesh): constants of the layout,
+    handed back to `__tensor_unflatten__` as they are."""
+
+    @functools.cached_property
+    def context_pattern(self) -> Any:
+        """The context as a value's is compared with it: a symbolic size in it matches any."""
+        return context_pattern(self.context)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every attribute `__tensor_flatten__` names, tensors and opaque objects."""
+        return frozenset((*self.attributes, *(name for name, _ in self.opaque)))
 
     @property
     def count(self) -> int:
@@ -71,24 +92,16 @@ def layout_of(value: Any) -> SubclassLayout | None:
     """The layout of a wrapper subclass tensor; None for anything else."""
     if not is_wrapper_subclass(value):
         return None
-    attributes, context = flatten_signature(value)
+    _, context = flatten_signature(value)
+    tensors = inner_tensors(value)
     inner = []
     leaves: list[LeafSpec] = []
-    for name in attributes:
-        tensor = getattr(value, name)
-        if not isinstance(tensor, torch.Tensor):
-            raise TraceError(
-                f"`{type(value).__qualname__}.__tensor_flatten__` names `{name}`, which is a "
-                f"{type(tensor).__qualname__}, not a tensor",
-                explanation="AOT autograd desugars a tensor subclass into the tensors it holds.",
-                hints=["Return only tensor attributes from `__tensor_flatten__`; constants go in its context."],
-                user_stack=user_frames_of_stack(),
-            )
+    for _, tensor in tensors:
         layout = layout_of(tensor)
         inner.append(layout)
         leaves.extend(layout.leaves if layout is not None else [(tuple(tensor.shape), tensor.dtype, tensor.device)])
-    return SubclassLayout(type(value), attributes, context, tuple(inner), tuple(value.shape),
-                          tuple(value.stride()), tuple(leaves))
+    return SubclassLayout(type(value), tuple(name for name, _ in tensors), context, tuple(inner),
+                          tuple(value.shape), tuple(value.stride()), tuple(leaves), tuple(opaque_attributes(value)))
 
 
 def count_of(layout: SubclassLayout | None) -> int:
@@ -124,11 +137,11 @@ def rebuild_traced(layout: SubclassLayout, flat: Sequence[Any], outer_stride: tu
 
 
 def _rebuild_from(layout: SubclassLayout, values: Iterator[Any], outer_stride: tuple | None) -> torch.Tensor:
-    inner = {}
+    inner = dict(layout.opaque)
     for name, inner_layout in zip(layout.attributes, layout.inner):
         inner[name] = next(values) if inner_layout is None else _rebuild_from(inner_layout, values, None)
     stride = layout.outer_stride if outer_stride is None else outer_stride
-    return layout.cls.__tensor_unflatten__(inner, layout.context, layout.outer_size, stride)
+    return layout.cls.__tensor_unflatten__(inner, layout.context, torch.Size(layout.outer_size), stride)
 
 
 def contiguous_strides(size: Sequence[Any]) -> tuple:
@@ -168,10 +181,11 @@ class Rebuilder:
             parts.append((name, position, None if inner is None else self.rebuild(inner, position)))
             position += count_of(inner)
         sizes = self._sizes(layout)
-        cls, context = layout.cls, layout.context
+        cls, context, opaque = layout.cls, layout.context, layout.opaque
 
         def rebuild(a, o):
             inner = {name: o[index] if make is None else make(a, o) for name, index, make in parts}
+            inner.update(opaque)
             size, stride = sizes(a, o)
             return cls.__tensor_unflatten__(inner, context, size, stride)
 
@@ -180,12 +194,14 @@ class Rebuilder:
     def _sizes(self, layout: SubclassLayout) -> Callable[[Sequence[Any], Sequence[Any]], tuple[tuple, tuple]]:
         size = [self._source(value, layout) for value in layout.outer_size]
         stride = [self._source(value, layout) for value in layout.outer_stride]
+        # a size is a torch.Size, as eager gives subclasses (DTensor keeps it in its spec)
         if all(isinstance(value, int) for value in (*size, *stride)):
-            constant = (tuple(size), tuple(stride))
+            constant = (torch.Size(size), tuple(stride))
             return lambda a, o: constant
-        text = "lambda a, o: ((" + "".join(f"{v}, " for v in size) + "), (" + "".join(f"{v}, " for v in stride) + "))"
+        text = "lambda a, o: (Size((" + "".join(f"{v}, " for v in size) + ")), (" \
+            + "".join(f"{v}, " for v in stride) + "))"
         self.reads_inputs = self.reads_inputs or "a[" in text
-        return eval(text)
+        return eval(text, {"Size": torch.Size})
 
     def _source(self, value: Any, layout: SubclassLayout) -> int | str:
         if isinstance(value, int):
@@ -209,17 +225,19 @@ class SubclassZeros:
     """The zeros that stand for a gradient nothing gave, for a subclass output: the same subclass
     (class, context, inner layout), around zeros."""
 
-    __slots__ = ("cls", "context", "inner", "size")
+    __slots__ = ("cls", "context", "inner", "opaque", "size")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.cls = type(tensor)
-        attributes, self.context = flatten_signature(tensor)
-        self.inner = [(name, zeros_spec(getattr(tensor, name))) for name in attributes]
+        _, self.context = flatten_signature(tensor)
+        self.inner = [(name, zeros_spec(inner)) for name, inner in inner_tensors(tensor)]
+        self.opaque = opaque_attributes(tensor)
         self.size = tuple(tensor.shape)
 
     def make(self) -> torch.Tensor:
         inner = {name: make_zeros(spec) for name, spec in self.inner}
-        return self.cls.__tensor_unflatten__(inner, self.context, self.size, contiguous_strides(self.size))
+        inner.update(self.opaque)
+        return self.cls.__tensor_unflatten__(inner, self.context, torch.Size(self.size), contiguous_strides(self.size))
 
 
 def zeros_spec(tensor: torch.Tensor) -> Any:

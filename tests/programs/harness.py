@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch._library.opaque_object import is_opaque_reference_type
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 import graphwright
@@ -181,14 +182,16 @@ def reset_compiler() -> None:
 
 
 def assert_backend_contract(gm: Any, example_inputs: list) -> None:
-    """What every backend may rely on: a linted GraphModule with one real input per placeholder."""
+    """What every backend may rely on: a linted GraphModule with one real input per placeholder
+    (torch.compile also passes PyTorch's opaque reference objects, a DeviceMesh, as inputs)."""
     assert isinstance(gm, torch.fx.GraphModule), type(gm)
     gm.graph.lint()
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     assert len(placeholders) == len(example_inputs), (len(placeholders), len(example_inputs))
     assert [node.op for node in gm.graph.nodes].count("output") == 1
     for value in example_inputs:
-        assert isinstance(value, (torch.Tensor, int, float, torch.SymInt)), type(value)
+        assert isinstance(value, (torch.Tensor, int, float, torch.SymInt)) \
+            or REFERENCE and is_opaque_reference_type(type(value)), type(value)
         assert not isinstance(value, torch._subclasses.FakeTensor), "a fake tensor reached the backend"
 
 

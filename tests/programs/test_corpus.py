@@ -16,6 +16,7 @@ from . import (
     cases_containers,
     cases_counters,
     cases_data_dependent,
+    cases_dtensor,
     cases_exceptions,
     cases_floats,
     cases_generators,
@@ -57,6 +58,7 @@ ALL_PROGRAMS = [
     *cases_new_libraries.PROGRAMS,
     *cases_aot.PROGRAMS,
     *cases_subclasses.PROGRAMS,
+    *cases_dtensor.PROGRAMS,
     *cases_class_statements.PROGRAMS,
 ]
 

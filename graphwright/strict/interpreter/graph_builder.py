@@ -34,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
+from ..._core.opaque_objects import opaque_kind
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -202,6 +203,9 @@ class GraphBuilder:
         self._autocast_depth = 0
         self._by_fake: dict[int, TensorValue] = {}
         self.submodules: dict[str, torch.nn.Module] = {}  # subgraphs of higher-order calls
+        # opaque reference objects (a DeviceMesh) the graph's calls take: attributes of the graph
+        # module, as generated code cannot spell them
+        self.opaque_objects: dict[int, tuple[Any, torch.fx.Node]] = {}
 
     def _placeholder(self, source: Source) -> torch.fx.Node:
         name = self._unique_name(source.name())
@@ -386,6 +390,18 @@ class GraphBuilder:
             self._first_op = node
         return node
 
+    def opaque_object(self, obj: Any) -> torch.fx.Node:
+        """A get_attr node reading `obj`, an opaque reference object, held by the graph module."""
+        known = self.opaque_objects.get(id(obj))
+        if known is not None:
+            return known[1]
+        node = self.graph.get_attr(self._unique_name(f"_opaque_{type(obj).__name__}"))
+        node.meta["example_value"] = obj
+        self.opaque_objects[id(obj)] = (obj, node)
+        if self._first_op is None:
+            self._first_op = node
+        return node
+
     def call_with_result(self, target: Any, args: list[Value | torch.fx.Node], result: Any) -> Value:
         """A node whose fake result the caller computed (nonstrict_trace runs its own fake trace);
         an argument may be a node the caller made (`add_submodule`)."""
@@ -513,6 +529,8 @@ class GraphBuilder:
                 return value.value.item()  # torch reads a NumPy scalar as the Python number
             if leaf is not _fake_of and type(value.value) is type and value.value in _PYTHON_DTYPES:
                 return _PYTHON_DTYPES[value.value]  # `t.to(float)`: fx cannot print a class as an argument
+            if leaf is not _fake_of and opaque_kind(type(value.value)) == "reference":
+                return self.opaque_object(value.value)
             return value.value
         if isinstance(value, SequenceValue):
             items = [self._convert(item, leaf, target, kind) for item in value.items]
@@ -560,6 +578,8 @@ class GraphBuilder:
         root = torch.nn.Module()
         for name, module in self.submodules.items():
             root.add_module(name, module)
+        for obj, node in self.opaque_objects.values():
+            setattr(root, node.target, obj)
         return torch.fx.GraphModule(root, self.graph)
 
     def op_count(self) -> int:

@@ -11,7 +11,8 @@ value or raises its graph break:
 - `disallow_in_graph`-ed: a graph break;
 - `assume_constant_result` (torch's marking): called now, its result a constant;
 - the decorators themselves, applied inside the region to a function defined
-  outside it: marked now, the wrapper is the value;
+  outside it: marked now, the wrapper is the value; `disable` (graphwright's,
+  torch's) too, whose wrapper's call is then a graph break;
 - `torch.compiler.is_compiling()` and its spellings: True while tracing;
 - `mark_dynamic` and torch's other markings that promise something about the
   compilation under way (`forbid_in_region`): an error, as in PyTorch;
@@ -60,6 +61,10 @@ def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[s
     if target is markers.mark_static:
         tracer.side_effects.replay_call(target, args, kwargs)
         return ConstantValue(None)
+    if markers.is_disabling_decorator(target):
+        disabled = _disable_in_region(tracer, args, kwargs)
+        if disabled is not None:
+            return disabled
     decorator = rules.decorator_name(target)
     if decorator is not None:
         return _apply_decorator(tracer, target, decorator, args, kwargs)
@@ -99,6 +104,22 @@ def _apply_decorator(tracer: "Tracer", decorator_fn: Any, decorator: str, args: 
         wrapper = decorator_fn(marked.value)
         return function_value(wrapper, None) if type(wrapper) is types.FunctionType else ConstantValue(wrapper)
     raise tracer.graph_break(gb.UNSUPPORTED_CALLABLE, f"{decorator} of {marked!r}", name=decorator)
+
+
+def _disable_in_region(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`disable(fn)` called inside the region, as FSDP2's hooks call `torch._dynamo.disable` on each
+    call: a function disabled as by graphwright's `disable`, whose call is then a graph break
+    naming `fn`. None when `fn` is not a function defined outside the region."""
+    fn = args[0] if args else kwargs.get("fn")
+    recursive = args[1] if len(args) > 1 else kwargs.get("recursive", ConstantValue(True))
+    if not isinstance(recursive, ConstantValue):
+        return None
+    if isinstance(fn, FunctionValue) and fn.fn is not None:
+        value = function_value(markers.disable(fn.fn, bool(recursive.value)), None)
+        return value if fn.bound_self is None else value.bind(fn.bound_self)
+    if isinstance(fn, ConstantValue) and callable(fn.value):
+        return tracer.wrap(markers.disable(fn.value, bool(recursive.value)), None)
+    return None
 
 
 def _allowed_argument(value: Value) -> bool:

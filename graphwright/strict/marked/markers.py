@@ -105,6 +105,18 @@ def disable_mark(target: Any) -> DisableMark | None:
     return None
 
 
+def is_disabling_decorator(fn: Any) -> bool:
+    """`graphwright.disable`, `torch.compiler.disable`, or `torch._dynamo.disable` when the program
+    imported it."""
+    if fn is disable:
+        return True
+    for module_name in ("torch._dynamo", "torch._dynamo.decorators", "torch.compiler"):
+        module = sys.modules.get(module_name)
+        if module is not None and fn is getattr(module, "disable", None):
+            return True
+    return False
+
+
 def is_disabled(target: Any) -> bool:
     """Marked never to be compiled: by `graphwright.disable`, `torch._dynamo.disable` (or
     `torch.compiler.disable`), or torch's own lazy `torch._disable_dynamo` decorator."""

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..._core.opaque_objects import opaque_kind
+from ..._core.subclass_protocol import is_api_member
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
@@ -160,12 +162,27 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if hasattr(torch.Tensor, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
+    if is_api_member(value.cls, name):
+        return _subclass_attr(tracer, value, name)
     if real is not None:  # an attribute the user stored on the input tensor
         own = vars(real)
         if name in own:
             return tracer.wrap(own[name], AttrSource(value.source, name))
         tracer.add_guard(value.source, "lacks", name)
     return None
+
+
+def _subclass_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value:
+    """What a traceable wrapper subclass's class defines (DTensor's `placements`, `to_local`):
+    a method is called as Tensor methods are (a graph node, its result computed by the subclass
+    on the fakes); any other attribute is read on the fake, whose structure (flatten context,
+    opaque inner objects) the input guards and the subclass's own dispatch make the real one's."""
+    if callable(getattr(value.cls, name)):
+        return MethodValue(value, name)
+    read = getattr(value.fake, name)
+    if isinstance(read, torch.Tensor):
+        return tracer.graph.call("call_function", getattr, [value, ConstantValue(name)], {})
+    return tracer.wrap(read, None)
 
 
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
@@ -182,8 +199,9 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
     if isinstance(value.value, types.ModuleType):
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
     if is_constant(value.value):
-        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
-            return MethodValue(value, name)
+        if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)) or \
+                type(real) is types.MethodType and opaque_kind(type(value.value)) is not None:
+            return MethodValue(value, name)  # called on the real object (an opaque object's too)
         return tracer.wrap(real, None)  # a fact of an immutable object: nothing more to guard
     return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
 

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.fx.experimental import symbolic_shapes
 
-from ..._core.subclass_protocol import flatten_signature, inner_tensors, is_wrapper_subclass
+from ..._core.opaque_objects import opaque_kind
+from ..._core.subclass_protocol import (
+    context_pattern,
+    flatten_signature,
+    inner_tensors,
+    is_wrapper_subclass,
+    opaque_attributes,
+)
 from ..guards.guards import TensorMeta
 from ..guards.sources import (
     AttrSource,
@@ -135,7 +142,8 @@ def is_constant(real: Any) -> bool:
     # str subclasses (torch.__version__ is a TorchVersion) compare and hash as their text
     if type(real) is frozenset:  # of objects whose state the region may change: a container
         return not any(hasattr(item, "__dict__") and not callable(item) and not is_constant(item) for item in real)
-    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real)
+    return type(real) in CONSTANT_TYPES or isinstance(real, (enum.Enum, str)) or numpy_arrays.is_numpy_constant(real) \
+        or opaque_kind(type(real)) is not None
 
 
 def is_identity_key(real: Any) -> bool:
@@ -176,7 +184,7 @@ def _wrap_constant(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a NumPy scalar that changed between calls: a 0-d tensor input, which keeps its dtype
         tracer.add_guard(source, "type", type(real))
         return ArrayValue(_wrap_tensor(tracer, array_as_tensor(real), NumpyTensorSource(source)), source, scalar=True)
-    if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum):
+    if type(real) in _IDENTITY_CONSTANT_TYPES or isinstance(real, enum.Enum) or opaque_kind(type(real)) == "reference":
         tracer.add_guard(source, "id", real)
     elif numpy_arrays.is_machine_limits(real):  # `np.iinfo(...)` makes a new one each time
         tracer.add_guard(source, "type", type(real))
@@ -467,8 +475,17 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
 
 def _guard_subclass(tracer: "Tracer", real: torch.Tensor, fake: torch.Tensor, source: Source) -> None:
     """What a graph specialises on in a tensor subclass input beyond its own metadata: its inner
-    attributes and flatten context, and each inner tensor's metadata."""
-    tracer.add_guard(source, "flatten", flatten_signature(real))
+    attributes and flatten context, each inner tensor's metadata, and the identity of each inner
+    object that is not a tensor (a DTensor's device mesh, a constant of the graph)."""
+    # the fake's context: equal to the real one's, but where sizes are symbolic, any size matches
+    attributes, context = flatten_signature(fake)
+    tracer.add_guard(source, "flatten", (attributes, context_pattern(context)))
+    from ..operators import dtensor
+
+    if dtensor.is_dtensor(real):
+        dtensor.guard_dispatch_state(tracer)
+    for name, opaque in opaque_attributes(real):
+        tracer.add_guard(AttrSource(source, name), "id", opaque)
     for name, inner in inner_tensors(real):
         inner_source = AttrSource(source, name)
         inner_fake = getattr(fake, name)

@@ -3,7 +3,7 @@
 One module per family, sharing `subgraphs` (a Python callable traced as a
 subgraph with its own inputs): `control_flow` (torch.cond), `functorch`
 (vmap, grad, vjp...), `functional_call`, `checkpoint` (activation checkpointing),
-`autograd_function` (user torch.autograd.Function subclasses). `handler_for` gives the tracer the handler of a call,
+`autograd_function` (user torch.autograd.Function subclasses), `dtensor` (DTensor's conversions). `handler_for` gives the tracer the handler of a call,
 keyed by the callable itself; a transformed function is a `TransformedFunction`
 value, called through its `call`.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import autograd_function, checkpoint, control_flow, functional_call, functorch
+from . import autograd_function, checkpoint, control_flow, dtensor, functional_call, functorch
 from .functorch import TransformedFunction, transformed_from_wrapper
 
 _HANDLERS: dict[Any, Callable] = {**control_flow.HANDLERS, **functorch.HANDLERS, **checkpoint.HANDLERS,
@@ -26,6 +26,6 @@ def handler_for(target: Any) -> Callable | None:
     if autograd_function.is_function_apply(target):
         return lambda tracer, args, kwargs: autograd_function.call_apply(tracer, target.__self__, args, kwargs)
     try:
-        return _HANDLERS.get(target)
+        return _HANDLERS.get(target) or dtensor.handler_for(target)
     except TypeError:  # an unhashable callable
         return None

@@ -216,10 +216,20 @@ class CallRouter:
 
 def _forward_is_compiled(module: torch.nn.Module) -> bool:
     """A module's forward is compiled when called from plain Python unless it is one of torch's
-    own modules without hooks (a hook may break, and then the forward is worth a graph)."""
-    if not type(module).__module__.startswith(("torch.nn.", "torch.ao.")):
+    own modules (`nn.Linear`, or the class FSDP2's `fully_shard` makes of it) whose hooks, if
+    any, are torch's own too (FSDP2's, tensor parallelism's): TorchDynamo's frame hook compiles
+    neither. A hook of the user's may break, and then the forward is worth a graph."""
+    if not type(module).__module__.startswith("torch.") or not _is_torch_code(type(module).forward):
         return True
-    return bool(module._forward_hooks or module._forward_pre_hooks)
+    hooks = [*module._forward_pre_hooks.values(), *module._forward_hooks.values()]
+    return not all(_is_torch_code(hook) for hook in hooks)
+
+
+def _is_torch_code(fn: Any) -> bool:
+    """A function (a bound method, a partial of one) whose code is torch's own."""
+    fn = fn.func if isinstance(fn, functools.partial) else fn
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    return code is not None and _real_path(code.co_filename).startswith(_TORCH_DIR)
 
 
 def routes_itself(target: Any) -> bool:
