@@ -235,7 +235,12 @@ class AOTCompiledGraph:
         if signature is None:
             shape_env = self._fake_mode.shape_env if self._size_generic else None
             assumptions = _size_assumptions(shape_env)
-            signature = self._build(self._function(), fakes, grad_enabled, cache_key)
+            try:
+                signature = self._build(self._function(), fakes, grad_enabled, cache_key)
+            except joint.NoDerivative:
+                # Its backward raises eager's own error when (and only if) the user runs it:
+                # this signature runs the torch-level graph as captured, as eager does.
+                return CompiledSignature(self._function())
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
             if signature.save_entry is not None:

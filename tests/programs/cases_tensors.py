@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .harness import Args, module_program, program_decorator, rand
+from .harness import BACKEND, Args, module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -496,3 +496,14 @@ def _(x):
     y = x.sin()
     weight = torch.nn.Parameter(y.detach())
     return (y * weight).sum(), weight.requires_grad
+
+
+@program("operator_without_a_derivative_on_inputs_that_require_grad",
+         lambda: (rand(3, 5, requires_grad=True), torch.tensor([[0, 1, 2, 0, 1]]), rand(1, 5)),
+         reference={"why": "PyTorch's ahead-of-time autograd traces the backward when it "
+                           "compiles, and scatter's reduce= has no derivative",
+                    "xfail": "aot_eager: derivative for aten::scatter is not implemented"}
+         if BACKEND == "aot_eager" else {})
+def _(x, index, src):
+    out = torch.scatter(x, 0, index, src, reduce="multiply")
+    return out.cos(), out.requires_grad
