@@ -308,6 +308,7 @@ class GraphBuilder:
             brk = self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
+            brk.user_error = error
             raise brk
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors

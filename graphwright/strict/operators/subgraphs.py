@@ -418,5 +418,7 @@ def run_on_fakes(tracer: "Tracer", name: str, run: Callable[[], Any]) -> Any:
     except gb.GraphBreak:
         raise
     except Exception as error:
-        raise tracer.graph_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
-                                 op=name, error=f"{type(error).__name__}: {error}") from error
+        brk = tracer.graph_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
+                                 op=name, error=f"{type(error).__name__}: {error}")
+        brk.user_error = error
+        raise brk from error
