@@ -330,6 +330,14 @@ def _(a, b, out):
     return out.sum()
 
 
+@program("out_argument_list_of_an_op_returning_none",
+         lambda: (rand(5, 3), [torch.zeros(1, 3), torch.zeros(2, 3), torch.zeros(2, 3)]))
+def _(x, out):
+    # the `_copy` variants of split/unbind write an `out=` list and return None
+    result = torch.split_with_sizes_copy(x, [1, 2, 2], 0, out=out)
+    return result, out[2] * 2
+
+
 class AutocastForward(torch.nn.Module):
     def __init__(self):
         super().__init__()

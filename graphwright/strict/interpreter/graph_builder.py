@@ -317,7 +317,7 @@ class GraphBuilder:
                                  error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
-        if not self._holds_tensor(result) and not self._may_mutate(kind, target) and not effectful:
+        if not self._holds_tensor(result) and not self._may_mutate(kind, target, kwargs) and not effectful:
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
                     and not holds_symbol(result)):
@@ -454,8 +454,9 @@ class GraphBuilder:
         return False
 
     @staticmethod
-    def _may_mutate(kind: str, target: Any) -> bool:
-        if target is operator.setitem:
+    def _may_mutate(kind: str, target: Any, kwargs: dict[str, Value]) -> bool:
+        # an `out=` list is written and the call returns None (`split_with_sizes_copy`)
+        if target is operator.setitem or "out" in kwargs:
             return True
         name = target if kind == "call_method" else getattr(target, "__name__", "")
         return name.endswith("_") and not name.endswith("__")
