@@ -7,7 +7,6 @@ operators) and then becomes a node. It knows nothing about bytecode.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
 import functools
@@ -292,8 +291,10 @@ class GraphBuilder:
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
         try:
-            # symbolic sizes need the Python dispatcher (SymInt-aware composite kernels)
-            with self.fake_mode, enable_python_dispatcher() if self.symbolic else contextlib.nullcontext():
+            # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
+            # ones, and those whose C++ version reads data (istft checks its window with
+            # `equal`), as PyTorch's own tracer runs them.
+            with self.fake_mode, enable_python_dispatcher():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:

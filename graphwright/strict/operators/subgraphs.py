@@ -17,7 +17,6 @@ naming the user's line, unless the operator lets the function change its tensor 
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -413,7 +412,7 @@ def run_on_fakes(tracer: "Tracer", name: str, run: Callable[[], Any]) -> Any:
     """`run()` in the compilation's fake mode: the fake result of an operator call made here."""
     graph = tracer.graph
     try:
-        with graph.fake_mode, enable_python_dispatcher() if graph.symbolic else contextlib.nullcontext():
+        with graph.fake_mode, enable_python_dispatcher():  # as GraphBuilder.call runs operators
             return run()
     except gb.GraphBreak:
         raise
