@@ -490,3 +490,23 @@ def test_an_operator_whose_cpp_kernel_reads_data_traces_through_its_python_kerne
     expected = f(spectrum)
     actual = graphwright.compile(f, fullgraph=True, backend=backend)(spectrum)
     torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_python_torch_function_given_a_module_is_traced_into(backend):
+    # F.triplet_margin_with_distance_loss is a __torch_function__ operator written in Python; a
+    # module (or a function) as its distance_function can be no graph node's argument
+    def f(anchor, positive, negative):
+        by_module = F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                        distance_function=nn.PairwiseDistance())
+        by_function = F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=lambda a, b: (a - b).abs().sum(-1))
+        return by_module, by_function
+
+    inputs = [torch.randn(4, 5, requires_grad=True) for _ in range(3)]
+    expected = f(*inputs)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(*inputs)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(torch.autograd.grad(sum(actual), inputs),
+                               torch.autograd.grad(sum(expected), inputs))
+

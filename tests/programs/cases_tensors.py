@@ -338,6 +338,16 @@ def _(x, out):
     return result, out[2] * 2
 
 
+@program("python_torch_function_given_a_module_and_a_lambda",
+         lambda: (rand(4, 5, requires_grad=True), rand(4, 5), rand(4, 5)), grad=True)
+def _(anchor, positive, negative):
+    by_module = F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                    distance_function=torch.nn.PairwiseDistance())
+    by_lambda = F.triplet_margin_with_distance_loss(
+        anchor, positive, negative, distance_function=lambda a, b: (a - b).norm(dim=-1), margin=0.5)
+    return by_module + by_lambda
+
+
 class AutocastForward(torch.nn.Module):
     def __init__(self):
         super().__init__()

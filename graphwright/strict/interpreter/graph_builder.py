@@ -67,6 +67,18 @@ def is_graph_dataclass(value: Value) -> bool:
         == set(dataclass_init_fields(value.cls))
 
 
+def is_graph_argument(value: Value) -> bool:
+    """Whether a graph node can take `value` as an argument (`GraphBuilder.call` converts it):
+    tensors, constants, lists, tuples and dicts of them, graph dataclasses."""
+    if isinstance(value, (TensorValue, ConstantValue)):
+        return True
+    if isinstance(value, SequenceValue):
+        return all(is_graph_argument(item) for item in value.items)
+    if isinstance(value, DictValue) and value.kind is dict:
+        return all(is_graph_argument(item) for item in value.items.values())
+    return is_graph_dataclass(value)
+
+
 def _is_structseq(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "n_fields")
 
