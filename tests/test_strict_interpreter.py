@@ -510,3 +510,20 @@ def test_a_python_torch_function_given_a_module_is_traced_into(backend):
     torch.testing.assert_close(torch.autograd.grad(sum(actual), inputs),
                                torch.autograd.grad(sum(expected), inputs))
 
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_torch_function_that_defines_a_class_per_call_is_one_non_strict_node(backend):
+    # torch.masked's reductions define an autograd.Function inside the function on every call
+    def f(x, mask):
+        return torch.masked.softmax(x, 1, mask=mask), torch.masked.sum(x, 0, mask=mask)
+
+    x, mask = torch.randn(3, 4, requires_grad=True), torch.rand(3, 4) > 0.3
+    counter = CompileCounter()
+    expected = f(x, mask)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(x, mask)
+    graphwright.compile(f, fullgraph=True, backend=counter)(x, mask)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    assert counter.frame_count == 1
+    cotangents = [torch.randn_like(t) for t in expected]
+    torch.testing.assert_close(torch.autograd.grad(actual, x, cotangents),
+                               torch.autograd.grad(expected, x, cotangents), equal_nan=True)

@@ -348,6 +348,12 @@ def _(anchor, positive, negative):
     return by_module + by_lambda
 
 
+@program("torch_masked_reductions_define_a_class_per_call",
+         lambda: (rand(3, 4, requires_grad=True), torch.tensor([[True, False, True, True]] * 3)), grad=True)
+def _(x, mask):
+    return torch.masked.softmax(x, 1, mask=mask).nan_to_num(), torch.masked.mean(x, 0, mask=mask)
+
+
 class AutocastForward(torch.nn.Module):
     def __init__(self):
         super().__init__()
