@@ -191,7 +191,7 @@ def _compare_errors(eager: Run, compiled: Run, compiler: Compiler, what: str) ->
     return False
 
 
-def _flat_tensors(tree: Any) -> list[Any]:
+def _leaves(tree: Any) -> list[Any]:
     return pytree.tree_leaves(tree)
 
 
@@ -202,8 +202,8 @@ def _differentiable(t: Any) -> bool:
 def _gradients(outputs: Any, inputs: Any, process: Callable[[Any], Any]) -> Run:
     """d(sum of outputs times a fixed random cotangent)/d(each input that requires grad)."""
     def call():
-        outs = [t for t in _flat_tensors(process(outputs)) if _differentiable(t)]
-        ins = [t for t in _flat_tensors(inputs) if isinstance(t, torch.Tensor) and t.requires_grad]
+        outs = [t for t in _leaves(process(outputs)) if _differentiable(t)]
+        ins = [t for t in _leaves(inputs) if isinstance(t, torch.Tensor) and t.requires_grad]
         if not outs or not ins:
             return None
         generator = torch.Generator().manual_seed(SEED)
@@ -223,8 +223,7 @@ def _write_through(outputs: list[Any], aliases: list[int | None]) -> list[Run]:
 
 @dataclasses.dataclass
 class Case:
-    """A program and its inputs: `program(*args, **kwargs)`; `keep` is compared after the call
-    (the inputs, or a base whose view was passed)."""
+    """A program and its inputs: `program(*args, **kwargs)`; each run gets its own copy."""
     program: Callable
     args: tuple
     kwargs: dict
@@ -315,9 +314,9 @@ class OpChecker:
         eager, compiled, eager_inputs, compiled_inputs = ran
         self._expect_same(eager.value, compiled.value, "result")
         self._expect_same(eager_inputs, compiled_inputs, "inputs after the call")
-        eager_outputs, compiled_outputs = _flat_tensors(eager.value), _flat_tensors(compiled.value)
-        eager_aliases = alias_map(eager_outputs, _flat_tensors(eager_inputs))
-        compiled_aliases = alias_map(compiled_outputs, _flat_tensors(compiled_inputs))
+        eager_outputs, compiled_outputs = _leaves(eager.value), _leaves(compiled.value)
+        eager_aliases = alias_map(eager_outputs, _leaves(eager_inputs))
+        compiled_aliases = alias_map(compiled_outputs, _leaves(compiled_inputs))
         if eager_aliases != compiled_aliases:
             raise Failed(f"aliasing: outputs share the storage of inputs {compiled_aliases}, "
                          f"eager's {eager_aliases} (None: own storage)")
@@ -341,7 +340,7 @@ class OpChecker:
         target = self.op.op
         args = (sample.input, *sample.args)
         reference = _run(lambda: target(*clone_inputs(args), **clone_inputs(sample.kwargs)))
-        leaves = _flat_tensors(reference.value) if reference.error is None else []
+        leaves = _leaves(reference.value) if reference.error is None else []
         if not leaves or not all(isinstance(t, torch.Tensor) for t in leaves):
             return  # eager has no tensor result to give an `out` the shape of
         out = pytree.tree_map(lambda t: _out_buffer(t, contiguous), _as_out_tree(reference.value))
@@ -421,7 +420,7 @@ def _base_and_view(t: torch.Tensor) -> tuple[torch.Tensor, Callable[[torch.Tenso
 
 def _identity(result: Any, out: Any) -> list[bool]:
     """Which of the result's tensors are the very objects of `out`."""
-    results, outs = _flat_tensors(result), _flat_tensors(out)
+    results, outs = _leaves(result), _leaves(out)
     return [r is o for r, o in zip(results, outs)] + [False] * abs(len(results) - len(outs))
 
 
