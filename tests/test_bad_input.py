@@ -195,9 +195,17 @@ def takes_a_strided_nested_tensor(x):
     return x * 2  # bad:nested
 
 
+class _Count(int):
+    """A subclass of int with an `__init_subclass__`: CPython gives a class deriving from it no
+    stand-in base, so the tracer cannot make one without running the hook again."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+
 @bad("GB030", "class")
-def defines_a_class(x):
-    class Local:  # bad:class
+def defines_a_class_the_tracer_cannot_build(x):
+    class Local(_Count):  # bad:class
         scale = 2
     return x * Local.scale
 

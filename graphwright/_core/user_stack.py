@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from types import FrameType, TracebackType
 
 import torch
@@ -66,3 +67,13 @@ def format_user_stack(frames: list[traceback.FrameSummary]) -> str:
         if fs.line:
             lines.append(f"    {fs.line.strip()}")
     return "\n".join(lines)
+
+
+def warn_at_user_line(message: str, user_stack: list, stacklevel: int = 3) -> None:
+    """A UserWarning attributed to the last frame of `user_stack` (the user's line), else to the
+    caller `stacklevel` frames up."""
+    if user_stack:
+        frame = user_stack[-1]
+        warnings.warn_explicit(message, UserWarning, frame.filename, frame.lineno)
+    else:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)

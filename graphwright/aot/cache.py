@@ -44,7 +44,7 @@ from .._core import artifacts, config, logs
 from .._core.counters import counters
 from .metadata import GraphMetadata
 
-FORMAT = 1
+FORMAT = 2
 """The entries' layout; entries of another format are not read."""
 
 
@@ -253,7 +253,8 @@ def _target_part(target: Any) -> str:
         trusted = _trusted_module(target.__module__) and "<locals>" not in target.__qualname__
     elif isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
         owner = getattr(target, "__objclass__", None) or getattr(target, "__self__", None)
-        module = target.__module__ or getattr(owner, "__module__", None) or getattr(owner, "__name__", "")
+        module = getattr(target, "__module__", None) or getattr(owner, "__module__", None) \
+            or getattr(owner, "__name__", "")
         trusted = _trusted_module(module)
     else:
         trusted = False

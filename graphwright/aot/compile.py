@@ -15,15 +15,18 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
 from .._core import artifacts, dump
 from .._core.counters import phase
-from .._core.errors import TraceError
+from .._core.errors import BackendRefusal, TraceError
+from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.user_stack import warn_at_user_line
 from . import cache as aot_cache
 from . import joint
 from .cache import Entry, GraphStore
+from .desugar import SubclassBoundary, SubclassConstructions
 from .partition import Partition, partition_joint
 from .runtime import (
     BoxedFn,
@@ -31,6 +34,7 @@ from .runtime import (
     make_inference_function,
     make_training_function,
 )
+from .subclasses import fake_tensors_in, flatten_into, is_fake_value, layout_of, refuse_unsupported_subclasses
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
@@ -119,8 +123,8 @@ def _fake_mode_of(example_inputs: Sequence[Any], gm: torch.fx.GraphModule) -> Fa
     It always has a ShapeEnv: code generators key their caches on the shape environment of
     the graph's fake mode (Inductor's FX graph cache is bypassed without one)."""
     for value in example_inputs:
-        if isinstance(value, FakeTensor):
-            return value.fake_mode
+        for fake in fake_tensors_in(value):
+            return fake.fake_mode
     depends_on_data = any("unbacked_bindings" in node.meta or _has_unbacked_symbols(node.meta.get("example_value"))
                           for node in gm.graph.nodes)
     return FakeTensorMode(shape_env=ShapeEnv(), static_shapes=not depends_on_data)
@@ -166,36 +170,53 @@ class AOTCompiledGraph:
         recompute: bool,
         size_generic: bool = False,
     ) -> None:
+        self._state_names, self._state_slots = _lifted_state(gm)
+        state = [getattr(m, a) for m, a in self._state_slots]
+        refuse_unsupported_subclasses(gm, example_inputs, list(zip(self._state_names, state)))
         self._compilers = compilers
         self._size_generic = size_generic
         self._decompositions = decompositions
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
-        self._state_names, self._state_slots = _lifted_state(gm)
         self._gm = gm
+        self._constructions = SubclassConstructions(gm)
         self._num_user_inputs = len(example_inputs)
-        all_inputs = [*example_inputs, *(getattr(m, a) for m, a in self._state_slots)]
+        all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
+        self._enables_grad = _enables_grad(gm)
         self._input_grad_changes = _input_requires_grad_changes(gm)
         self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
     def _to_fake(self, value: Any) -> Any:
-        if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+        if isinstance(value, torch.Tensor) and not is_fake_value(value):
             return self._fake_mode.from_tensor(value)
         return value
 
-    def _function(self) -> Callable[..., Any]:
-        if not self._state_names:
-            return self._gm
-        gm, names, n = self._gm, self._state_names, self._num_user_inputs
+    def _function(self, traced: bool = False) -> Callable[..., Any]:
+        """The graph as a function of its inputs and lifted state. `traced`: as AOT autograd traces
+        it, where the subclasses the graph makes are made by `SubclassConstructions`, which checks
+        each run."""
+        gm = self._constructions.graph_module if traced else self._gm
+        run = gm
+        if self._state_names:
+            names, n = self._state_names, self._num_user_inputs
 
-        def with_state(*inputs):
-            return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
+            def run(*inputs):
+                return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
 
-        return with_state
+        if gm is self._gm:
+            return run
+        constructions = self._constructions
+
+        def checked(*inputs):
+            outputs = run(*inputs)
+            constructions.check()
+            return outputs
+
+        return checked
 
     def __call__(self, *args):
         # Hot path: one tuple of flags per call picks the compiled signature.
@@ -204,7 +225,8 @@ class AOTCompiledGraph:
         for index, flag in self._input_grad_changes:
             args[index].requires_grad_(flag)
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
-        key = (torch.is_grad_enabled() and (True in flags or self._makes_leaves), flags)
+        grad_somewhere = torch.is_grad_enabled() or self._enables_grad
+        key = (grad_somewhere and (True in flags or self._makes_leaves), flags)
         signature = self.signatures.get(key)
         if signature is None:
             signature = self.signatures[key] = self._compile(key)
@@ -236,10 +258,15 @@ class AOTCompiledGraph:
             shape_env = self._fake_mode.shape_env if self._size_generic else None
             assumptions = _size_assumptions(shape_env)
             try:
-                signature = self._build(self._function(), fakes, grad_enabled, cache_key)
+                signature = self._build(self._function(traced=True), fakes, grad_enabled, cache_key)
             except joint.NoDerivative:
                 # Its backward raises eager's own error when (and only if) the user runs it:
                 # this signature runs the torch-level graph as captured, as eager does.
+                return CompiledSignature(self._function())
+            except BackendRefusal as refusal:
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright runs {owner} as captured, without its backend:\n{refusal}",
+                                  refusal.user_stack)
                 return CompiledSignature(self._function())
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
@@ -247,7 +274,7 @@ class AOTCompiledGraph:
                 signature.save_entry()
         if signature.mutated_inputs:
             signature.run = _OverlappingInputs(
-                signature.run, signature.mutated_inputs, self._tensor_indices, self._function()
+                signature.run, signature.mutated_inputs, self._tensor_indices, self._function(), fakes
             )
         return signature
 
@@ -255,6 +282,9 @@ class AOTCompiledGraph:
         """The signature's AOT cache key; None when it is not cached."""
         store = self._compilers.store
         if store is None or not aot_cache.enabled():
+            return None
+        if any(is_wrapper_subclass(value) for value in fakes):
+            aot_cache.bypassed("a tensor subclass is among its inputs (the key does not describe subclasses)")
             return None
         if artifacts.wanted("aot_graphs") or artifacts.wanted("output_code"):
             aot_cache.bypassed("its AOT graphs or generated code are logged or dumped (a hit would have none)")
@@ -286,7 +316,7 @@ class AOTCompiledGraph:
             return CompiledSignature(make_inference_function(graphs[0], entry.meta), mutated)
         run = make_training_function(*graphs, entry.meta, num_saved_tensors=entry.num_saved_tensors,
                                      detached_inputs=entry.inputs_without_gradient,
-                                     gradient_tangents=entry.gradient_tangents)
+                                     gradient_tangents=entry.gradient_tangents, enables_grad=self._enables_grad)
         return CompiledSignature(run, mutated)
 
     def _save_entry(self, cache_key: str, meta, forward: BoxedFn, backward: BoxedFn | None = None,
@@ -312,28 +342,34 @@ class AOTCompiledGraph:
 
     def _build_signature(self, fn: Callable[..., Any], fakes: list, grad_enabled: bool,
                          cache_key: str | None) -> CompiledSignature:
+        boundary = SubclassBoundary.of(fakes, self._constructions.made_in_graph)
         meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decomposition_table(),
-                                             grad_enabled=grad_enabled)
+                                             grad_enabled=grad_enabled, boundary=boundary)
         mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
+        if boundary is not None:
+            boundary.check_plain(traced)
+            user_outputs = boundary.flat_values_of(user_outputs)
         if not any(meta.forward_requires_grad):
             graph = self._rewrite(traced)
             _mark_user_outputs(graph, user_outputs)
             _publish(graph, "inference")
             with phase("backend"):
                 forward = self._compilers.inference(graph, example_values(graph))
+            if boundary is not None:
+                forward = boundary.forward(forward, graph)
             run = make_inference_function(forward, meta)
             save = None if cache_key is None else functools.partial(self._save_entry, cache_key, meta, forward)
             return CompiledSignature(run, mutates, inference_graph=graph, save_entry=save)
 
         joint_graph = self._rewrite(traced)
-        part = partition_joint(
-            joint_graph,
-            len(fakes),
-            meta.num_forward_outputs,
-            mutated_inputs=meta.mutated_inputs,
-            recompute=self._recompute,
-        )
+        if boundary is None:
+            part = partition_joint(joint_graph, len(fakes), meta.num_forward_outputs,
+                                   mutated_inputs=meta.mutated_inputs, recompute=self._recompute)
+        else:
+            part = partition_joint(joint_graph, boundary.num_flat_inputs, boundary.num_flat_values,
+                                   mutated_inputs=boundary.flat_inputs_of(meta.mutated_inputs),
+                                   recompute=self._recompute)
         _mark_user_outputs(part.forward, user_outputs)
         _publish(part.forward, "forward")
         _publish(part.backward, "backward")
@@ -351,9 +387,16 @@ class AOTCompiledGraph:
             return backward
 
         backward = LazyBackward(compile_backward)
-        run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
-                                     detached_inputs=part.inputs_without_gradient,
-                                     gradient_tangents=part.gradient_tangents)
+        if boundary is None:
+            run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
+                                         detached_inputs=part.inputs_without_gradient,
+                                         gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad)
+        else:
+            run = make_training_function(boundary.forward(forward, part.forward), boundary.backward(backward, part),
+                                         meta, num_saved_tensors=part.num_saved_tensors,
+                                         detached_inputs=boundary.inputs_without_gradient(part),
+                                         gradient_tangents=boundary.gradient_tangents(part), subclass_tangents=True,
+                                         enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
     def _decomposition_table(self) -> dict | None:
@@ -387,25 +430,48 @@ class _OverlappingInputs:
     """Guards a graph that mutates inputs against inputs sharing memory with a mutated one.
 
     Traced as distinct tensors, such a call (one tensor passed twice, a view
-    of another input) would miss the mutation through the other input; it
-    runs the captured torch-level graph as it is instead, as the `eager`
-    backend would. Hot path: one storage address per tensor input per call.
+    of another input, a subclass holding one tensor twice) would miss the
+    mutation through the other input; it runs the captured torch-level graph
+    as it is instead, as the `eager` backend would. Hot path: one storage
+    address per tensor input per call (per inner tensor of a subclass input).
     """
 
-    def __init__(self, run, mutated_inputs, tensor_indices: list[int], original) -> None:
+    def __init__(self, run, mutated_inputs, tensor_indices: list[int], original, fakes: Sequence[Any]) -> None:
         self._run = run
         self._mutated = mutated_inputs
         self._tensor_indices = tensor_indices
         self._original = original
+        self._subclasses = {i: layout_of(fakes[i]) for i in tensor_indices if is_wrapper_subclass(fakes[i])}
+
+    def _addresses(self, args, indices) -> list[int]:
+        if not self._subclasses:
+            return [args[i].untyped_storage().data_ptr() for i in indices]
+        addresses = []
+        for i in indices:
+            layout = self._subclasses.get(i)
+            if layout is None:
+                addresses.append(args[i].untyped_storage().data_ptr())
+            else:
+                inner: list = []
+                flatten_into(args[i], layout, inner)
+                addresses.extend(t.untyped_storage().data_ptr() for t in inner)
+        return addresses
 
     def __call__(self, *args):
-        addresses = [args[i].untyped_storage().data_ptr() for i in self._tensor_indices]
+        addresses = self._addresses(args, self._tensor_indices)
         if len(set(addresses)) == len(addresses):
             return self._run(*args)
-        mutated = {args[i].untyped_storage().data_ptr() for i in self._mutated}
+        mutated = set(self._addresses(args, self._mutated))
         if sum(address in mutated for address in addresses) > len(mutated):
             return self._original(*args)
         return self._run(*args)
+
+
+def _enables_grad(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph switch grad mode on (`with torch.enable_grad():` in the region)? Then a
+    call made under `no_grad` still differentiates what the graph computes with grad on."""
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled and node.args
+               and node.args[0] is True for node in gm.graph.nodes)
 
 
 def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
@@ -419,6 +485,10 @@ def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
                 and node.args[0].op != "placeholder" and node.kwargs.get("requires_grad", True) is not False \
                 and (len(node.args) < 2 or node.args[1] is not False):
             leaves.update((node, node.args[0]))
+        value = node.meta.get("example_value")
+        if node.op == "call_function" and is_wrapper_subclass_type(node.target) \
+                and isinstance(value, torch.Tensor) and value.requires_grad:
+            leaves.add(node)  # a subclass made of tensors that require grad: a new leaf, as in eager
     output = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     returned: set = set()
     torch.fx.node.map_arg(output.args, returned.add)
@@ -494,9 +564,10 @@ def _symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) ->
     symbolic = False
     for value, example in zip(values, example_inputs):
         if isinstance(example, torch.Tensor):
-            if not isinstance(value, FakeTensor):
+            if not is_fake_value(value):
                 return None
-            symbolic = symbolic or any(isinstance(d, torch.SymInt) for d in value.shape)
+            symbolic = symbolic or any(isinstance(d, torch.SymInt) for fake in fake_tensors_in(value)
+                                       for d in fake.shape)
         elif isinstance(value, (torch.SymInt, torch.SymFloat)):
             symbolic = True
     return values if symbolic else None

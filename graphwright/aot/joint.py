@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
 from ..nonstrict.make_fx import LateInputs, trace_aten_graph
+from .desugar import SubclassBoundary
 from .metadata import (
     GraphMetadata,
     TensorSpec,
@@ -35,14 +36,18 @@ from .metadata import (
 
 
 def trace_signature(
-    fn: Callable[..., Any], fakes: Sequence[Any], fake_mode, decompositions, *, grad_enabled: bool
+    fn: Callable[..., Any], fakes: Sequence[Any], fake_mode, decompositions, *, grad_enabled: bool,
+    boundary: SubclassBoundary | None = None,
 ) -> tuple[GraphMetadata, torch.fx.GraphModule]:
     """What `fn` does on `fakes`, and its aten graph for one call signature.
 
     The graph is the joint graph (its Python code not generated: it is
     partitioned, never run) when a forward value requires grad, else the
     inference graph. `fn` runs in the call's grad mode; `grad_enabled` says
-    whether the signature differentiates at all.
+    whether the signature differentiates at all. With a `boundary` (tensor
+    subclasses among `fakes`), the graph takes and returns the subclasses'
+    plain tensors (`desugar.py`), while `fn`, the metadata and autograd see
+    the subclasses.
 
     >>> meta, gm = trace_signature(gm, fakes, fake_mode, None, grad_enabled=True)
     >>> any(meta.forward_requires_grad)  # True: gm is the joint graph
@@ -50,27 +55,32 @@ def trace_signature(
     late = LateInputs()
     meta: GraphMetadata | None = None
 
-    def joint(*inputs):
+    def joint(*args):
         nonlocal meta
+        inputs = args if boundary is None else boundary.rebuild_inputs(args)
         with functionalization():
             functional_inputs = [to_functional(t) for t in inputs]
             flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
             meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
             values = meta.forward_values(functional_inputs, flat_outputs)
             if not any(meta.forward_requires_grad):
-                return tuple(from_functional(v) for v in values)
+                return _returned([from_functional(v) for v in values], len(values), boundary)
+            if boundary is not None:  # the tangents' layouts, for this trace or the one after it
+                boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
             if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
                 raise _MutatesDifferentiableInput()
-            tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode))
-            return _with_gradients(values, meta, functional_inputs, tangents)
+            tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode, boundary))
+            return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
+    primals = fakes if boundary is None else boundary.flat_inputs
     try:
-        gm = trace(joint, fakes, fake_mode, decompositions, generate_code=False, late_inputs=late)
+        gm = trace(joint, primals, fake_mode, decompositions, generate_code=False, late_inputs=late)
     except _MutatesDifferentiableInput:
         # The gradient must be taken with respect to such an input's value on entry: the graph
         # is traced again, mutating a clone of it (only the first run says which inputs).
-        tangents = make_tangents(meta.tangent_specs, fake_mode)
-        return meta, trace(joint_function(fn, meta, len(fakes)), [*fakes, *tangents], fake_mode,
+        with fake_mode:
+            tangents = _tangents(meta.tangent_specs, boundary)
+        return meta, trace(joint_function(fn, meta, len(primals), boundary), [*primals, *tangents], fake_mode,
                            decompositions, generate_code=False)
     if any(meta.forward_requires_grad):
         return meta, gm
@@ -93,12 +103,26 @@ def _is_missing_derivative(error: RuntimeError) -> bool:
     return "derivative for" in message and "not implemented" in message
 
 
-def _fake_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
-    with functionalization_paused():
-        return make_tangents(specs, fake_mode)
+def _fake_tangents(specs: Sequence[TensorSpec], fake_mode, boundary: SubclassBoundary | None) -> list[torch.Tensor]:
+    with functionalization_paused(), fake_mode:
+        return _tangents(specs, boundary)
 
 
-def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, tangents: Sequence) -> tuple:
+def _tangents(specs: Sequence[TensorSpec], boundary: SubclassBoundary | None) -> list[torch.Tensor]:
+    """Contiguous tangents (the active fake mode's), flat; the runtime makes incoming gradients
+    contiguous to match."""
+    if boundary is not None:
+        return boundary.fake_tangents()
+    return [torch.empty(spec.shape, dtype=spec.dtype, device=spec.device) for spec in specs]
+
+
+def _returned(outputs: Sequence[Any], num_values: int, boundary: SubclassBoundary | None) -> tuple:
+    """What the traced function returns: `outputs`, or with a boundary their plain tensors."""
+    return tuple(outputs) if boundary is None else boundary.flatten_outputs(outputs, num_values)
+
+
+def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, tangents: Sequence,
+                    boundary: SubclassBoundary | None) -> tuple:
     """The forward values followed by one gradient per input (None where it needs none)."""
     differentiable = [v for v, rg in zip(values, meta.forward_requires_grad) if rg]
     wrt = [
@@ -106,6 +130,9 @@ def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, 
         for i, t in enumerate(functional_inputs)
         if isinstance(t, torch.Tensor) and t.requires_grad
     ]
+    if boundary is not None:
+        with functionalization_paused():
+            tangents = boundary.rebuild_tangents(tangents)
     try:
         grads = torch.autograd.grad(
             differentiable,
@@ -120,27 +147,30 @@ def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, 
     grad_of_input: list[Any] = [None] * len(functional_inputs)
     for (i, _), grad in zip(wrt, grads):
         grad_of_input[i] = grad
-    return tuple(from_functional(v) for v in [*values, *grad_of_input])
+    return _returned([from_functional(v) for v in [*values, *grad_of_input]], len(values), boundary)
 
 
 def joint_function(
-    fn: Callable[..., Any], meta: GraphMetadata, num_inputs: int
+    fn: Callable[..., Any], meta: GraphMetadata, num_inputs: int, boundary: SubclassBoundary | None = None,
 ) -> Callable[..., tuple]:
     """The function whose trace is the joint graph, for a graph known (`meta`) to mutate an
     input that requires grad.
 
     It takes `(*inputs, *tangents)` and returns the forward values followed
-    by one gradient per input (None where the input needs none).
+    by one gradient per input (None where the input needs none); with a
+    `boundary`, all of them flat.
     """
 
     def joint(*args):
         inputs, tangents = args[:num_inputs], args[num_inputs:]
+        if boundary is not None:
+            inputs = boundary.rebuild_inputs(inputs)
         with functionalization():
             functional_inputs = [to_functional(t) for t in inputs]
             mutable_inputs = _clone_mutated(functional_inputs, meta)
             flat_outputs = pytree.tree_leaves(fn(*mutable_inputs))
             values = meta.forward_values(mutable_inputs, flat_outputs)
-            return _with_gradients(values, meta, functional_inputs, tangents)
+            return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
     return joint
 
@@ -157,12 +187,6 @@ def _clone_mutated(functional_inputs: list, meta: GraphMetadata) -> list:
         if inputs[i].requires_grad:
             inputs[i] = inputs[i].clone()
     return inputs
-
-
-def make_tangents(specs: Sequence[TensorSpec], fake_mode) -> list[torch.Tensor]:
-    """Contiguous fake tangents; the runtime makes incoming gradients contiguous to match."""
-    with fake_mode:
-        return [torch.empty(spec.shape, dtype=spec.dtype, device=spec.device) for spec in specs]
 
 
 def trace(

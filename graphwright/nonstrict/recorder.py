@@ -20,15 +20,18 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch._ops import HigherOrderOperator, OpOverload
 from torch._subclasses.fake_impls import fast_detach
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensor
 from torch.fx.experimental.symbolic_shapes import PendingUnbackedSymbolNotFound, compute_unbacked_bindings
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core import recompute
 from .._core.errors import NonFakeInputError, TraceError
 from .._core.leaf_op import OPAQUE_CALL_OPERATORS
+from .._core.subclass_protocol import has_own_dispatch
 from .._core.user_stack import user_frames_of_stack
 from .higher_order import record_higher_order
 from .symbolic_sizes import SymbolicSizeNodes, is_symbolic
@@ -160,6 +163,12 @@ class GraphRecorder(TorchDispatchMode):
             return record_higher_order(self, func, args, kwargs)
         if _active_infra_mode(_FUNCTIONAL_KEY) is not None:
             return self._below_functional_mode(func, types, args, kwargs)
+        for cls in types:
+            if cls is not FakeTensor and _runs_own_dispatch(cls) and self._untracked_subclass(args, kwargs):
+                # a tensor subclass made while tracing (AOT autograd's desugared inputs): its own
+                # __torch_dispatch__ runs and calls the aten ops on its inner tensors, which reach
+                # this recorder in turn
+                return NotImplemented
         decomposition = self._decompositions.get(func)
         if decomposition is None:
             decomposition = self._implicit_decompositions.get(func, _UNSEEN)
@@ -204,6 +213,18 @@ class GraphRecorder(TorchDispatchMode):
             for index, item in enumerate(out):
                 if isinstance(item, torch.Tensor):
                     self._sizes.bind_tensor(self.graph.call_function(operator.getitem, (node, index)), item)
+
+    def _untracked_subclass(self, args: tuple, kwargs: dict) -> bool:
+        """Whether a tensor argument of a subclass with its own `__torch_dispatch__` is one no node
+        computes: a traced input that is such a subclass is recorded as it is (as torch's make_fx
+        records a subclass input that has a proxy)."""
+        for value in pytree.tree_leaves((args, kwargs)):
+            if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor) \
+                    and _runs_own_dispatch(type(value)):
+                entry = self._node_of.get(id(value))
+                if entry is None or entry[0]() is not value:
+                    return True
+        return False
 
     def _below_functional_mode(self, func, types, args, kwargs):
         """Let a FunctionalTensorMode entered inside the program run first.
@@ -349,6 +370,18 @@ class GraphRecorder(TorchDispatchMode):
         if isinstance(value, dict):
             return {k: self._with_fake_constants(v) for k, v in value.items()}
         return value
+
+
+_OWN_DISPATCH: dict[type, bool] = {}
+
+
+def _runs_own_dispatch(cls: type) -> bool:
+    """Whether tensors of `cls` (not a fake tensor) have a `__torch_dispatch__` of their own; one
+    dict lookup per type after the first."""
+    known = _OWN_DISPATCH.get(cls)
+    if known is None:
+        known = _OWN_DISPATCH[cls] = not issubclass(cls, (FakeTensor, FunctionalTensor)) and has_own_dispatch(cls)
+    return known
 
 
 def _implicit_decomposition(func: Any) -> Callable[..., Any] | None:

@@ -68,9 +68,9 @@ class SymbolicSizeNodes:
 
     def __init__(self, graph: torch.fx.Graph) -> None:
         self._graph = graph
-        # symbol -> (target, args, value) of the node that reads it from an
-        # input; target None means the input node itself is the value.
-        self._symbol_origins: dict[sympy.Symbol, tuple[Any, tuple, Any]] = {}
+        # symbol (or expression, see `bind_symbol`) -> (target, args, value) of the node that
+        # reads it from an input; target None means the input node itself is the value.
+        self._symbol_origins: dict[sympy.Basic, tuple[Any, tuple, Any]] = {}
         self._expr_nodes: dict[sympy.Basic, torch.fx.Node] = {}
 
     def bind_tensor(self, node: torch.fx.Node, tensor: torch.Tensor) -> None:
@@ -83,13 +83,16 @@ class SymbolicSizeNodes:
         self._bind(tensor.storage_offset(), _aten.sym_storage_offset.default, (node,))
 
     def bind_symbol(self, node: torch.fx.Node, value: Any) -> None:
-        """A node whose value is itself a symbol (a SymInt input, an `.item()` result)."""
-        self._bind(value, None, (node,))
+        """A node whose value is symbolic (a SymInt input, an `.item()` result): a symbol, or an
+        expression of a symbol that has no value of its own (`t.item()` of a bool tensor is
+        `Eq(u0, 1)`), which only this node computes."""
+        self._bind(value, None, (node,), expressions=True)
 
-    def _bind(self, value: Any, target: Any, args: tuple) -> None:
+    def _bind(self, value: Any, target: Any, args: tuple, expressions: bool = False) -> None:
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             expr = value.node.expr
-            if isinstance(expr, sympy.Symbol) and expr not in self._symbol_origins:
+            if (isinstance(expr, sympy.Symbol) or expressions and not expr.is_number) \
+                    and expr not in self._symbol_origins:
                 self._symbol_origins[expr] = (target, args, value)
 
     def node_for(self, value: Any) -> Any:
@@ -114,7 +117,7 @@ class SymbolicSizeNodes:
         return self._emit(expr)
 
     def _build(self, expr: sympy.Basic) -> torch.fx.Node:
-        if isinstance(expr, sympy.Symbol):
+        if isinstance(expr, sympy.Symbol) or expr in self._symbol_origins:
             return self._symbol_node(expr)
         if isinstance(expr, sympy.Add):
             return self._build_sum(expr)

@@ -21,8 +21,10 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config, dump
 from .._core.counters import phase
-from .._core.errors import BackendError, GraphwrightError
+from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
+from .._core.subclass_protocol import overrides_torch_function
+from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
@@ -94,6 +96,8 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
     try:
         result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims,
                                 data_dependence=data_dependence(settings))
+        if not settings.fullgraph and _runs_no_operation(result):
+            return _python_entry(fn, result.guards, CallRouter(compile_function))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
         if settings.fullgraph and isinstance(brk.user_error, ImportError):
@@ -229,13 +233,30 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
                 compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
             else:
                 compiled = backend(gm, list(graph.example_inputs))
+    except BackendRefusal as refusal:
+        if settings.fullgraph:
+            raise
+        warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
+                          f"backend:\n{refusal}", refusal.user_stack)
+        compiled = gm.forward  # as the `eager` backend runs it
     except Exception as error:
         raise BackendError(
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
             explanation=f"{type(error).__name__}: {error}",
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
+    if any(isinstance(value, torch.Tensor) and overrides_torch_function(type(value)) for value in graph.example_inputs):
+        compiled = _without_torch_function(compiled)
     return compiled
+
+
+def _without_torch_function(compiled: Callable) -> Callable:
+    """The graph run with tensor subclasses' `__torch_function__` off: the tracer ran them (and the
+    side effects they had are replayed), the graph computes plain tensors."""
+    def run(*args):
+        with torch._C.DisableTorchFunctionSubclass():
+            return compiled(*args)
+    return run
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
@@ -246,11 +267,27 @@ def _late_break(result: TraceResult) -> Callable[..., Exception]:
     return on_break
 
 
+def _runs_no_operation(result: TraceResult) -> bool:
+    """The trace recorded nothing a graph would run. As in PyTorch, such a function is not
+    compiled: it runs as Python, and its calls are compiled. Unless it asked
+    `torch.compiler.is_compiling()`: then the answer it acted on must stay True (a helper that
+    returns a tensor when compiling and a float otherwise feeds compiled code)."""
+    graph = result.graph
+    return not result.asked_if_compiling and (graph.op_count() == 0 or graph.only_undone_switches())
+
+
 def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None) -> Callable:
-    """The whole function in Python: its calls routed to compiled wrappers by `router` (none
-    after an internal error: then the original runs untouched)."""
+    """The whole function in Python after the break `brk`: its calls routed to compiled
+    wrappers by `router` (none after an internal error: then the original runs untouched)."""
+    entry = _python_entry(fn, getattr(brk, "guards", []), router)
+    entry.graph_break = brk
+    return entry
+
+
+def _python_entry(fn: Callable, guards: list, router: CallRouter | None) -> Callable:
+    """Under `guards`, the whole function in Python, its calls routed by `router` (if any)."""
     writer = EntryWriter(fn.__code__)
-    guard_lines = writer.guard_lines(getattr(brk, "guards", []))
+    guard_lines = writer.guard_lines(guards)
     _, call = signature_text(fn.__code__)
     function = "___gw_fn"
     if router is not None:
@@ -261,8 +298,7 @@ def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None
             writer.namespace["___with_kwdefaults"] = _with_kwdefaults
             function = f"___with_kwdefaults({function}, ___gw_fn.__kwdefaults__)"
     entry = assemble(writer, fn, guard_lines, [f"return {function}({call})"], fn.__qualname__)
-    entry.guards = getattr(brk, "guards", [])
-    entry.graph_break = brk
+    entry.guards = guards
     return entry
 
 
@@ -273,6 +309,11 @@ def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.Fu
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _failure_reason(entry, fn, args, kwargs)
+
+
+def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
@@ -308,6 +349,11 @@ def changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> d
     """Input dimensions whose size alone differs from what `entry` was traced for, and ints and
     floats read by source whose value alone differs: the candidates for symbols under
     `dynamic=None`."""
+    with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
+        return _changed_sizes(entry, fn, args, kwargs)
+
+
+def _changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> dict[Any, frozenset[int]]:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError:

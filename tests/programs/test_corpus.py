@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from . import (
+    cases_aot,
     cases_attributes,
     cases_bytecode,
+    cases_class_statements,
     cases_classes,
     cases_containers,
     cases_counters,
@@ -22,6 +24,7 @@ from . import (
     cases_higher_order,
     cases_idioms,
     cases_introspection,
+    cases_iteration,
     cases_language,
     cases_markers,
     cases_models,
@@ -31,6 +34,7 @@ from . import (
     cases_numpy,
     cases_real_models,
     cases_side_effects,
+    cases_subclasses,
     cases_tensors,
     cases_torch_library,
 )
@@ -48,8 +52,12 @@ ALL_PROGRAMS = [
     *cases_numpy.PROGRAMS,
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
+    *cases_iteration.PROGRAMS,
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
+    *cases_aot.PROGRAMS,
+    *cases_subclasses.PROGRAMS,
+    *cases_class_statements.PROGRAMS,
 ]
 
 

@@ -115,8 +115,16 @@ def coroutine_use(x):
     return x + 2
 
 
+class _Count(int):
+    """A subclass of int with an `__init_subclass__`: a class deriving from it is one the
+    tracer cannot build (CPython allows it no stand-in base)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+
 def class_definition(x):
-    class Local:  # gb:class-definition
+    class Local(_Count):  # gb:class-definition
         scale = 2
 
     return x * Local.scale

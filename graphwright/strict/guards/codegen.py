@@ -32,6 +32,7 @@ from typing import Any, Callable
 import torch
 
 from ..._core import dump
+from ..._core.subclass_protocol import overrides_torch_function
 from ..._core.counters import phase
 from .guards import STATE_KINDS, Guard, ordered
 from .sources import LocalSource, Source
@@ -94,13 +95,17 @@ class EntryWriter:
         return var
 
     def guard_lines(self, guards: list[Guard]) -> list[str]:
-        """The guard section; the reads it needs are emitted in line, then `reads` starts afresh."""
+        """The guard section; the reads it needs are emitted in line, then `reads` starts afresh.
+        Reading a tensor subclass's metadata must not run its `__torch_function__` (eager does not
+        read it): such guards run with it off."""
         with phase("guards"):
             lines = self.reads = []
             for guard in ordered(guards):
                 value = "" if guard.kind in STATE_KINDS else self.expr(guard.source)
                 lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
             self.reads = []
+            if any(guard.kind == "tensor" and overrides_torch_function(guard.expected.cls) for guard in guards):
+                lines = [f"with {self.ref(torch._C.DisableTorchFunctionSubclass)}():", *("    " + line for line in lines)]
             return lines
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
+from ..._core.subclass_protocol import flatten_signature
 from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
@@ -23,7 +24,7 @@ from .sources import ExprWriter, Source, literal
 _COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
          "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2, "lacks_item": 5,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
-         "tensor": 4, "alias": 5, "distinct": 5, "sizes": 6}
+         "tensor": 4, "flatten": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 # Kinds that check global state, not a value read from a source.
 STATE_KINDS = frozenset({"grad_mode", "global_state", "global_hooks", "query", "sizes"})
@@ -208,6 +209,8 @@ class Guard:
             return f"{value} is not {writer.expr(expected)}"
         if kind == "tensor":
             return _tensor_condition(value, expected, ref)
+        if kind == "flatten":  # a tensor subclass's inner attributes and flatten context
+            return f"{ref(flatten_signature)}({value}) == {ref(expected)}"
         if kind == "sizes":
             code, sources = expected
             writer.namespace.update(SYMPY_INTERP)
@@ -247,6 +250,7 @@ class Guard:
             "global_hooks": lambda: "no module hook is registered for every module",
             "query": lambda: f"{getattr(expected[0], '__qualname__', expected[0])}() == {expected[1]!r}",
             "subclasses": lambda: f"the subclasses of {name} are {[cls.__qualname__ for cls in expected]}",
+            "flatten": lambda: f"tensor {name} flattens to {list(expected[0])} with context {_short(expected[1])}",
         }
         describe = described.get(kind)
         return describe() if describe is not None else f"a {kind} guard on {name}"
@@ -294,6 +298,10 @@ class Guard:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":
             return _tensor_failure(name, expected, actual)
+        if kind == "flatten" and flatten_signature(actual) != expected:
+            attributes, context = flatten_signature(actual)
+            return (f"tensor '{name}' flattens to other inner tensors or context: expected {list(expected[0])} "
+                    f"with {_short(expected[1])}, actual {list(attributes)} with {_short(context)}")
         return None
 
 

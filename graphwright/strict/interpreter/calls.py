@@ -11,7 +11,6 @@ global-state call.
 """
 from __future__ import annotations
 
-import dis
 import enum
 import functools
 import inspect
@@ -26,7 +25,7 @@ from ..._core import config
 from .. import operators
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
-from ..marked import marked_calls, markers, nonstrict_calls
+from ..marked import marked_calls, markers
 from ..objects import (
     builtin_calls,
     classes,
@@ -38,9 +37,11 @@ from ..objects import (
     operations,
     optimizer_state,
 )
+from ..objects.class_creation import made_class
 from ..objects.values import (
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DictValue,
     FunctionValue,
     MethodValue,
@@ -81,6 +82,8 @@ def call_value(tracer: "Tracer", function: Value, args: list[Value], kwargs: dic
         return function.call(tracer, args, kwargs)
     if isinstance(function, ContextValue):
         return contexts.decorate(tracer, function, args, kwargs)
+    if isinstance(function, DescriptorValue) and function.cls is staticmethod:  # callable since 3.10
+        return call_value(tracer, function.parts["__func__"], args, kwargs)
     if isinstance(function, ConstantValue) and type(function.value) is weakref.ref and not args:
         source = function.source
         if source is not None:
@@ -126,8 +129,8 @@ def marked_behaviour(tracer: "Tracer", target: Any, args: list[Value] = (), kwar
 def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     """The value of a call the tracer gives its own meaning, whatever kind of callable `target`
     is (a C function, or a Python function it could trace into): a user marking, a library
-    function modelled in `builtin_calls`, a graph break for autograd and global-state calls, or
-    a torch function traced non-strictly. None for any other callable."""
+    function modelled in `builtin_calls`, or a graph break for autograd and global-state calls.
+    None for any other callable."""
     handler = numpy_calls.handler_for(target) or builtin_calls.handler_for(target) \
         or operators.handler_for(target)  # before markings
     if handler is not None:
@@ -155,8 +158,6 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return contexts.switch_attention_backend(tracer, target, args, kwargs)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
-    if type(target) is types.FunctionType and defines_classes(target):
-        return nonstrict_calls.call_nonstrict(tracer, target, args, kwargs, functions=True)
     return None
 
 
@@ -216,20 +217,6 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
                              name=f"{module}.{name}" if module else name)
 
 
-def defines_classes(fn: types.FunctionType) -> bool:
-    """A function of PyTorch whose body has a `class` statement (torch.masked's reductions make
-    an autograd.Function per call): the tracer builds no classes, so the call is traced
-    non-strictly as one node (TorchDynamo puts such functions in its graph whole), which ahead-
-    of-time autograd traces into and the `eager` backend runs."""
-    module = fn.__module__ or ""
-    return (module == "torch" or module.startswith("torch.")) and _has_class_statement(fn.__code__)
-
-
-@functools.lru_cache(maxsize=None)
-def _has_class_statement(code: types.CodeType) -> bool:
-    return any(instruction.opname == "LOAD_BUILD_CLASS" for instruction in dis.get_instructions(code))
-
-
 def _call_cached(tracer: "Tracer", cached: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """A function under `functools.lru_cache`/`cache`: the cache is an optimisation of a pure
     function, so the function itself is traced. One whose only effects are replayed calls
@@ -286,7 +273,7 @@ def instantiate(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str
         if made is not None:
             return made
     if cls.__module__.startswith("torch") and not instances.has_python_constructor(cls) \
-            and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
+            and made_class(cls) is None and all(operations.is_constant_tree(v) for v in [*args, *kwargs.values()]):
         return builtin_calls.evaluate(tracer, cls, args, kwargs)
     # user classes, nn.Module's subclasses, torch's classes written in Python (their
     # constructors may keep their arguments or change class state: run here, they would

@@ -1,4 +1,5 @@
-"""`with` blocks: grad mode and autocast modelled natively, user context managers inlined;
+"""`with` blocks: grad mode, autocast and `torch._C.DisableTorchFunctionSubclass` modelled natively,
+user context managers inlined;
 grad-mode context managers used as decorators; the global flags a region may switch
 (`torch.use_deterministic_algorithms`, the attention backends of `sdpa_kernel`).
 
@@ -44,7 +45,10 @@ AUTOCAST_CLASSES = (torch.autocast, torch.amp.autocast, torch.cpu.amp.autocast)
 # Profilers and their ranges: the graph does not record them (PyTorch ignores them too).
 PROFILER_CLASSES = (torch.autograd.profiler.record_function, torch.profiler.profile,
                     torch.autograd.profiler.profile)
-MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, warnings.catch_warnings)
+# Off while their block runs: tensor subclasses' `__torch_function__` (the tracer runs them).
+TORCH_FUNCTION_SWITCHES = (torch._C.DisableTorchFunctionSubclass, torch._C.DisableTorchFunction)
+MODELLED_CLASSES = (*GRAD_MODE_CLASSES, *AUTOCAST_CLASSES, *PROFILER_CLASSES, *TORCH_FUNCTION_SWITCHES,
+                    warnings.catch_warnings)
 LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
 
@@ -66,6 +70,8 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
         return ContextValue("autocast", (cls(*args, **kwargs),), cls)
     if cls in PROFILER_CLASSES:
         return ContextValue("profiler", (), cls)
+    if cls in TORCH_FUNCTION_SWITCHES:
+        return ContextValue("torch_function", (), cls)
     if cls is warnings.catch_warnings:
         if args:
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
@@ -119,9 +125,18 @@ def use_deterministic_algorithms(tracer: "Tracer", args: list[Value], kwargs: di
         warn_only = bool(operations.python_value(tracer, kwargs.get("warn_only", ConstantValue(False))))
     except KeyError:
         raise tracer.user_error(TypeError("use_deterministic_algorithms() missing argument 'mode'")) from None
-    tracer.graph.record(torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
+    _switch_in_graph_and_after(tracer, torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
     torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
     return NONE
+
+
+def _switch_in_graph_and_after(tracer: "Tracer", setter: Any, args: list, kwargs: dict) -> None:
+    """A global flag switched in the region: in the graph, where the operators after it pick
+    their kernels; and again after the graph, by the residual code, since a backend that
+    traces the graph into aten operators (AOT autograd) keeps no call that is not one."""
+    tracer.graph.record(setter, args, kwargs)
+    tracer.side_effects.replay_call(setter, [ConstantValue(arg) for arg in args],
+                                    {key: ConstantValue(value) for key, value in kwargs.items()})
 
 
 def _attention_switches() -> dict[Any, Any]:
@@ -151,7 +166,7 @@ def switch_attention_backend(tracer: "Tracer", setter: Any, args: list[Value], k
         setter(*python_args, **python_kwargs)
     except Exception as error:
         raise tracer.user_error(error, f"{setter.__name__}(...)")
-    tracer.graph.record(setter, python_args, python_kwargs)
+    _switch_in_graph_and_after(tracer, setter, python_args, python_kwargs)
     tracer.switched_flags.add(ATTENTION_SWITCHES[setter])
     return NONE
 
@@ -219,6 +234,8 @@ def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None
     elif manager.kind == "profiler" and bound:
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
                                  type="profiler whose object is used (the graph does not profile)")
+    elif manager.kind == "torch_function":
+        tracer.graph.switch_torch_function(False)
     elif manager.kind == "warnings":
         options = manager.args[0]
         if options.get("record") and bound:
@@ -250,6 +267,8 @@ def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
         tracer.graph.record(torch.amp.autocast_mode._exit_autocast, [context.saved])
         real = tracer.open_contexts.pop()
         real.__exit__(None, None, None)
+    elif context.kind == "torch_function":
+        tracer.graph.switch_torch_function(True)
     elif context.kind == "warnings":
         tracer.side_effects.replay_call(output_calls.exit_catch_warnings, [], {})
     return ConstantValue(None)

@@ -78,6 +78,7 @@ class Frame(Instructions311):
         self.locals = local_values
         self.cells: dict[str, CellValue] = {}
         self.closure = closure
+        self.namespace: Value | None = None  # a class body's: where its names live
         self.stack: list[Value] = []
         self.kw_names: tuple[str, ...] = ()
         self.instructions, self.offset_index, self.exception_table, self.covered = decoded(code)

@@ -254,9 +254,10 @@ NUMPY_UNTRACEABLE = define_kind(
     "the result in.",
     "For random numbers, draw them with torch (`torch.rand`, a `torch.Generator`) or pass them in.")
 CLASS_STATEMENT = define_kind(
-    "GB030", "Class statement inside the compiled region",
-    "The `class {name}` statement runs inside the compiled function: the tracer does not build "
-    "classes, so the class is built in Python between two graphs (a new class on every call).",
+    "GB030", "Class the tracer cannot build",
+    "The class `{name}` is made inside the compiled region (a class statement, `type(name, bases, "
+    "namespace)`), and the tracer cannot make it: {reason}. It is made in Python between two graphs "
+    "(a new class on every call).",
     "Define the class outside the compiled function.")
 
 

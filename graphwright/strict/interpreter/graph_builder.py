@@ -7,6 +7,7 @@ operators) and then becomes a node. It knows nothing about bytecode.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -23,6 +24,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensor,
     FakeTensorMode,
 )
 from torch.fx.experimental.symbolic_shapes import (
@@ -32,8 +34,10 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
+from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
-from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value
+from ..objects import torch_functions
+from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value, unboxed
 from . import graph_breaks as gb
 from .symbolic_sizes import (
     NO_DATA_DEPENDENCE,
@@ -181,6 +185,10 @@ class GraphBuilder:
                  dynamic_dims: dict[Source, frozenset[int]] | None = None, marked: bool = False,
                  data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> None:
         self.dynamic_all = dynamic_all
+        # `torch_function(classes, kind, target, args, kwargs)`: the tracer runs the subclasses'
+        # `__torch_function__` (`objects/torch_functions.py`), unless switched off
+        self.torch_function: Callable[..., Value] | None = None
+        self._torch_function_off = 0
         self.dynamic_dims = dynamic_dims or {}
         captures = data_dependence.scalars or data_dependence.shapes
         shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
@@ -262,7 +270,7 @@ class GraphBuilder:
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
         ranges = _marked_ranges(real, source, marked & dims)
-        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges)
+        fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges, source.name())
         self.marked_sizes += [(fake.shape[dim], source, dim) for dim in marked if dim < real.dim()
                               and isinstance(fake.shape[dim], torch.SymInt)]
         return fake
@@ -299,6 +307,10 @@ class GraphBuilder:
              effectful: bool = False) -> Value:
         """Run `target` on fakes, then record it; `kind` is call_function or call_method. A call
         returning no tensor is recorded only if it may mutate its inputs, or is `effectful`."""
+        if not self._torch_function_off and self.torch_function is not None:
+            classes = torch_functions.subclass_classes([*args, *kwargs.values()])
+            if classes:  # Python subclasses: their `__torch_function__` decides, as in eager
+                return self.torch_function(classes, kind, target, args, kwargs)
         fake_args = [self._fake(arg, target, kind) for arg in args]
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
@@ -349,6 +361,19 @@ class GraphBuilder:
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
         self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
+
+    @contextlib.contextmanager
+    def torch_function_off(self):
+        """Operations traced inside call no subclass's `__torch_function__` (as under
+        `torch._C.DisableTorchFunctionSubclass()`)."""
+        self.switch_torch_function(False)
+        try:
+            yield
+        finally:
+            self.switch_torch_function(True)
+
+    def switch_torch_function(self, on: bool) -> None:
+        self._torch_function_off += -1 if on else 1
 
     def _bind_new_symbols(self, node: torch.fx.Node, result: Any) -> None:
         """The unbacked symbols the call made (`.item()`, `nonzero`) are bound to its node, as a
@@ -424,6 +449,8 @@ class GraphBuilder:
             if existing is not None:
                 return existing  # an in-place op returns its input: keep the input's identity
             value = TensorValue(node, result)
+            if type(result) is not FakeTensor and is_wrapper_subclass(result):
+                value.cls = type(result)  # an operation on a tensor subclass (TwoTensor) made one
             self._by_fake[id(result)] = value
             return value
         if isinstance(result, (tuple, list)):
@@ -485,6 +512,7 @@ class GraphBuilder:
     def _convert(self, value: Value, leaf: Callable[[TensorValue], Any], target: Any, kind: str) -> Any:
         if isinstance(value, TensorValue):
             return leaf(value)
+        value = unboxed(value)  # an instance of a subclass of int or float: its number
         if isinstance(value, ConstantValue):
             if self.symbolic is not None and leaf is not _fake_of and holds_symbol(value.value):
                 try:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import dis
+import itertools
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, builtin_calls, classes, exceptions, operations, sets
+from ..objects import attributes, class_statements, classes, exceptions, operations, sets, text
 from ..objects.values import (
     NONE,
     NULL,
@@ -96,6 +97,34 @@ class Instructions311:
 
     def op_STORE_GLOBAL(self, inst):
         self.tracer.side_effects.store_global(self.globals, inst.argval, self.pop())
+
+    # a class body's names live in its namespace (`class_statements`)
+    def op_LOAD_NAME(self, inst):
+        self._check_namespace(inst)
+        self.push(class_statements.load_name(self.tracer, self, inst.argval))
+
+    def op_STORE_NAME(self, inst):
+        self._check_namespace(inst)
+        operations.setitem(self.tracer, self.namespace, ConstantValue(inst.argval), self.pop())
+
+    def op_DELETE_NAME(self, inst):
+        self._check_namespace(inst)
+        class_statements.delete_name(self.tracer, self, inst.argval)
+
+    def op_LOAD_CLASSDEREF(self, inst):
+        self._check_namespace(inst)
+        found = class_statements.namespace_item(self.tracer, self.namespace, inst.argval)
+        self.push(found if found is not None else self.tracer.cell_contents(self.cells[inst.argval]))
+
+    def op_SETUP_ANNOTATIONS(self, inst):
+        self._check_namespace(inst)
+        if class_statements.namespace_item(self.tracer, self.namespace, "__annotations__") is None:
+            operations.setitem(self.tracer, self.namespace, ConstantValue("__annotations__"), DictValue({}))
+
+    def _check_namespace(self, inst):
+        if self.namespace is None:  # module-level code, which no compiled function holds
+            raise self.tracer.graph_break(gb.UNSUPPORTED_OPCODE, f"{inst.opname} {inst.argrepr}",
+                                          opname=inst.opname)
 
     def op_MAKE_CELL(self, inst):
         contents = self.local(inst.argval)
@@ -225,12 +254,12 @@ class Instructions311:
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
         value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
-        text = builtin_calls.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
-        if text is not None:  # a user class's __str__ / __repr__
-            value, conversion = text, None
-        text = builtin_calls.user_text(self.tracer, value, format, spec) if conversion is None else None
-        if text is not None:  # a user class's __format__ (or object's, through __str__)
-            self.push(text)
+        shown = text.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
+        if shown is not None:  # a user class's __str__ / __repr__, a container's
+            value, conversion = shown, None
+        shown = text.user_text(self.tracer, value, format, spec) if conversion is None else None
+        if shown is not None:  # a user class's __format__ (or object's, through __str__)
+            self.push(shown)
             return
         value = operations.python_value(self.tracer, value, purpose="an f-string")
         if conversion is not None:
@@ -282,7 +311,11 @@ class Instructions311:
         self.push(SequenceValue(self.pop().items, tuple))
 
     def op_UNPACK_SEQUENCE(self, inst):
-        items = operations.iterate(self.tracer, self.pop())
+        value = self.pop()
+        if isinstance(value, SequenceValue):
+            items = operations.iterate(self.tracer, value)
+        else:  # CPython takes one item more than it needs, to tell that there are too many
+            items = list(itertools.islice(operations.each(self.tracer, value), inst.arg + 1))
         if len(items) > inst.arg:
             raise self.tracer.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
         if len(items) < inst.arg:
@@ -342,13 +375,18 @@ class Instructions311:
     def op_GET_ITER(self, inst):
         iterable = self.pop()
         if not isinstance(iterable, (IteratorValue, LazyIteratorValue)):
-            iterable = IteratorValue(operations.iterate(self.tracer, iterable))
+            iterable = operations.iterator_of(self.tracer, iterable)
         self.push(iterable)
 
     def op_FOR_ITER(self, inst):
-        item = self.stack[-1].next_item()
+        iterator = self.stack[-1]
+        # hot: a modelled iterator is stepped directly; a user iterator's `__next__` is called
+        item = iterator.next_item() if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
+            else operations.next_item(self.tracer, iterator)
         if item is None:
             self.pop()
+            if not isinstance(iterator, IteratorValue):  # a generator `zip` did not finish goes with it
+                _generators().dropped(self.tracer, [iterator])
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -363,8 +401,7 @@ class Instructions311:
         self.result = result
 
     def op_LOAD_BUILD_CLASS(self, inst):
-        # a class statement: calling __build_class__ is a graph break the function splits at
-        self.push(ConstantValue(builtins.__build_class__))
+        self.push(ConstantValue(builtins.__build_class__))  # a class statement: `class_statements`
 
     def op_LOAD_ASSERTION_ERROR(self, inst):
         self.push(ConstantValue(AssertionError))
@@ -412,7 +449,7 @@ class Instructions311:
 
     def op_GET_YIELD_FROM_ITER(self, inst):
         if not isinstance(self.stack[-1], (IteratorValue, LazyIteratorValue)):
-            self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
+            self.stack[-1] = operations.iterator_of(self.tracer, self.stack[-1])
 
     def op_SEND(self, inst):
         sent = self.pop()
@@ -437,7 +474,12 @@ class Instructions311:
         names, self.kw_names = self.kw_names, ()
         split = len(args) - len(names)
         kwargs = dict(zip(names, args[split:]))
-        self.push(calls.call_value(self.tracer, function, args[:split], kwargs))
+        result = calls.call_value(self.tracer, function, args[:split], kwargs)
+        if self.tracer.generators and any(isinstance(arg, LazyIteratorValue) for arg in args):
+            # an iterator made for the call (`any(g(x) for ...)`, `list(zip(a, b))`) goes when it
+            # returns: a generator it left suspended is collected there
+            _generators().dropped(self.tracer, args, [result])
+        self.push(result)
 
     def op_CALL_FUNCTION_EX(self, inst):
         kwargs = operations.dict_items(self.tracer, self.pop(), self.stack[-2]) if inst.arg & 1 else {}

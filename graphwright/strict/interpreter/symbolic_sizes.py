@@ -26,9 +26,12 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeEnv,
     StatelessSymbolicContext,
     StrictMinMaxConstraint,
+    SubclassSymbolicContext,
 )
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
+
+from ..._core.subclass_protocol import inner_tensors, is_wrapper_subclass
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 SCALAR = frozenset()
@@ -97,12 +100,15 @@ class SymbolicSizes:
         self._nodes: dict[Any, torch.fx.Node] = {}
 
     def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int],
-                   ranges: dict[int, tuple[int, int | None]]) -> torch.Tensor:
-        """A fake of `real` whose `dims` are symbolic, those in `ranges` within (lowest, highest)."""
-        sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
-        constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
-        context = StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-        return fake_mode.from_tensor(real, symbolic_context=context)
+                   ranges: dict[int, tuple[int, int | None]], name: str) -> torch.Tensor:
+        """A fake of `real` (the input `name`) whose `dims` are symbolic, those in `ranges` within
+        (lowest, highest)."""
+        if not is_wrapper_subclass(real):
+            return fake_mode.from_tensor(real, symbolic_context=_symbolic_context(real, dims, ranges, None))
+        source = _InputName(name)
+        fake = fake_mode.from_tensor(real, source=source, symbolic_context=_symbolic_context(real, dims, ranges, source))
+        _relate_outer_sizes(fake)
+        return fake
 
     def specialised(self, size: Any) -> bool:
         """Whether the program forced symbolic `size` to one value."""
@@ -150,8 +156,48 @@ class SymbolicSizes:
         A tensor whose sizes, strides and storage offset are all numbers is left out: its tensor
         guard checks sizes and strides, and storage offsets are checked by no entry (iterating
         a tensor passes views at a new offset each step)."""
-        placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
-        return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+        if not any(is_wrapper_subclass(fake) for fake in fakes):
+            placeholders = [None if _all_numbers(fake) else fake for fake in fakes]
+            return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
+        # a tensor subclass's inner tensors have sizes of their own, named `L['t<i>'].<attribute>`;
+        # given contexts, every input must be given (its static sizes are guarded twice then)
+        sources = [_InputName(f"L['t{index}']") for index in range(len(fakes))]
+        contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
+                    for fake, source in zip(fakes, sources)]
+        guards = self.shape_env.produce_guards(list(fakes), sources, input_contexts=contexts, ignore_static=False)
+        return " and ".join(guards) if guards else None
+
+
+def _symbolic_context(real: torch.Tensor, dims: frozenset[int], ranges: dict[int, tuple[int, int | None]],
+                      source: ShapeEnvSource | None) -> StatelessSymbolicContext:
+    """How the fake of `real` is made symbolic. A tensor subclass's inner tensors are symbolic in
+    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), and
+    static otherwise (a scale)."""
+    sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
+    constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
+    if not is_wrapper_subclass(real):
+        return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
+    inner = {name: _symbolic_context(tensor, dims if tensor.dim() == real.dim() else frozenset(),
+                                     ranges if tensor.dim() == real.dim() else {}, _InputName(f"{source.name}.{name}"))
+             for name, tensor in inner_tensors(real)}
+    return SubclassSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints, inner_contexts=inner,
+                                   tensor_source=source)
+
+
+def _relate_outer_sizes(fake: torch.Tensor) -> None:
+    """Make each symbolic outer size of a fake tensor subclass the same symbol as the size of an
+    inner tensor in that dimension, when they are equal now (TwoTensor's always are): a guard on
+    the input says so, and ahead-of-time autograd, whose graphs take the inner tensors, then
+    never meets an outer size it cannot compute."""
+    for _, inner in inner_tensors(fake):
+        if is_wrapper_subclass(inner):
+            _relate_outer_sizes(inner)
+        if inner.dim() != fake.dim():
+            continue
+        for outer_size, inner_size in zip(fake.shape, inner.shape):
+            if isinstance(outer_size, torch.SymInt) and isinstance(inner_size, torch.SymInt) \
+                    and outer_size.node.hint == inner_size.node.hint:
+                bool(outer_size == inner_size)  # a guard, and one symbol for both
 
 
 def _range_constraint(lowest: int, highest: int | None) -> StrictMinMaxConstraint:

@@ -53,13 +53,10 @@ def function_name(fn: Callable) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[str, Value],
-                   functions: bool = False) -> Value:
-    """The call as one node; `functions`: functions among the arguments are constants of the call
-    site (a torch function called non-strictly, see `calls.defines_classes`), not an error."""
+def call_nonstrict(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:
     name = function_name(fn)
     try:
-        flat = flatten_call_arguments(tracer, args, kwargs, functions=functions)
+        flat = flatten_call_arguments(tracer, args, kwargs)
     except InvalidLeaf as leaf:
         kind = _INPUT_PROBLEMS[leaf.problem]
         raise tracer.graph_break(kind, f"input {leaf.path} of {name}: {leaf.kind}",

@@ -31,7 +31,6 @@ from ..objects.instances import fill, make_empty
 from ..objects.values import (
     ConstantValue,
     DictValue,
-    FunctionValue,
     ModuleValue,
     ObjectValue,
     SequenceValue,
@@ -101,10 +100,9 @@ def example_value(value: Value) -> Any:
 
 
 class _Flattener:
-    def __init__(self, tracer: "Tracer", symbolic_inputs: tuple[type, ...], functions: bool = False) -> None:
+    def __init__(self, tracer: "Tracer", symbolic_inputs: tuple[type, ...]) -> None:
         self.tracer = tracer
         self.symbolic_inputs = symbolic_inputs
-        self.functions = functions
         self.inputs: list[Value] = []
         self.module_states: list[ModuleState] = []
         self.module_tensors: list[TensorValue] = []
@@ -113,9 +111,6 @@ class _Flattener:
     def template(self, value: Value, path: str) -> Any:
         if isinstance(value, TensorValue):
             return self._slot(value)
-        if self.functions and isinstance(value, FunctionValue) and value.fn is not None \
-                and value.bound_self is None:
-            return value.fn
         if isinstance(value, ConstantValue):
             return self._constant(value, path)
         if is_instance_value(value) and not isinstance(value, ObjectValue) or \
@@ -147,7 +142,7 @@ class _Flattener:
             return operations.python_value(self.tracer, value)
         if isinstance(real, PRIMITIVE_LEAF_TYPES) or isinstance(real, enum.Enum):
             return real
-        if _is_equality_constant(type(real)) or self.functions and callable(real):
+        if _is_equality_constant(type(real)):
             return real
         raise InvalidLeaf(path, type(real).__qualname__)
 
@@ -227,12 +222,10 @@ def _is_equality_constant(cls: type) -> bool:
 
 
 def flatten_call_arguments(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value],
-                           symbolic_inputs: tuple[type, ...] = SYMBOLIC_LEAF_TYPES,
-                           functions: bool = False) -> FlatArguments:
+                           symbolic_inputs: tuple[type, ...] = SYMBOLIC_LEAF_TYPES) -> FlatArguments:
     """Raises `InvalidLeaf` for an argument that is not an accepted pytree. Symbolic values of
-    the `symbolic_inputs` types are inputs of the call, the others specialised to their value;
-    with `functions`, so are functions that existed before the call (the trace read them)."""
-    flattener = _Flattener(tracer, symbolic_inputs, functions)
+    the `symbolic_inputs` types are inputs of the call, the others specialised to their value."""
+    flattener = _Flattener(tracer, symbolic_inputs)
     template = (tuple(flattener.template(arg, f"args[{index}]") for index, arg in enumerate(args)),
                 {key: flattener.template(arg, f"kwargs[{key!r}]") for key, arg in kwargs.items()})
     leaves, in_spec = pytree.tree_flatten(template)

@@ -22,7 +22,9 @@ from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import (
     callable_attributes,
+    class_statements,
     classes,
+    descriptors,
     dict_views,
     introspection,
     numpy_arrays,
@@ -30,9 +32,11 @@ from . import (
     storages,
     symbolic_numbers,
 )
+from .class_creation import made_class
 from .values import (
     ArrayValue,
     ConstantValue,
+    DescriptorValue,
     DequeValue,
     DictValue,
     DictViewValue,
@@ -106,6 +110,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return callable_attributes.method_attribute(tracer, value, name)
     if isinstance(value, PartialValue):
         return callable_attributes.partial_attribute(tracer, value, name)
+    if isinstance(value, DescriptorValue):
+        return descriptors.made_attribute(tracer, value, name)
     if isinstance(value, FrameValue):
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
@@ -165,6 +171,8 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
 def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value | None:
     if isinstance(value.value, SYMBOLIC_TYPES):
         return symbolic_numbers.attribute(tracer, value, name)
+    if isinstance(value.value, type):  # what the region stored on the class first (`classes.find`)
+        return classes.class_attribute(tracer, value, name)
     stored = tracer.side_effects.load_shared_attr(value.value, name)
     if stored is not None:
         return stored
@@ -173,8 +181,6 @@ def _constant_attr(tracer: "Tracer", value: ConstantValue, name: str) -> Value |
         return None
     if isinstance(value.value, types.ModuleType):
         return tracer.wrap(real, None if value.source is None else AttrSource(value.source, name))
-    if isinstance(value.value, type):
-        return classes.class_attribute(tracer, value, name)
     if is_constant(value.value):
         if isinstance(real, (types.BuiltinMethodType, types.MethodWrapperType)):
             return MethodValue(value, name)
@@ -283,6 +289,9 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
             return
         classes.store_raw(tracer, owner, name, value)
         return
+    if isinstance(owner, ConstantValue) and made_class(owner.value) is not None:
+        _store_on_made_class(tracer, owner, name, value)
+        return
     if isinstance(owner, ConstantValue) and owner.source is not None \
             and isinstance(owner.value, (type, types.ModuleType)):
         tracer.side_effects.store_shared_attr(owner, name, value)
@@ -294,8 +303,10 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
         _store_on_tensor(tracer, owner, name, value)
         return
     if isinstance(owner, FunctionValue) and owner.source is not None and owner.bound_self is None \
-            and name not in vars(types.FunctionType):
-        # an attribute of a real function (a flag a decorator sets): replayed after the graph
+            and (name not in vars(types.FunctionType) or name in callable_attributes.SPECIAL_STORES):
+        # an attribute of a real function (a flag a decorator sets, the `__name__`
+        # functools.total_ordering gives its functions): replayed after the graph
+        callable_attributes.check_special_store(tracer, name, value)
         tracer.side_effects.store_shared_attr(ConstantValue(owner.fn, owner.source), name, value)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"setattr {owner!r}.{name}", name=f"setting {name}",
@@ -320,9 +331,27 @@ def _store_on_tensor(tracer: "Tracer", tensor: TensorValue, name: str, value: Va
     tracer.side_effects.store_attr(tensor, name, value)
 
 
+def _store_on_made_class(tracer: "Tracer", owner: ConstantValue, name: str, value: Value | None) -> None:
+    """`cls.name = value` (None: `del cls.name`) on a class made in the region: its
+    metaclass's Python `__setattr__`/`__delattr__`, else type's (`class_statements.store`)."""
+    meta = type(owner.value)
+    method_name = "__setattr__" if value is not None else "__delattr__"
+    hook = classes.find(tracer, meta, method_name)
+    if hook is not None and classes.is_python_function(hook[1]):
+        from ..interpreter import calls
+
+        method = classes.bind(tracer, *hook, method_name, owner, meta)
+        calls.call_value(tracer, method, [ConstantValue(name)] if value is None else [ConstantValue(name), value], {})
+        return
+    class_statements.store(tracer, owner, name, value)
+
+
 def delete_attr(tracer: "Tracer", owner: Value, name: str) -> None:
     if classes.is_instance_value(owner):
         classes.delete_attribute(tracer, owner, name)
+        return
+    if isinstance(owner, ConstantValue) and made_class(owner.value) is not None:
+        _store_on_made_class(tracer, owner, name, None)
         return
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"delattr {owner!r}.{name}", name=f"deleting {name}",
                              type=owner.python_type().__name__)

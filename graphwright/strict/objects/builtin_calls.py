@@ -2,9 +2,11 @@
 
 Each builtin or library function the tracer models has a handler here, keyed
 by the function itself (with those of `introspection` and `output_calls`).
-Iteration helpers (enumerate, zip, map...) run over the known items, or take
-them when asked from a generator. Pure functions of constants are simply
-computed. `print` (when `config.reorderable_print`) is replayed after the graph.
+Consumers of iterables (`any`, `min`, `sum`, `functools.reduce`...) take each
+item when CPython's would (`operations.each`), so they stop where it stops;
+iteration helpers (enumerate, zip, map...) are in `iteration`. Pure functions
+of constants are simply computed. `print` (when `config.reorderable_print`) is
+replayed after the graph.
 """
 from __future__ import annotations
 
@@ -26,8 +28,10 @@ from ..interpreter.graph_breaks import UserException
 from . import (
     attributes,
     checks,
+    class_statements,
     classes,
     copying,
+    descriptors,
     deques,
     dict_views,
     dicts,
@@ -41,18 +45,20 @@ from . import (
     output_calls,
     sets,
     symbolic_numbers,
+    text,
+    torch_functions,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     DictValue,
     DictViewValue,
-    ExceptionValue,
-    FunctionValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     SuperValue,
     TensorValue,
@@ -64,7 +70,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Tracer", list, dict], Value]
 _HANDLERS: dict[Any, Handler] = {**introspection.HANDLERS, **iteration.HANDLERS, **output_calls.HANDLERS,
-                                  **exceptions.HANDLERS}
+                                  **exceptions.HANDLERS, **torch_functions.HANDLERS}
+_OBJECT_INIT_SUBCLASS = object.__dict__["__init_subclass__"]
 _PURE_MODULES = ("math", "cmath", "operator", "_operator", "builtins", "string")
 
 
@@ -83,7 +90,24 @@ def handler_for(target: Any) -> Handler | None:
         return None
     if found is None and dicts.is_fromkeys(target):  # `cls.fromkeys` of any dict class
         return lambda tracer, args, kwargs: dicts.fromkeys(tracer, target.__self__, args, kwargs)
+    if found is None and _is_object_init_subclass(target):
+        return lambda tracer, args, kwargs: _object_init_subclass(tracer, target.__self__, args, kwargs)
     return found
+
+
+def _is_object_init_subclass(target: Any) -> bool:
+    """`object.__init_subclass__` bound to a class (what `super().__init_subclass__` reaches)."""
+    return type(target) is types.BuiltinMethodType and isinstance(target.__self__, type) \
+        and target == _OBJECT_INIT_SUBCLASS.__get__(None, target.__self__)
+
+
+def _object_init_subclass(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value:
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no keyword arguments"))
+    if args:
+        raise tracer.user_error(TypeError(f"{cls.__qualname__}.__init_subclass__() takes no arguments "
+                                          f"({len(args)} given)"))
+    return NONE
 
 
 # compiled regular expressions and their matches too: version checks (`packaging.version`)
@@ -140,57 +164,12 @@ for _query in checks.SHAPE_QUERIES:
     _HANDLERS[_query] = lambda tracer, args, kwargs, query=_query: checks.call_query(tracer, query, args, kwargs)
 
 
-def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:
-    """`str(value)`, `repr(value)` or `format(value, spec)` by the Python `__str__`, `__repr__`
-    or `__format__` of the value's class (object's `__str__` calls `__repr__`), or an
-    exception's builtin ones; None when no such method applies."""
-    from ..interpreter import calls
-
-    if conversion is format:
-        method = classes.special_method(tracer, value, "__format__")
-        if method is not None:
-            return calls.call_value(tracer, method, [spec or ConstantValue("")], {})
-        if spec is not None and operations.python_value(tracer, spec) != "":
-            return None
-        conversion = str
-    method = classes.special_method(tracer, value, "__str__") if conversion is str else None
-    if method is None and (conversion is repr or _str_is_repr(tracer, value)):
-        method = classes.special_method(tracer, value, "__repr__")
-    if method is not None:
-        return calls.call_value(tracer, method, [], {})
-    if isinstance(value, ExceptionValue):  # BaseException's own, written in C
-        return ConstantValue(exceptions.text_of(tracer, value, conversion))
-    if conversion is repr or _str_is_repr(tracer, value):
-        return _identity_repr(tracer, value)
-    return None
-
-
-def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
-    """What `object.__repr__` and a function's `__repr__` show for an object made in the region
-    (`<m.C object at 0x...>`, `<function f.<locals>.g at 0x...>`): the address of the object it
-    will be rebuilt as is unknown while tracing, so the value's own stands in for it (an
-    eager run's differs from run to run too). None for any other value."""
-    address = f"0x{id(value):x}"
-    if isinstance(value, FunctionValue) and value.fn is None and value.bound_self is None:
-        qualname = operations.python_value(tracer, attributes.load_attr(tracer, value, "__qualname__"))
-        return ConstantValue(f"<function {qualname} at {address}>")
-    if isinstance(value, ObjectValue) and value.obj is None and \
-            classes.find(tracer, value.cls, "__repr__")[1] is object.__repr__:
-        return ConstantValue(f"<{value.cls.__module__}.{value.cls.__qualname__} object at {address}>")
-    return None
-
-
-def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
-    found = classes.find(tracer, value.python_type(), "__str__")
-    return found is not None and found[1] is object.__str__
-
-
 def _text(function: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         if args and not kwargs and len(args) <= (2 if function is format else 1):
-            text = user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
-            if text is not None:
-                return text
+            found = text.user_text(tracer, args[0], function, args[1] if len(args) > 1 else None)
+            if found is not None:
+                return found
         return evaluate(tracer, function, args, kwargs)
     return handler
 
@@ -217,6 +196,8 @@ def _len(tracer, args, kwargs):
         from ..interpreter import calls
 
         return calls.call_value(tracer, method, [], {})
+    if isinstance(value, ScalarInstanceValue):
+        return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue):
         raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
     if isinstance(value, TensorValue):
@@ -279,8 +260,8 @@ def _two_arguments(tracer: "Tracer", name: str, args: list[Value], kwargs: dict[
 
 @handles(type)
 def _type(tracer, args, kwargs):
-    if len(args) != 1:
-        raise _unsupported(tracer, "type", args)
+    if len(args) != 1 or kwargs:  # type(name, bases, namespace): a new class
+        return instances.type_call(tracer, type, args, kwargs)
     return classes.class_value(args[0].python_type())
 
 
@@ -371,7 +352,10 @@ def sort_order(tracer: "Tracer", keys: list[Value], reverse: bool) -> list[int]:
     """The positions of `keys` in sorted order, stable, comparing with `<` as list.sort does."""
     if all(operations.is_constant_tree(key) for key in keys):
         python_keys = [operations.python_value(tracer, key, "sorted()") for key in keys]
-        return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+        try:
+            return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+        except TypeError as error:  # keys that do not compare: the program's own TypeError
+            raise tracer.user_error(error, "comparison")
 
     def order(i: int, j: int) -> int:
         if _compare(tracer, operator.lt, keys[i], keys[j]):
@@ -385,23 +369,27 @@ def _min_max(function: Callable) -> Handler:
         symbolic = symbolic_numbers.symbolic_call(tracer, function, args, kwargs)
         if symbolic is not None:
             return symbolic
-        items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
-        if len(args) > 1 and not kwargs and _scalar_tensors_and_numbers(items):
-            return functools.reduce(lambda lhs, rhs: _elementwise_min_max(tracer, function, lhs, rhs), items)
-        keys = _sort_keys(tracer, items, kwargs.get("key"))
-        if any(isinstance(key, TensorValue) for key in keys):
-            raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
-        if not items:
-            if "default" in kwargs:
-                return kwargs["default"]
-            raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
+        if len(args) > 1 and not kwargs and _scalar_tensors_and_numbers(args):
+            return functools.reduce(lambda lhs, rhs: _elementwise_min_max(tracer, function, lhs, rhs), args)
+        if not args or len(args) > 1 and "default" in kwargs:
+            raise tracer.user_error(TypeError(
+                f"Cannot specify a default for {function.__name__}() with multiple positional arguments"
+                if args else f"{function.__name__} expected at least 1 argument, got 0"))
+        key = kwargs.get("key")
         # max keeps the first of equal items: it replaces only when an item is greater
         better = operator.gt if function is max else operator.lt
-        best = 0
-        for index in range(1, len(items)):
-            if _compare(tracer, better, keys[index], keys[best]):
-                best = index
-        return items[best]
+        best = best_key = None
+        for item in operations.each(tracer, args[0]) if len(args) == 1 else args:
+            item_key = _sort_key(tracer, item, key)
+            if isinstance(item_key, TensorValue):
+                raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
+            if best is None or _compare(tracer, better, item_key, best_key):
+                best, best_key = item, item_key
+        if best is not None:
+            return best
+        if "default" in kwargs:
+            return kwargs["default"]
+        raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
     return handler
 
 
@@ -425,11 +413,15 @@ def _elementwise_min_max(tracer: "Tracer", function: Callable, lhs: Value, rhs: 
 
 
 def _sort_keys(tracer: "Tracer", items: list[Value], key: Value | None) -> list[Value]:
+    return [_sort_key(tracer, item, key) for item in items]
+
+
+def _sort_key(tracer: "Tracer", item: Value, key: Value | None) -> Value:
     from ..interpreter import calls
 
     if key is None or operations.is_none(key):
-        return items
-    return [calls.call_value(tracer, key, [item], {}) for item in items]
+        return item
+    return calls.call_value(tracer, key, [item], {})
 
 
 def _compare(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> bool:
@@ -450,7 +442,7 @@ _HANDLERS[max] = _min_max(max)
 @handles(sum)
 def _sum(tracer, args, kwargs):
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    for item in operations.iterate(tracer, args[0]):
+    for item in operations.each(tracer, args[0]):
         total = operations.binary(tracer, operator.add, total, item)
     return total
 
@@ -461,9 +453,9 @@ def _abs(tracer, args, kwargs):
 
 
 _HANDLERS[any] = lambda tracer, args, kwargs: ConstantValue(
-    any(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+    any(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
 _HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
-    all(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+    all(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
 
 
 _HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
@@ -524,13 +516,11 @@ def _super(tracer, args, kwargs):
 def _reduce(tracer, args, kwargs):
     from ..interpreter import calls
 
-    items = operations.iterate(tracer, args[1])
-    if len(args) > 2:
-        items = [args[2], *items]
-    if not items:
+    items = operations.each(tracer, args[1])
+    total = args[2] if len(args) > 2 else next(items, None)
+    if total is None:
         raise tracer.user_error(TypeError("reduce() of empty iterable with no initial value"))
-    total = items[0]
-    for item in items[1:]:
+    for item in items:
         total = calls.call_value(tracer, args[0], [total, item], {})
     return total
 
@@ -580,13 +570,50 @@ def _autograd_state_query(tracer, args, kwargs):
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
-    return ConstantValue(True)
+    return tracer.answer_is_compiling()
 
 
 @handles(builtins.__build_class__)
 def _build_class(tracer, args, kwargs):
-    name = operations.python_value(tracer, args[1]) if len(args) > 1 else "?"
-    raise tracer.graph_break(gb.CLASS_STATEMENT, f"class {name}", name=name)
+    return class_statements.build_class(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__new__"])
+def _type_new(tracer, args, kwargs):
+    return class_statements.type_new(tracer, args, kwargs)
+
+
+@handles(type.__dict__["__setattr__"], type.__dict__["__delattr__"])
+def _type_setattr(tracer, args, kwargs):
+    """`type.__setattr__(cls, name, value)` on a class the region made (a metaclass's own
+    `__setattr__` reaches it through super())."""
+    deleting = len(args) == 2
+    if kwargs or len(args) != (2 if deleting else 3) or not class_statements.is_class(args[0]) \
+            or made_class(args[0].value) is None:
+        raise _unsupported(tracer, "type.__delattr__" if deleting else "type.__setattr__", args)
+    name = operations.python_value(tracer, args[1])
+    class_statements.store(tracer, args[0], name, None if deleting else args[2])
+    return NONE
+
+
+for _cls in (staticmethod, classmethod, property):
+    _HANDLERS[_cls] = lambda tracer, args, kwargs, cls=_cls: descriptors.make_descriptor(tracer, cls, args, kwargs)
+
+
+def _setup(function: Callable) -> Handler:
+    def handler(tracer, args, kwargs):
+        made = class_statements.run_setup(tracer, function, args, kwargs)
+        if made is None:
+            raise _unsupported(tracer, getattr(function, "__qualname__", repr(function)), args)
+        return made
+    return handler
+
+
+for _function in class_statements.SETUP_FUNCTIONS:
+    _HANDLERS[_function] = _setup(_function)
+for _function in class_statements.FACTORIES:
+    _HANDLERS[_function] = lambda tracer, args, kwargs, factory=_function: \
+        class_statements.run_factory(tracer, factory, args, kwargs)
 
 
 @handles(print)

@@ -37,7 +37,7 @@ _MISSING = object()
 # not depend on its receiver: the same on the method descriptor it was bound from.
 _DESCRIPTOR_FACTS = frozenset({"__name__", "__qualname__", "__doc__", "__text_signature__"})
 # Attributes of a function that Python keeps outside its `__dict__` and the region may store.
-_SPECIAL_STORES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__"})
+SPECIAL_STORES = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__annotations__"})
 
 
 def _raw(cls: type, name: str) -> Any:
@@ -128,12 +128,17 @@ def _made_function_attribute(tracer: "Tracer", value: FunctionValue, name: str) 
     return type_attribute(tracer, value, types.FunctionType, name)
 
 
+def check_special_store(tracer: "Tracer", name: str, value: Value) -> None:
+    """A function's `__name__` and `__qualname__` take only strings, as CPython checks."""
+    if name in ("__name__", "__qualname__") and not (isinstance(value, ConstantValue)
+                                                     and isinstance(value.value, str)):
+        raise tracer.user_error(TypeError(f"{name} must be set to a string object"))
+
+
 def store_on_made_function(tracer: "Tracer", function: FunctionValue, name: str, value: Value) -> None:
     """`f.name = value` on a function made in the region: kept on its value, rebuilt with it."""
-    if name in _SPECIAL_STORES:
-        if name in ("__name__", "__qualname__") and not (isinstance(value, ConstantValue)
-                                                         and isinstance(value.value, str)):
-            raise tracer.user_error(TypeError(f"{name} must be set to a string object"))
+    if name in SPECIAL_STORES:
+        check_special_store(tracer, name, value)
         function.special[name] = value
     elif name in vars(types.FunctionType):  # __code__, __defaults__, __dict__...: not modelled
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"set {function.name}.{name}", name=f"setting {name}",

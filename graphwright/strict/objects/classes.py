@@ -39,8 +39,10 @@ from ..guards.sources import (
 )
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
+from .class_creation import made_class
 from .values import (
     ConstantValue,
+    DescriptorValue,
     DictValue,
     ExceptionValue,
     FunctionValue,
@@ -102,8 +104,21 @@ def is_user_class(cls: type | None) -> bool:
 
 
 def class_value(cls: type) -> ConstantValue:
-    """A class as a value whose attributes are read by source (so they are guarded)."""
+    """A class as a value whose attributes are read by source (so they are guarded); a class
+    the region made is its own value, read by nothing (`class_statements`)."""
+    made = made_class(cls)
+    if made is not None:
+        return made.value
     return ConstantValue(cls, ConstantSource(id(cls), cls))
+
+
+def static_function(raw: Any) -> Any:
+    """The function a staticmethod (real, or made in the region) holds, else `raw` itself."""
+    if isinstance(raw, staticmethod):
+        return raw.__func__
+    if isinstance(raw, DescriptorValue) and raw.cls is staticmethod:
+        return raw.parts["__func__"]
+    return raw
 
 
 def is_instance_value(value: Value) -> bool:
@@ -157,7 +172,14 @@ def _python_getter(raw: Any) -> Any:
 
 
 def _is_data_descriptor(raw: Any) -> bool:
-    if isinstance(raw, Value):
+    if isinstance(raw, DescriptorValue):
+        return raw.cls is property
+    if isinstance(raw, ConstantValue) and not isinstance(raw.value, type):
+        raw = raw.value
+    elif is_instance_value(raw):  # a descriptor made in the region: its class says
+        kind = raw.python_type()
+        return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
+    elif isinstance(raw, Value):
         return False
     kind = type(raw)
     return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
@@ -190,10 +212,10 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
     """What reading `name` gives once the MRO of `cls` found `raw` on `owner`: Python's
     descriptor protocol. `instance` is None for a read on the class itself; `cls_value` is
     the class as a value (classmethods bind to it)."""
-    if isinstance(raw, Value):  # stored on the class in this trace
-        if isinstance(raw, FunctionValue) and instance is not None and raw.bound_self is None:
-            return raw.bind(instance)
-        return raw
+    if isinstance(raw, ConstantValue) and _is_descriptor_object(raw.value):
+        raw = raw.value  # a real descriptor stored on the class in this trace: bound as one found there
+    elif isinstance(raw, Value):  # stored on the class in this trace, or held by a class made in it
+        return _bind_value(tracer, raw, instance, cls, cls_value)
     if isinstance(instance, ExceptionValue):
         from . import exceptions
 
@@ -254,8 +276,40 @@ def bind(tracer: "Tracer", owner: type, raw: Any, name: str, instance: Value | N
             raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{cls.__name__}.{name}",
                                      name=f"{name} (a `{type(raw).__name__}` written in C)",
                                      type=cls.__name__)
-        return tracer.wrap(getattr(cls, name), None)
+        return tracer.wrap(type(raw).__get__(raw, None, cls), None)  # what was found, not `cls.name`
     return tracer.wrap(raw, _entry_source(owner, name))
+
+
+def _is_descriptor_object(real: Any) -> bool:
+    return not isinstance(real, type) and hasattr(type(real), "__get__")
+
+
+def _bind_value(tracer: "Tracer", raw: Value, instance: Value | None, cls: type,
+                cls_value: Value | None) -> Value:
+    """`bind` for what the trace holds on a class: a function, a staticmethod, classmethod or
+    property made in the region (`descriptors`), an object whose class has a Python `__get__`."""
+    if isinstance(raw, FunctionValue):
+        return raw.bind(instance) if instance is not None and raw.bound_self is None else raw
+    if isinstance(raw, DescriptorValue):
+        from .descriptors import bind_made
+
+        return bind_made(tracer, raw, instance, cls_value or class_value(cls))
+    getter = _value_hook(tracer, raw, "__get__")
+    if getter is not None:
+        return _call(tracer, getter, [instance or ConstantValue(None), cls_value or class_value(cls)])
+    return raw
+
+
+def _value_hook(tracer: "Tracer", raw: Value, name: str) -> Value | None:
+    """The Python method `name` (`__get__`, `__set__`, `__delete__`) of an instance of a user
+    class held by a class, bound to it; None when its class has none."""
+    if not is_instance_value(raw):
+        return None
+    kind = raw.python_type()
+    found = find(tracer, kind, name)
+    if found is None or not is_python_function(found[1]):
+        return None
+    return bind(tracer, *found, name, raw, kind)
 
 
 def _accessor(tracer: "Tracer", function: Any) -> Value:
@@ -520,6 +574,10 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
 
         if exceptions.write_slot(tracer, instance, found[0], name, value):
             return
+    if _made_descriptor_takes(tracer, raw, instance, value):
+        return
+    if isinstance(raw, ConstantValue) and _is_descriptor_object(raw.value):
+        raw = raw.value
     if raw is not None and not isinstance(raw, Value) and hasattr(type(raw), "__set__"):
         if isinstance(raw, property):
             tracer.add_guard(_entry_source(found[0], name), "id", raw)
@@ -542,6 +600,22 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
     if not has_instance_dict(cls):
         raise _attribute_error(tracer, cls, name)
     store_raw(tracer, instance, name, value)
+
+
+def _made_descriptor_takes(tracer: "Tracer", raw: Any, instance: Value, value: Value | None) -> bool:
+    """Whether a descriptor held as a value of the trace took a store (None: a deletion): a
+    property made in the region, an object whose class has a Python `__set__`/`__delete__`."""
+    if isinstance(raw, DescriptorValue) and raw.cls is property:
+        from .descriptors import set_made
+
+        set_made(tracer, raw, instance, value)
+        return True
+    hook = _value_hook(tracer, raw, "__set__" if value is not None else "__delete__") \
+        if isinstance(raw, Value) else None
+    if hook is None:
+        return False
+    _call(tracer, hook, [instance] if value is None else [instance, value])
+    return True
 
 
 def store_raw(tracer: "Tracer", instance: Value, name: str, value: Value | None) -> None:
@@ -568,6 +642,8 @@ def generic_delete(tracer: "Tracer", instance: Value, name: str) -> None:
     cls = instance.python_type()
     found = find(tracer, cls, name)
     raw = None if found is None else found[1]
+    if _made_descriptor_takes(tracer, raw, instance, None):
+        return
     if isinstance(raw, property):
         tracer.add_guard(_entry_source(found[0], name), "id", raw)
         if raw.fdel is None:

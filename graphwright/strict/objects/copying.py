@@ -138,7 +138,7 @@ def _new(tracer: "Tracer", cls: type, args: list[Value]) -> Value:
     from .instances import new_instance
 
     owner, raw = classes.find(tracer, cls, "__new__")
-    new = raw.__func__ if isinstance(raw, staticmethod) else raw
+    new = classes.static_function(raw)
     if classes.is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         return _call(tracer, function, [classes.class_value(cls), *args])

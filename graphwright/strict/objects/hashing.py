@@ -24,6 +24,7 @@ from .values import (
     FunctionValue,
     ModuleValue,
     ObjectKey,
+    ScalarInstanceValue,
     SequenceValue,
     TensorKey,
     TensorValue,
@@ -96,6 +97,9 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
         if not isinstance(number, int):
             raise tracer.user_error(TypeError("__hash__ method should return an integer"))
         return ObjectKey(value, hash(number), _python_equality(tracer, value, binary, truth))
+    if isinstance(value, ScalarInstanceValue):  # int's or str's hash, and equality
+        number = hash(python_value(tracer, value.builtin))
+        return ObjectKey(value, number, _python_equality(tracer, value, binary, truth))
     if isinstance(value, SequenceValue) and value.kind is tuple:
         return tuple(hashable_key(tracer, item) for item in value.items)  # tuple.__hash__
     if isinstance(value, DictValue) and value.kind is frozenset:
@@ -108,10 +112,11 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
 
 
 def _python_equality(tracer: "Tracer", value: Value, binary: Any, truth: Any) -> Any:
-    """How an `ObjectKey` compares with another key of equal hash: the class's Python `__eq__`,
-    run on the two values; None (identity) when `__eq__` is object's."""
+    """How an `ObjectKey` compares with another key of equal hash: the class's `__eq__` (a
+    Python one, or a builtin base's: a tuple subclass's items), run on the two values; None
+    (identity) when `__eq__` is object's."""
     found = classes.find(tracer, value.python_type(), "__eq__")
-    if found is None or not classes.is_python_function(found[1]):
+    if found is None or found[1] is object.__eq__:
         return None
     return lambda other: truth(tracer, binary(tracer, operator.eq, value, key_value(other)))
 

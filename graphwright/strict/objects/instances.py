@@ -6,19 +6,22 @@ instance of `cls`, `__init__`, each found through the MRO. Python-level
 `__new__` and `__init__` are inlined; the builtin ones of the modelled bases
 (object, dict, OrderedDict, defaultdict, set, frozenset, list, tuple) are
 modelled here: a new instance starts as an empty `ObjectValue`, `DictValue` or `SequenceValue`
-whose state the inlined code then fills. A tensor subclass whose `__new__` is Python
+whose state the inlined code then fills; one of a subclass of int, float, complex, str or
+bytes is a `ScalarInstanceValue` holding the value the base makes. A tensor subclass whose `__new__` is Python
 (`nn.Parameter`) is made by that `__new__`: `Tensor._make_subclass` gives an alias of its
-data with the subclass's face. Instances of other builtin bases (int, str...) are a graph
-break naming the base.
+data with the subclass's face. Instances of other builtin bases are a graph break naming
+the base.
 """
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..._core.subclass_protocol import is_wrapper_subclass_type
 from ..interpreter import graph_breaks as gb
 from . import dicts, exceptions, operations, sets
 from .classes import (
@@ -31,12 +34,14 @@ from .classes import (
     generic_set,
     instance_dict_of,
     is_python_function,
+    static_function,
 )
 from .values import (
     ConstantValue,
     DictValue,
     ExceptionValue,
     ObjectValue,
+    ScalarInstanceValue,
     SequenceValue,
     TensorValue,
     Value,
@@ -47,8 +52,10 @@ from .wrap import function_value
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
+_TYPE_NEW = type.__dict__["__new__"]
+SCALAR_BASES = (int, float, complex, str, bytes)
 BUILTIN_NEW = (object.__new__, dict.__new__, list.__new__, tuple.__new__, set.__new__, frozenset.__new__,
-               types.SimpleNamespace.__new__)
+               types.SimpleNamespace.__new__, *(base.__new__ for base in SCALAR_BASES))
 
 
 def _call(tracer: "Tracer", function: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -61,7 +68,7 @@ def has_python_constructor(cls: type) -> bool:
     """Whether `cls`'s `__new__` or `__init__` (or its metaclass's `__call__`) is Python code."""
     def python(owner: type, name: str) -> bool:
         raw = next((klass.__dict__[name] for klass in owner.__mro__ if name in klass.__dict__), None)
-        return type(raw.__func__ if isinstance(raw, staticmethod) else raw) is types.FunctionType
+        return type(static_function(raw)) is types.FunctionType
     return python(cls, "__new__") or python(cls, "__init__") or python(type(cls), "__call__")
 
 
@@ -79,13 +86,20 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     cls_value = class_value(cls)
     base = builtin_base(cls)
     owner, raw = find(tracer, cls, "__new__")
-    new = raw.__func__ if isinstance(raw, staticmethod) else raw
+    new = static_function(raw)
     tensor = base is torch._C.TensorBase and is_python_function(new)
-    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor:
+    if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor \
+            and base is not type and base not in SCALAR_BASES:
         raise _unmodelled_base(tracer, cls, base)
+    if tensor and is_wrapper_subclass_type(cls):
+        return make_wrapper_subclass(tracer, cls, args, kwargs)
     if is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
+    elif new is _TYPE_NEW:  # a metaclass: a class statement's class, `type(name, bases, namespace)`
+        from . import class_statements
+
+        instance = class_statements.type_new(tracer, [cls_value, *args], kwargs)
     elif new in BUILTIN_NEW or exceptions.is_builtin_new(new):
         instance = new_instance(tracer, cls, args, kwargs)
     else:
@@ -134,6 +148,11 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
         return sets.filled(tracer, base, args[0] if args and base is frozenset else None, None if plain else cls)
     if base is types.SimpleNamespace:
         return ObjectValue(None, cls)
+    if base in SCALAR_BASES:  # the value made by the base from the arguments given to __new__
+        from .builtin_calls import evaluate
+
+        made = evaluate(tracer, base, args, kwargs)
+        return made if plain else ScalarInstanceValue(cls, made)
     raise _unmodelled_base(tracer, cls, base)
 
 
@@ -164,6 +183,24 @@ def make_tensor_subclass(tracer: "Tracer", args: list[Value], kwargs: dict[str, 
     return made
 
 
+def make_wrapper_subclass(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`cls(...)` for a traceable wrapper subclass (TwoTensor, a scaled tensor): one node that
+    calls the class. Its fake is what the constructor makes of the fake arguments: such a
+    constructor wraps its tensors, and AOT autograd desugars the result as it does an input."""
+    values = [*args, *kwargs.values()]
+    if not any(isinstance(value, TensorValue) for value in values) \
+            or not all(isinstance(value, (TensorValue, ConstantValue)) for value in values):
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"the tensor subclass {cls.__qualname__} from arguments other than "
+                                      "tensors and constants")
+    made = tracer.graph.call("call_function", cls, args, kwargs)
+    if not isinstance(made, TensorValue) or type(made.fake) is not cls:
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {cls.__qualname__}",
+                                 name=f"the tensor subclass {cls.__qualname__}, whose constructor made a "
+                                      f"{type(getattr(made, 'fake', made)).__qualname__}")
+    return made
+
+
 def _unmodelled_base(tracer: "Tracer", cls: type, base: type) -> Exception:
     what = f"the builtin class {base.__qualname__}" if cls is base else \
         f"{cls.__qualname__} (a subclass of the builtin {base.__qualname__})"
@@ -187,7 +224,13 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
     if isinstance(instance, ExceptionValue):
         exceptions.init_exception(tracer, instance, args, kwargs)
         return
-    if base in (object, tuple, frozenset):  # tuple and frozenset have no __init__ of their own
+    if base is type:
+        if kwargs and len(args) == 1:
+            raise tracer.user_error(TypeError("type.__init__() takes no keyword arguments"))
+        if len(args) not in (1, 3):
+            raise tracer.user_error(TypeError("type.__init__() takes 1 or 3 arguments"))
+        return
+    if base in (object, tuple, frozenset, *SCALAR_BASES):  # none has an __init__ of its own
         if args or kwargs:
             if find(tracer, cls, "__init__")[1] is not object.__init__:
                 raise tracer.user_error(TypeError(
@@ -217,8 +260,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
         args = args[1:]
     if len(args) > 1:
         raise tracer.user_error(TypeError(f"{base.__name__} expected at most 1 argument, got {len(args)}"))
-    pairs = list(dicts.mapping_items(tracer, args[0]).items()) if args else []
-    pairs += list(kwargs.items())
+    pairs = itertools.chain(dicts.pairs(tracer, args[0]) if args else (), kwargs.items())
     if base is collections.OrderedDict:
         for key, value in pairs:
             operations.setitem(tracer, instance, key_value(key), value)
@@ -230,7 +272,7 @@ def make_empty(cls: type, base: type, items: tuple | None) -> Any:
     """A real, empty instance of `cls`, made by its builtin base (no `__new__` of the user's
     runs); a tuple's or frozenset's items are given here. Used by residual code and for pytree
     templates."""
-    return base.__new__(cls, items) if base in (tuple, frozenset) else base.__new__(cls)
+    return base.__new__(cls, items) if base in (tuple, frozenset, *SCALAR_BASES) else base.__new__(cls)
 
 
 def fill(instance: Any, base: type, contents: dict | list | None, state: dict) -> None:

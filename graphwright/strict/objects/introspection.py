@@ -141,10 +141,13 @@ def frame_attribute(tracer: "Tracer", value: FrameValue, name: str) -> Value | N
 def make_class(tracer: "Tracer", factory: Callable, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """A class made from constants by a factory of the standard library (`collections.namedtuple`,
     the functional API of `enum.Enum`): made now, for real, as the tracer does not interpret
-    the `eval` and class creation they run. It is named after the calling frame's module, as
-    the factory would name it from its own caller's frame."""
+    the `eval` and class creation they run, and made again by the residual code where it leaves
+    the region (`class_statements.run_factory`). It is named after the calling frame's module,
+    as the factory would name it from its own caller's frame."""
+    from .class_statements import run_factory
+
     module = ConstantValue(tracer.frames[-1].globals.get("__name__", "__main__"))
-    return run_for_real(tracer, factory, args, {"module": module, **kwargs})
+    return run_factory(tracer, factory, args, {"module": module, **kwargs})
 
 
 def enum_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

@@ -20,6 +20,7 @@ from . import (
     callable_attributes,
     classes,
     deques,
+    descriptors,
     dict_views,
     dicts,
     exceptions,
@@ -29,12 +30,15 @@ from . import (
     sets,
     storages,
     symbolic_numbers,
+    torch_functions,
 )
+from .class_creation import made_class
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     ContextValue,
+    DescriptorValue,
     DequeValue,
     DictValue,
     DictViewValue,
@@ -42,11 +46,11 @@ from .values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
-    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
@@ -71,6 +75,8 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         result = classes.call_builtin_method(tracer, receiver, name, args, kwargs)
         if result is not None:
             return result
+    if isinstance(receiver, ScalarInstanceValue):  # str's or int's own method, on what the base holds
+        return call_method(tracer, receiver.builtin, name, args, kwargs)
     if isinstance(receiver, (FunctionValue, MethodValue, PartialValue)):
         result = callable_attributes.call_slot(tracer, receiver, name, args, kwargs)
         if result is not None:
@@ -90,6 +96,13 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return module.call_method(tracer, receiver, name, args, kwargs)
     if isinstance(receiver, DictViewValue):
         return dict_views.call_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, DescriptorValue):
+        return descriptors.call_made_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, ConstantValue) and name in ("__setattr__", "__delattr__") \
+            and made_class(receiver.value) is not None:  # type's own, reached through super()
+        from .builtin_calls import handler_for
+
+        return handler_for(type.__dict__[name])(tracer, [receiver, *args], kwargs)
     if isinstance(receiver, ConstantValue) and name == "__call__" and isinstance(receiver.value, type):
         from . import instances  # type.__call__ on a class: __new__ then __init__
 
@@ -122,6 +135,8 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return numpy_arrays.from_tensor(tracer, tensor, kwargs)
     if name == "untyped_storage" and not args and not kwargs:
         return storages.storage_of(tensor)
+    if name == "as_subclass" and len(args) == 1 and not kwargs:
+        return torch_functions.as_subclass(tracer, tensor, args[0])
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
@@ -194,11 +209,8 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         tracer.side_effects.mutate(sequence)
         if name == "append":
             items.append(args[0])
-        elif name == "extend" and isinstance(args[0], LazyIteratorValue):
-            while (item := args[0].next_item()) is not None:  # each item appended before the next is made
-                items.append(item)
         elif name == "extend":
-            items.extend(operations.iterate(tracer, args[0]))
+            operations.extend(tracer, sequence, args[0])
         elif name == "insert":
             items.insert(operations.python_value(tracer, args[0]), args[1])
         elif name == "pop":

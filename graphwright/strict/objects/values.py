@@ -17,9 +17,13 @@ One class per kind of Python behaviour, not per type:
 - `InstanceDictValue`: the `__dict__` of a pre-existing object, a view of its attributes.
 - `FunctionValue`: a Python function the tracer inlines, possibly bound.
 - `PartialValue`: a `functools.partial`, its function and stored arguments as values.
+- `DescriptorValue`: a staticmethod, classmethod or property made in the region around
+  values of the trace (the methods of a class statement).
 - `ModuleValue`: an `nn.Module`; its parameters and buffers are graph inputs.
 - `ObjectValue`: any other user object, read through by source; attribute
   writes are kept in an overlay until replayed.
+- `ScalarInstanceValue`: an instance of a user subclass of int, float, complex, str or bytes
+  made in the region (an `ObjectValue` with its builtin value).
 - `ExceptionValue`: an exception (an `ObjectValue` with the state CPython keeps on every
   exception; its behaviour is in `exceptions.py`), and `TracebackValue`, one entry of its traceback.
 - `SuperValue`: `super(cls, receiver)`, whose lookups start after `cls` in the MRO.
@@ -388,6 +392,22 @@ class PartialValue(Value):
         return functools.partial
 
 
+class DescriptorValue(Value):
+    """`staticmethod(f)`, `classmethod(f)` or `property(fget, fset, fdel, doc)` made in the region
+    (`cls` is which) around values of the trace: `parts` holds them by the descriptor's own
+    attribute names (`__func__`; `fget`, `fset`, `fdel`, `__doc__`), NONE where unset."""
+
+    __slots__ = ("cls", "parts")
+
+    def __init__(self, cls: type, parts: dict[str, Value]) -> None:
+        super().__init__(None)
+        self.cls = cls
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return self.cls
+
+
 class ModuleValue(Value):
     __slots__ = ("module", "overlay")
 
@@ -413,6 +433,23 @@ class ObjectValue(Value):
 
     def python_type(self) -> type:
         return self.cls
+
+
+class ScalarInstanceValue(ObjectValue):
+    """An instance of a user subclass of int, float, complex, str or bytes made in the region:
+    `builtin` is its value as the base sees it (a constant), on which every operation its class
+    does not define in Python acts; its attributes are in the overlay."""
+
+    __slots__ = ("builtin",)
+
+    def __init__(self, cls: type, builtin: ConstantValue) -> None:
+        super().__init__(None, cls)
+        self.builtin = builtin
+
+
+def unboxed(value: Value) -> Value:
+    """An instance of a subclass of a scalar builtin as its base: its builtin value."""
+    return value.builtin if isinstance(value, ScalarInstanceValue) else value
 
 
 class ExceptionValue(ObjectValue):
@@ -558,8 +595,8 @@ class GeneratorValue(LazyIteratorValue):
 
 class ContextValue(Value):
     """A context manager the tracer models: `kind` is "grad" (`args`: the mode), "autocast",
-    "warnings" (replayed), or "lock" and "profiler" (no-ops); `cls` is the class the program
-    made it from (what `type()` answers)."""
+    "torch_function" (subclasses' `__torch_function__` off), "warnings" (replayed), or "lock" and
+    "profiler" (no-ops); `cls` is the class the program made it from (what `type()` answers)."""
 
     __slots__ = ("kind", "args", "saved", "cls")
 

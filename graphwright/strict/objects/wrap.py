@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.fx.experimental import symbolic_shapes
 
+from ..._core.subclass_protocol import flatten_signature, inner_tensors, is_wrapper_subclass
 from ..guards.guards import TensorMeta
 from ..guards.sources import (
     AttrSource,
@@ -250,6 +251,9 @@ def _wrap_object(tracer: "Tracer", real: Any, source: Source | None) -> Value:
         # a bound method is made anew at each read: guard what it binds, not its identity
         tracer.add_guard(_attr(source, "__func__"), "id", real.__func__)
         receiver = wrap(tracer, real.__self__, _attr(source, "__self__"))
+        known = tracer.memo_by_id.get(id(real.__func__))
+        if known is not None and isinstance(known[1], FunctionValue) and known[0] is real.__func__:
+            return known[1].bind(receiver)  # a function of the trace held by a class it made
         function = compiled_original(real.__func__) or real.__func__  # a compiled method: its original
         if type(function) is types.FunctionType and not is_graph_operator(real):
             return function_value(function, None).bind(receiver)
@@ -454,9 +458,23 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
     module_state = isinstance(source, ModuleDictSource)
     tracer.add_guard(source, "tensor", TensorMeta.of(real, tracer.graph.symbolic_dims(value.fake),
                                                      check_dispatch_keys=not module_state))
+    if is_wrapper_subclass(real):
+        _guard_subclass(tracer, real, value.fake, source)
     value.cls = type(real)
     tracer.real_tensors[id(value)] = real
     return value
+
+
+def _guard_subclass(tracer: "Tracer", real: torch.Tensor, fake: torch.Tensor, source: Source) -> None:
+    """What a graph specialises on in a tensor subclass input beyond its own metadata: its inner
+    attributes and flatten context, and each inner tensor's metadata."""
+    tracer.add_guard(source, "flatten", flatten_signature(real))
+    for name, inner in inner_tensors(real):
+        inner_source = AttrSource(source, name)
+        inner_fake = getattr(fake, name)
+        tracer.add_guard(inner_source, "tensor", TensorMeta.of(inner, tracer.graph.symbolic_dims(inner_fake)))
+        if is_wrapper_subclass(inner):
+            _guard_subclass(tracer, inner, inner_fake, inner_source)
 
 
 def _opaque(tracer: "Tracer", real: Any, source: Source | None) -> Value:

@@ -28,7 +28,6 @@ from ..._core.autograd_function import FunctionCall, FunctionSpec
 from ..interpreter import graph_breaks as gb
 from ..objects import operations
 from ..objects.values import ConstantValue, ObjectValue, SequenceValue, TensorValue, Value
-from ..objects.wrap import function_value
 from . import subgraphs
 from .subgraphs import flatten, is_graph_value, trace_subgraph
 
@@ -60,13 +59,13 @@ def call_apply(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str,
         return None
 
 
-def _method(cls: type, name: str) -> Value:
+def _method(tracer: "Tracer", cls: type, name: str) -> Value:
     """`cls.<name>` as autograd calls it: a staticmethod's function, or a classmethod's bound
-    to the class (entmax's functions define `forward` and `backward` as classmethods)."""
-    real = getattr(cls, name)
-    if type(real) is types.MethodType:
-        return function_value(real.__func__, None).bind(ConstantValue(real.__self__))
-    return function_value(real, None)
+    to the class (entmax's functions define `forward` and `backward` as classmethods); read as
+    the trace sees the class (one made in the region holds the trace's functions)."""
+    from ..objects import attributes, classes
+
+    return attributes.load_attr(tracer, classes.class_value(cls), name)
 
 
 def _traced_apply(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -86,10 +85,10 @@ def _traced_apply(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[s
         from ..interpreter import calls
 
         ctx = _context(needs_input_grad)
-        forward_function = _method(cls, "forward")
+        forward_function = _method(tracer, cls, "forward")
         if setup:
             output = calls.call_value(tracer, forward_function, inner_args, {})
-            calls.call_value(tracer, _method(cls, "setup_context"),
+            calls.call_value(tracer, _method(tracer, cls, "setup_context"),
                              [ctx, SequenceValue(inner_args, tuple), output], {})
         else:
             output = calls.call_value(tracer, forward_function, [ctx, *inner_args], {})
@@ -112,7 +111,7 @@ def _traced_apply(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[s
 
         saved_inside, output_grads = inner_args
         backward_ctx = saved.for_backward(ctx, list(saved_inside.items), needs_input_grad)
-        result = calls.call_value(tracer, _method(cls, "backward"), [backward_ctx, *output_grads.items], {})
+        result = calls.call_value(tracer, _method(tracer, cls, "backward"), [backward_ctx, *output_grads.items], {})
         given = result.items if isinstance(result, SequenceValue) and result.cls is None else [result]
         if len(given) < len(args) or any(not operations.is_none(extra) for extra in given[len(args):]):
             raise NotModelled("a wrong number of gradients (autograd raises it in the backward)")

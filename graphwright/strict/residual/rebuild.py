@@ -25,11 +25,13 @@ from typing import Any, Callable
 
 import torch
 
+from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.codegen import EntryWriter
 from ..interpreter import graph_breaks as gb
 from ..interpreter.contexts import remade_grad_mode
 from ..interpreter.frame import UnreadArgument
 from ..interpreter.symbolic_sizes import holds_symbol
+from ..objects.class_creation import MadeClass, made_class, make_class
 from ..objects.classes import builtin_base, instance_dict_of, is_instance_value, is_user_class
 from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
@@ -42,6 +44,7 @@ from ..objects.values import (
     ConstantValue,
     ContextValue,
     DequeValue,
+    DescriptorValue,
     DictValue,
     DictViewValue,
     ExceptionValue,
@@ -53,6 +56,7 @@ from ..objects.values import (
     ModuleValue,
     ObjectValue,
     PartialValue,
+    ScalarInstanceValue,
     SequenceValue,
     StorageValue,
     TensorValue,
@@ -138,7 +142,8 @@ class ResidualWriter(EntryWriter):
                                "___store_own": store_own,
                                "___remove_own_attribute": _remove_own_attribute,
                                "___replace_contents": _replace_contents, "___make_function": _make_function,
-                               "___make_exception": make_real,
+                               "___make_exception": make_real, "___make_class": make_class,
+                               "___type_setattr": type.__setattr__, "___type_delattr": type.__delattr__,
                                "___advance": _advance})
         self.outputs: list[Value] = []
         self.rebuilt: list[str] = []
@@ -146,6 +151,16 @@ class ResidualWriter(EntryWriter):
         self._on_break = on_break
         self._output_index: dict[int, int] = {}
         self._built: dict[int, tuple[Value, str]] = {}
+        self._unassigned: dict[str, list[str]] = {}  # named, being made: the lines that wait for it
+
+    def _with_class(self, cls: type, output: str) -> str:
+        """A graph output as an instance of `cls`: made by `Tensor._make_subclass` in the region (an
+        nn.Parameter: `__torch_function__` disabled), or the result of an operation on a Python
+        subclass, which the graph computes as a plain tensor (a code generator returns one) and
+        torch's default `__torch_function__` returns as the subclass, still in autograd's graph."""
+        if cls.__torch_function__ is torch._C._disabled_torch_function_impl:
+            return f"{self.ref(torch.Tensor._make_subclass)}({self.class_ref(cls)}, {output}, False)"
+        return f"{self.ref(as_class)}({output}, {self.class_ref(cls)})"
 
     def rebuild(self, value: Value) -> str:
         """An expression for `value` after the graph has run (`___out` holds its outputs)."""
@@ -160,11 +175,11 @@ class ResidualWriter(EntryWriter):
                 index = self._output_index[id(value)] = len(self.outputs)
                 self.outputs.append(value)
                 made = f"___out[{index}]"
-                if value.cls is not torch.Tensor:  # made by Tensor._make_subclass (an nn.Parameter)
+                if value.cls is not torch.Tensor and not is_wrapper_subclass(value.fake):
+                    # a wrapper subclass (TwoTensor) is one in the graph already
                     made = f"___r{len(self._built)}"
                     self._built[id(value)] = (value, made)
-                    self.rebuilt.append(f"{made} = {self.ref(torch.Tensor._make_subclass)}"
-                                        f"({self.ref(value.cls)}, ___out[{index}], False)")
+                    self.rebuilt.append(f"{made} = {self._with_class(value.cls, f'___out[{index}]')}")
                 for name, item in (value.overlay or {}).items():  # attributes the region stored on it
                     self.rebuilt.append(f"___setattr({made}, {name!r}, {self.rebuild(item)})")
             known = self._built.get(id(value))
@@ -192,6 +207,8 @@ class ResidualWriter(EntryWriter):
         known = self._built.get(id(value))
         if known is not None:
             return known[1]
+        if isinstance(value, CellValue):
+            return self._build_cell(value)
         if isinstance(value, ExceptionValue):
             return self._build_exception(value)
         if isinstance(value, ObjectValue) and value.obj is not None:
@@ -220,7 +237,7 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, SequenceValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             if value.cls is not None:
-                cls = self.ref(value.cls)
+                cls = self.class_ref(value.cls)
                 return f"{cls}({items})" if hasattr(value.cls, "_fields") else f"{cls}(({items}))"
             return f"[{items}]" if value.kind is list else f"({items})"
         if isinstance(value, DictValue):
@@ -238,8 +255,9 @@ class ResidualWriter(EntryWriter):
             return f"{self.ref(functools.partial)}({stored}**{{{keywords}}})"
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
-        if isinstance(value, CellValue):
-            return self._build_cell(value)
+        if isinstance(value, DescriptorValue):
+            parts = ", ".join(self.rebuild(part) for part in value.parts.values())
+            return f"{self.ref(value.cls)}({parts})"
         if isinstance(value, ArrayValue):  # an array (or NumPy scalar) on the graph's tensor
             from ..objects import numpy_nodes  # torch._numpy, loaded once a program uses NumPy
 
@@ -301,13 +319,15 @@ class ResidualWriter(EntryWriter):
         cls = value.python_type()
         base = builtin_base(cls)
         items = "None"
-        if base is tuple:
+        if isinstance(value, ScalarInstanceValue):  # a subclass of int or str: its value
+            items = self.rebuild(value.builtin)
+        elif base is tuple:
             items = "(" + "".join(self.rebuild(item) + ", " for item in value.items) + ")"
         elif base is frozenset:
             items = "(" + "".join(self.key(key) + ", " for key in keys_in_order(value)) + ")"
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
-        self.rebuilt.append(f"{built} = ___new_instance({self.ref(cls)}, {self.ref(base)}, {items})")
+        self.rebuilt.append(f"{built} = ___new_instance({self.class_ref(cls)}, {self.ref(base)}, {items})")
         contents = "None"
         if isinstance(value, DictValue) and base is set:
             contents = f"{{{''.join(self.key(key) + ', ' for key in keys_in_order(value))}}}" if value.items \
@@ -328,7 +348,7 @@ class ResidualWriter(EntryWriter):
         built = f"___r{len(self._built)}"
         self._built[id(value)] = (value, built)
         args = "(" + "".join(self.rebuild(arg) + ", " for arg in value.args) + ")"
-        self.rebuilt.append(f"{built} = ___make_exception({self.ref(value.cls)}, {args})")
+        self.rebuilt.append(f"{built} = ___make_exception({self.class_ref(value.cls)}, {args})")
         for name, attribute in (("__cause__", value.cause), ("__context__", value.context)):
             if not (isinstance(attribute, ConstantValue) and attribute.value is None):
                 self.rebuilt.append(f"{built}.{name} = {self.rebuild(attribute)}")
@@ -375,9 +395,73 @@ class ResidualWriter(EntryWriter):
         return self.rebuild(cell)
 
     def _build_cell(self, cell: CellValue) -> str:
-        if cell.contents is None:
-            return f"{self.ref(types.CellType)}()"
-        return f"{self.ref(types.CellType)}({self.rebuild(cell.contents)})"
+        """A cell made in the region: made empty first, so that what it holds may hold it (a
+        class statement's `__class__` cell, held by the class's own methods)."""
+        built = self._register(cell)
+        self.rebuilt.append(f"{built} = {self.ref(types.CellType)}()")
+        if cell.contents is not None:
+            self._when_built(self.rebuild(cell.contents), f"{built}.cell_contents = ___VALUE")
+        return built
+
+    def _register(self, value: Value) -> str:
+        built = f"___r{len(self._built)}"
+        self._built[id(value)] = (value, built)
+        return built
+
+    def _when_built(self, made: str, line: str) -> None:
+        """`line` with `___VALUE` standing for `made`, once the variable `made` is assigned (a
+        class being made is named before it is)."""
+        line = line.replace("___VALUE", made)
+        if made in self._unassigned:
+            self._unassigned[made].append(line)
+        else:
+            self.rebuilt.append(line)
+
+    def class_ref(self, cls: type) -> str:
+        """A class as residual code refers to it: one the region made is made anew."""
+        made = made_class(cls)
+        return self.ref(cls) if made is None else self._build_made_class(made)
+
+    def _build_made_class(self, made: MadeClass) -> str:
+        """A class the region made, made anew (`make_class`: no hook runs again) from the
+        namespace `type.__new__` was given, then given what the region stored on it and the
+        library setups it ran, in order."""
+        known = self._built.get(id(made.value))
+        if known is not None:
+            return known[1]
+        built = self._register(made.value)
+        if made.factory is not None:
+            function, args, kwargs = made.factory
+            arguments = [self.rebuild(arg) for arg in args]
+            arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+            self.rebuilt.append(f"{built} = {self.ref(function)}({', '.join(arguments)})")
+            self._replay_class_events(made, built)
+            return built
+        self._unassigned[built] = []
+        fixed = {"__module__", "__qualname__", "__slots__"}  # what type.__new__ reads
+        namespace = ", ".join(f"{name!r}: {self.rebuild(value) if name in fixed else 'None'}"
+                              for name, value in made.namespace.items() if name != "__classcell__")
+        bases = "(" + "".join(self.class_ref(base) + ", " for base in made.bases) + ")"
+        self.rebuilt.append(f"{built} = ___make_class({self.class_ref(made.meta)}, {made.name!r}, {bases}, "
+                            f"{{{namespace}}})")
+        self.rebuilt.extend(self._unassigned.pop(built))
+        for name, value in made.namespace.items():
+            if name not in fixed and name != "__classcell__":
+                self.rebuilt.append(f"___type_setattr({built}, {name!r}, {self.rebuild(value)})")
+        self._replay_class_events(made, built)
+        return built
+
+    def _replay_class_events(self, made: MadeClass, built: str) -> None:
+        for event in made.events:
+            if event[0] == "store" and event[2] is None:
+                self.rebuilt.append(f"___type_delattr({built}, {event[1]!r})")
+            elif event[0] == "store":
+                self.rebuilt.append(f"___type_setattr({built}, {event[1]!r}, {self.rebuild(event[2])})")
+            else:
+                function, args, kwargs = event[1:]
+                arguments = [built, *(self.rebuild(arg) for arg in args[1:])]
+                arguments += [f"{key}={self.rebuild(arg)}" for key, arg in kwargs.items()]
+                self.rebuilt.append(f"{self.ref(function)}({', '.join(arguments)})")
 
     def key(self, key: Any) -> str:
         """A key of a modelled dict: a key standing for a value of the trace is that value,
@@ -392,6 +476,11 @@ class ResidualWriter(EntryWriter):
     def literal(self, python_value: Any) -> str:
         if type(python_value) in _LITERAL_TYPES:
             return repr(python_value)
+        if isinstance(python_value, type):
+            return self.class_ref(python_value)
+        if type(python_value) in (tuple, frozenset) and _holds_made_class(python_value):
+            items = "(" + "".join(self.literal(item) + ", " for item in python_value) + ")"
+            return items if type(python_value) is tuple else f"{self.ref(frozenset)}({items})"
         if type(python_value) is float and python_value == python_value and abs(python_value) != float("inf"):
             return repr(python_value)
         return self.ref(python_value)
@@ -441,6 +530,12 @@ class ResidualWriter(EntryWriter):
         return lines
 
 
+def _holds_made_class(real: Any) -> bool:
+    if made_class(real) is not None:
+        return True
+    return type(real) in (tuple, frozenset) and any(_holds_made_class(item) for item in real)
+
+
 def _detached(container: Value) -> Value:
     """The container's new contents as a fresh value, so it is rebuilt item by item."""
     if isinstance(container, SequenceValue):
@@ -448,3 +543,9 @@ def _detached(container: Value) -> Value:
     if container.kind is dict:
         return DictValue(container.items)
     return new_set(set, container.items, container.table)
+
+
+def as_class(tensor: torch.Tensor, cls: type) -> torch.Tensor:
+    """`tensor` as an instance of `cls` (itself when it is one: the `eager` backend ran the graph
+    on the subclass)."""
+    return tensor if type(tensor) is cls else tensor.as_subclass(cls)

@@ -32,6 +32,7 @@ class SideEffects:
         self.readded: set[tuple[int, str]] = set()  # attributes deleted, then stored again
         self.through_dict: set[tuple[int, str]] = set()  # stored as `obj.__dict__[name] = value`
         self.outside_iterators: list[IteratorValue] = []  # passed in: how far the region stepped them
+        self.made_classes: list = []  # the `MadeClass` of each class the region made, kept with the trace
 
     @contextlib.contextmanager
     def scope(self, refuse: Callable[[str], Exception]) -> Iterator[None]:

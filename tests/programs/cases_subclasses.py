@@ -1,0 +1,116 @@
+"""Corpus programs about tensor subclasses: traceable wrapper subclasses (PyTorch's TwoTensor, a
+user's scaled tensor) desugared by ahead-of-time autograd into their inner tensors, and the
+subclasses the strict tracer models without that (`__torch_function__` only, plain Python
+subclasses). Programs about AOT autograd name the `aot_eager` backend; the outputs' class,
+flatten context and inner tensors are compared (`SubclassState`)."""
+from __future__ import annotations
+
+import torch
+from torch.testing._internal.two_tensor import TwoTensor
+
+from subclass_models import RoundedTensor, ScaledTensor, TaggedTensor
+
+from .harness import module_program, program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+def two(*shape: int, requires_grad: bool = False) -> TwoTensor:
+    return TwoTensor(torch.randn(*shape), torch.randn(*shape)).requires_grad_(requires_grad)
+
+
+@program("subclass_input_desugared_into_its_inner_tensors_with_gradients",
+         lambda: (two(3, 4, requires_grad=True), rand(4, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, w):
+    return (x.sin() * w).cos() + 1
+
+
+@program("subclass_of_subclasses_is_desugared_all_the_way_down",
+         lambda: TwoTensor(two(3), two(3)).requires_grad_(), backend="aot_eager", grad=True)
+def _(x):
+    return x.exp() * 2
+
+
+@program("subclass_input_mutated_in_place_is_written_back_through_it",
+         lambda: (two(3), rand(3, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, w):
+    x.mul_(2)
+    return x * w
+
+
+@program("views_of_a_subclass_input_come_back_as_views_of_it", lambda: two(2, 3), backend="aot_eager")
+def _(x):
+    return x.view(-1), x.t(), x[1], x * 2
+
+
+@program("subclass_input_returned_as_it_is_and_a_plain_output_next_to_it", lambda: (two(3), rand(3)),
+         backend="aot_eager")
+def _(x, y):
+    return x, y.sin()
+
+
+class _TwoTensorLinear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+        self.linear.weight = torch.nn.Parameter(TwoTensor(torch.randn(3, 4), torch.randn(3, 4)))
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+PROGRAMS.append(module_program("subclass_parameter_of_a_module_trains_through_aot", _TwoTensorLinear,
+                               lambda: rand(2, 4), backend="aot_eager", grad=True))
+
+
+@program("user_scaled_tensor_with_its_own_dispatch_and_gradients",
+         lambda: (ScaledTensor(torch.randn(3, 2), 0.5).requires_grad_(), rand(3, 2, requires_grad=True)),
+         backend="aot_eager", grad=True)
+def _(x, w):
+    return (x * w).tanh().sum(0)
+
+
+@program("a_subclass_flatten_context_change_recompiles", lambda: ScaledTensor(torch.randn(3), 2.0),
+         changed=lambda: ScaledTensor(torch.randn(3), 3.0), frames_changed=2, backend="aot_eager")
+def _(x):
+    return x * 3 + 1
+
+
+@program("subclass_made_in_the_region_is_part_of_the_graph", lambda: rand(3), backend="aot_eager")
+def _(x):
+    return TwoTensor(x, x * 2) * 3
+
+
+@program("scaled_tensor_made_in_the_region_from_a_plain_input", lambda: rand(4), backend="aot_eager")
+def _(x):
+    return (ScaledTensor(x.cos(), 0.25) + 1).sum()
+
+
+@program("subclass_input_with_symbolic_sizes_serves_two_sizes", lambda: two(4, 2), backend="aot_eager",
+         changed=lambda: two(6, 2), frames_changed=1, options={"dynamic": True})
+def _(x):
+    return x.sin().view(-1) * x.size(0)
+
+
+_PYTORCH_BACKWARD_BUG = {
+    "why": "PyTorch 2.13's aot_eager fails the backward of a Python tensor subclass input",
+    "xfail": "Multiple dispatch failed for aten ops: all __torch_dispatch__ handlers returned NotImplemented "
+             "(_AnalyzeCustomOpInputOutputMode)",
+}
+
+
+@program("torch_function_subclass_with_its_own_semantics_keeps_them_and_its_class",
+         lambda: (rand(3, 2).as_subclass(RoundedTensor).requires_grad_(), rand(3, 2, requires_grad=True)),
+         backend="aot_eager", grad=True, reference=_PYTORCH_BACKWARD_BUG)
+def _(x, w):
+    return (x * w + 1).sin().sum(1)
+
+
+@program("plain_python_subclass_keeps_its_class_through_aot",
+         lambda: (rand(3).as_subclass(TaggedTensor), rand(3, requires_grad=True)), backend="aot_eager", grad=True,
+         reference=_PYTORCH_BACKWARD_BUG)
+def _(x, w):
+    return x.sin() * w

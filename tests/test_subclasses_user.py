@@ -1,0 +1,201 @@
+"""Tensor subclasses as users write them, compiled with the strict tracer, `aot_eager` and `inductor`.
+
+- a `_make_wrapper_subclass` subclass with its own `__torch_dispatch__` and the flatten
+  protocol (`ScaledTensor`: data and a constant scale, unwrapped, computed, rewrapped);
+- a subclass with `__torch_function__` only (`LoggedTensor`);
+- a plain Python subclass (`TaggedTensor`);
+- a traceable wrapper subclass made inside the region (`TwoTensor(x, x * 2)`).
+
+Each: the values, class, metadata and gradients eager gives, and as many graphs as
+`torch.compile` captures of the same program.
+"""
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+from torch.testing._internal.two_tensor import TwoTensor
+
+import graphwright
+from graphwright.testing import CompileCounterWithBackend
+
+from subclass_models import LoggedTensor, RoundedTensor, ScaledTensor, TaggedTensor
+
+BACKENDS = ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    torch._dynamo.reset()
+    yield
+    graphwright.reset()
+
+
+def copied(value):
+    if isinstance(value, ScaledTensor):
+        return ScaledTensor(copied(value.data_), value.scale).requires_grad_(value.requires_grad)
+    if isinstance(value, TwoTensor):
+        return TwoTensor(copied(value.a), copied(value.b)).requires_grad_(value.requires_grad)
+    return value.detach().clone().as_subclass(type(value)).requires_grad_(value.requires_grad)
+
+
+def assert_same(actual, expected):
+    assert type(actual) is type(expected)
+    assert actual.shape == expected.shape and actual.stride() == expected.stride()
+    assert actual.dtype == expected.dtype and actual.requires_grad == expected.requires_grad
+    if isinstance(expected, ScaledTensor):
+        assert actual.scale == expected.scale
+        assert_same(actual.data_, expected.data_)
+    elif isinstance(expected, TwoTensor):
+        assert_same(actual.a, expected.a)
+        assert_same(actual.b, expected.b)
+    else:
+        torch.testing.assert_close(actual.as_subclass(torch.Tensor), expected.as_subclass(torch.Tensor))
+
+
+def torch_compile_frames(fn, *args):
+    counter = torch._dynamo.testing.CompileCounter()
+    torch.compile(fn, backend=counter)(*args)
+    return counter.frame_count
+
+
+def check(fn, make_args, backend, grad=True, frames=None):
+    """`fn` compiled vs eager: outputs, gradients of every input that requires grad, and the
+    number of graphs against torch.compile's (or `frames`, where torch.compile fails)."""
+    args = make_args()
+    eager_args = [copied(a) for a in args]
+    counter = CompileCounterWithBackend(backend)
+    actual = graphwright.compile(fn, backend=counter)(*args)
+    expected = fn(*eager_args)
+    assert_same(actual, expected)
+    if grad:
+        actual.sum().backward()
+        expected.sum().backward()
+        for arg, eager_arg in zip(args, eager_args):
+            if arg.requires_grad and eager_arg.grad is None:
+                assert arg.grad is None
+            elif arg.requires_grad:
+                assert_same(arg.grad, eager_arg.grad)
+    assert counter.frame_count == (frames if frames is not None else
+                                   torch_compile_frames(fn, *[copied(a) for a in make_args()]))
+    return counter
+
+
+def _scaled_product(x, w):
+    return (x * w).tanh().sum(0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_users_dispatch_subclass_computes_and_differentiates_as_eager(backend):
+    counter = check(_scaled_product, lambda: [ScaledTensor(torch.randn(3, 2), 0.5).requires_grad_(),
+                                              torch.randn(3, 2, requires_grad=True)], backend)
+    assert counter.frame_count == 1
+
+
+def _logged(x, w):
+    return (x * 2 + w).sin()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_torch_function_subclass_keeps_its_class_and_gradients(backend):
+    LoggedTensor.calls.clear()
+    check(_logged, lambda: [torch.randn(3).as_subclass(LoggedTensor).requires_grad_(),
+                            torch.randn(3, requires_grad=True)], backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_torch_function_subclass_sees_the_calls_eager_makes_and_no_other(backend):
+    x, w = torch.randn(3).as_subclass(LoggedTensor), torch.randn(3)
+    compiled = graphwright.compile(_logged, backend=backend, fullgraph=True)
+    LoggedTensor.calls.clear()
+    compiled(x, w)  # compiles: reading the input's metadata runs no __torch_function__
+    compiled_calls = list(LoggedTensor.calls)
+    LoggedTensor.calls.clear()
+    _logged(x, w)
+    assert compiled_calls == LoggedTensor.calls == ["mul", "add", "sin"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_torch_function_subclass_with_its_own_semantics_keeps_them(backend):
+    # torch.compile fails on this program (RecursionError in TorchDynamo): one graph
+    check(_logged, lambda: [torch.randn(3).as_subclass(RoundedTensor).requires_grad_(),
+                            torch.randn(3, requires_grad=True)], backend, frames=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_plain_python_subclass_keeps_its_class_and_gradients(backend):
+    check(_logged, lambda: [torch.randn(3).as_subclass(TaggedTensor).requires_grad_(),
+                            torch.randn(3, requires_grad=True)], backend)
+
+
+def _made_in_the_region(x):
+    return TwoTensor(x, x * 2) * 3
+
+
+def _scaled_in_the_region(x, w):
+    return (ScaledTensor(x.cos(), 0.25) * w).sum(0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_subclass_made_in_the_region_is_one_graph_as_in_torch_compile(backend):
+    counter = check(_made_in_the_region, lambda: [torch.randn(3)], backend, grad=False)
+    assert counter.frame_count == 1 and counter.op_count == 3  # mul, TwoTensor, mul
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_subclass_made_in_the_region_carries_gradients_of_what_it_meets(backend):
+    check(_scaled_in_the_region, lambda: [torch.randn(3, 2), torch.randn(3, 2, requires_grad=True)], backend)
+
+
+def test_a_subclass_made_of_tensors_that_require_grad_is_a_new_leaf_as_in_eager():
+    def made(x):
+        return TwoTensor(x, x * 2)
+
+    x = torch.randn(3, requires_grad=True)
+    actual = graphwright.compile(made, backend="aot_eager", fullgraph=True)(x)
+    expected = made(x)
+    assert actual.requires_grad and actual.is_leaf and expected.is_leaf
+    actual.sum().backward()
+    assert x.grad is None  # no gradient reaches x through the constructor, in eager neither
+
+
+@pytest.mark.parametrize("mutation", ["of_the_subclass", "of_a_tensor_it_holds"])
+def test_a_subclass_made_in_the_region_and_mutated_runs_as_captured(mutation):
+    def made_then_mutated(x, y):
+        t = TwoTensor(x, y)
+        (t if mutation == "of_the_subclass" else x).add_(1)
+        return t * 2
+
+    x, y = torch.randn(3), torch.randn(3)
+    x2, y2 = x.clone(), y.clone()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        actual = graphwright.compile(made_then_mutated, backend="aot_eager", fullgraph=True)(x, y)
+    assert_same(actual, made_then_mutated(x2, y2))
+    torch.testing.assert_close(x, x2)
+    torch.testing.assert_close(y, y2)
+    refusals = [str(w.message) for w in caught if "without its backend" in str(w.message)]
+    assert len(refusals) == 1 and "makes a `TwoTensor` and mutates it" in refusals[0]
+
+
+def test_a_subclass_made_from_other_arguments_breaks_naming_it():
+    def made_with_a_list(x):
+        return TwoTensor(x, x, outer_size=list(x.shape)) * 2
+
+    x = torch.randn(3)
+    explanation = graphwright.explain(made_with_a_list)(x)
+    assert explanation.graph_break_count == 1
+    assert "the tensor subclass TwoTensor from arguments other than tensors and constants" \
+        in str(explanation.break_reasons[0].reason)
+    assert_same(graphwright.compile(made_with_a_list, backend="aot_eager")(x), made_with_a_list(x))
+
+
+def test_isinstance_of_an_operation_on_a_subclass_sees_the_subclass():
+    def branch(x):
+        y = x.sin()
+        return y + 1 if isinstance(y, TwoTensor) else y - 1
+
+    x = TwoTensor(torch.randn(3), torch.randn(3))
+    assert_same(graphwright.compile(branch, backend="eager", fullgraph=True)(x), branch(x))
