@@ -22,14 +22,9 @@ METADATA_ONLY = {
 """Ops whose values are not defined by their inputs: compared by dtype, sizes, strides and
 storage offset only, as PyTorch's own consistency tests skip their values."""
 
-# Ahead-of-time autograd's outputs and write-backs (aot/metadata.py, aot/runtime.py, another
-# helper's work at the time of writing):
-_VIEW_MUTATED_INSIDE = ("AOT: an output that views an input and was mutated through that view has "
-                        "the functional tensor's strides, not the view's (aot/metadata.py)")
+# Ahead-of-time autograd's write-backs into inputs (aot/runtime.py):
 _OUT_NONCONTIGUOUS = ("AOT: out= into a non-contiguous (permuted or strided) `out`: the write-back "
                       "gives the graph's own layout or misplaces values (aot/runtime.py)")
-_DTYPE_VIEW = ("AOT: an output that is a dtype or complex view of an input (imag, view_as_real, "
-               "view_as_complex) is rebuilt as a view of the input's dtype (aot/metadata.py)")
 _OUT_AND_MUTATED_STATE = ("AOT: out= of an op that also mutates inputs (running statistics): the "
                           "write-back pairs new values with the wrong inputs (aot/runtime.py)")
 # PyTorch's own kernels (torch.compile's aot_eager fails the same way):
@@ -43,16 +38,9 @@ _TENSOR_SECTIONS = ("GB002: tensor_split's sections given as a 0-dim tensor: how
                     "graphwright has no guard on tensor data (under aot_eager both refuse)")
 
 XFAIL: dict[tuple[str, str], str] = {
-    **{(op, "aot_eager"): _VIEW_MUTATED_INSIDE for op in (
-        "addbmm", "addmm", "addmm.decomposed", "baddbmm", "copysign", "cumprod", "cumsum",
-        "index_copy", "masked_fill", "masked_scatter", "mvlgamma.mvlgamma_p_1",
-        "mvlgamma.mvlgamma_p_3", "mvlgamma.mvlgamma_p_5", "renorm", "resize_as_", "scatter",
-        "scatter_add", "scatter_reduce.amax", "scatter_reduce.amin", "scatter_reduce.mean",
-        "scatter_reduce.prod", "scatter_reduce.sum", "tril", "triu")},
     **{(op, "aot_eager"): _OUT_NONCONTIGUOUS for op in (
         "matmul", "nn.functional.linear", "narrow_copy", "nn.functional.avg_pool3d",
         "nn.functional.gelu")},
-    **{(op, "aot_eager"): _DTYPE_VIEW for op in ("imag", "view_as_real", "view_as_complex")},
     ("_native_batch_norm_legit", "aot_eager"): _OUT_AND_MUTATED_STATE,
     ("native_batch_norm", "aot_eager"): (
         "AOT: functionalizing native_batch_norm's out= overload leaves the in-place "
@@ -81,5 +69,6 @@ FAST_SLICE = (
     "nn.functional.triplet_margin_with_distance_loss",
 )
 """The ops `make test` sweeps (`GW_OPINFO=all` sweeps every op)."""
+
 INDUCTOR_SAMPLES = 2
 """Samples per op under inductor (each compiles C++ kernels)."""
