@@ -196,6 +196,31 @@ def test_a_view_of_a_view_made_under_no_grad_stops_its_gradient_there_as_in_eage
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_intermediate_written_through_an_out_view_keeps_eagers_layout(backend, dynamic):
+    def written_through(x, y):
+        o = (1.0 * x).detach().clone()
+        return torch.maximum(y, y * 2, out=o.permute(1, 0))
+
+    def and_returned(x, y):
+        o = (1.0 * x).detach().clone()
+        r = torch.maximum(y, y * 2, out=o.permute(1, 0))
+        return o, r
+
+    for fn in (written_through, and_returned):
+        compiled = graphwright.compile(fn, backend=backend, fullgraph=True, dynamic=dynamic)
+        for rows in (2, 5):
+            x, y = torch.randn(rows, 3), torch.randn(3, rows)
+            expected, actual = fn(x, y), compiled(x, y)
+            for e, a in zip(expected if isinstance(expected, tuple) else (expected,),
+                            actual if isinstance(actual, tuple) else (actual,)):
+                assert (a.shape, a.stride()) == (e.shape, e.stride())
+                torch.testing.assert_close(a, e)
+        if fn is and_returned:
+            assert actual[1].untyped_storage().data_ptr() == actual[0].untyped_storage().data_ptr()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_views_of_an_output_and_of_an_intermediate_keep_their_dtype_and_share_its_storage(backend):
     def fn(x):

@@ -30,6 +30,7 @@ from .metadata import (
     describe_run,
     from_functional,
     functionalization,
+    laid_out_otherwise,
     functionalization_paused,
     to_functional,
 )
@@ -64,7 +65,7 @@ def trace_signature(
             meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
             values = meta.forward_values(functional_inputs, flat_outputs)
             if not any(meta.forward_requires_grad):
-                return _returned([from_functional(v) for v in values], len(values), boundary)
+                return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
             if boundary is not None:  # the tangents' layouts, for this trace or the one after it
                 boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
             if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
@@ -147,7 +148,27 @@ def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, 
     grad_of_input: list[Any] = [None] * len(functional_inputs)
     for (i, _), grad in zip(wrt, grads):
         grad_of_input[i] = grad
-    return _returned([from_functional(v) for v in [*values, *grad_of_input]], len(values), boundary)
+    return _returned([*_unwrapped_values(values, meta, boundary), *(from_functional(g) for g in grad_of_input)],
+                     len(values), boundary)
+
+
+def _unwrapped_values(values: Sequence[Any], meta: GraphMetadata, boundary: SubclassBoundary | None) -> list:
+    """The forward values as the graph returns them, those the user sees laid out as in eager.
+
+    A functional wrapper has eager's strides, its value may not: a tensor written through a
+    view (`out=` into `o.t()`) is rebuilt from the view's new value, transposed. Such a value
+    is copied into eager's layout, where the runtime rebuilds views from it as eager made them.
+    """
+    inner = [from_functional(v) for v in values]
+    if boundary is not None:
+        return inner
+    for i in range(len(meta.mutated_inputs), len(values)):
+        spec = meta.forward_specs[i]
+        if spec is not None and laid_out_otherwise(spec.stride, inner[i]):
+            with functionalization_paused():
+                inner[i] = torch.empty_strided(inner[i].shape, spec.stride, dtype=inner[i].dtype,
+                                               device=inner[i].device).copy_(inner[i])
+    return inner
 
 
 def joint_function(

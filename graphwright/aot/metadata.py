@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
@@ -57,11 +58,13 @@ class OutputInfo:
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
-    """Shape, dtype and device of a tensor to fabricate (a tangent) while tracing."""
+    """Shape, dtype and device of a tensor to fabricate (a tangent) while tracing; `stride`: an
+    output's strides as eager lays it out (None for a mutated input's new value)."""
 
     shape: tuple
     dtype: torch.dtype
     device: torch.device
+    stride: tuple | None = None
 
 
 @dataclasses.dataclass
@@ -153,6 +156,18 @@ def to_functional(value: Any) -> Any:
     return wrapped
 
 
+def laid_out_otherwise(strides: tuple | None, value: Any) -> bool:
+    """Whether `value`, the current value of a functional tensor, may have other strides than
+    eager's `strides` (its wrapper's, read before a sync): functionalization rebuilds a tensor
+    written through a view (`out=` into `o.t()`) from the view's new value, transposed. Strides
+    of dimensions of size 1 do not count; symbolic strides count as other unless known equal
+    (asking would specialise the sizes)."""
+    if strides is None or not isinstance(value, torch.Tensor) or statically_known_true(value.numel() == 0):
+        return False
+    return any(not statically_known_true(size == 1) and not statically_known_true(a == b)
+               for a, b, size in zip(value.stride(), strides, value.shape))
+
+
 def from_functional(value: Any) -> Any:
     """The current value of a functional wrapper, with pending mutations applied."""
     if isinstance(value, torch.Tensor) and torch._is_functional_tensor(value):
@@ -180,16 +195,18 @@ def describe_run(
     >>> meta = describe_run(fakes, functional_inputs, flat_outputs, out_spec, grad_enabled=True)
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
+    strides = _strides_before_sync(flat_outputs)
     mutated = _mutated_inputs(functional_inputs)
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
     ]
     chains = _ViewChains(input_size_names(fake_inputs))
     outputs = _describe_outputs(flat_outputs, functional_inputs, chains)
-    hidden_bases = _share_intermediate_bases(flat_outputs, outputs, chains)
+    hidden_bases = _share_intermediate_bases(flat_outputs, outputs, chains, strides)
     meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
     forward_values = meta.forward_values(functional_inputs, flat_outputs)
-    meta.forward_specs = [_tensor_spec(v) for v in forward_values]
+    meta.forward_specs = [_tensor_spec(v, strides.get(id(v)) if k >= len(mutated) else None)
+                          for k, v in enumerate(forward_values)]
     leaves = [meta.outputs[i].no_grad_view for i in meta.graph_output_indices]
     hidden = under_no_grad + leaves + [False] * (len(forward_values) - len(mutated) - len(leaves))
     meta.forward_requires_grad = [
@@ -199,10 +216,21 @@ def describe_run(
     return meta
 
 
-def _tensor_spec(value: Any) -> TensorSpec | None:
+def _tensor_spec(value: Any, stride: tuple | None) -> TensorSpec | None:
     if not isinstance(value, torch.Tensor):
         return None
-    return TensorSpec(tuple(value.shape), value.dtype, value.device)
+    return TensorSpec(tuple(value.shape), value.dtype, value.device, stride)
+
+
+def _strides_before_sync(flat_outputs: Sequence[Any]) -> dict[int, tuple]:
+    """The strides of the outputs and of their bases as eager lays them out: what their
+    functional wrappers say before a sync makes them their values' (see `laid_out_otherwise`)."""
+    strides = {}
+    for out in flat_outputs:
+        for t in (out, getattr(out, "_base", None)):
+            if isinstance(t, torch.Tensor):
+                strides[id(t)] = tuple(t.stride())
+    return strides
 
 
 def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Tensor) -> bool:
@@ -274,7 +302,8 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
     return infos
 
 
-def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains) -> list[int]:
+def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains,
+                              strides: dict[int, tuple]) -> list[int]:
     """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
 
     Such outputs share the intermediate's storage; the intermediate is the autograd base of
@@ -294,8 +323,8 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
         base = flat_outputs[owner]._base
         views = [(i, chains.between(flat_outputs[i], base)) for i in members]
         views = [(i, view) for i, view in views if view is not None]
-        if len(views) < 2:
-            continue
+        if len(views) < 2 and not laid_out_otherwise(strides.get(id(base)), from_functional(base)):
+            continue  # one view: the graph computes it (a base written through a view: rebuilt)
         for i, view in views:
             infos[i] = dataclasses.replace(infos[i], kind=OutputKind.INTERMEDIATE_VIEW, index=len(hidden_bases),
                                            view=view)
