@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-breadth test-browser test-corpus-reference test-pytorch-suite fuzz bench docs clean
+.PHONY: demo test test-quick test-breadth test-opinfo test-browser test-corpus-reference test-pytorch-suite fuzz bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ test: $(STAMP)
 # model under each backend, against torch.compile): longer than CI's budget.
 test-breadth: $(STAMP)
 	$(PYTEST) -m breadth tests
+
+# PyTorch's operator database (tests/opinfo): every op of op_db, compiled and compared with
+# eager (`make test` sweeps a fixed slice of it); ops spread over both workers. The handful run
+# under inductor changes every ISO week; `GW_OPINFO_SEED=...` picks another.
+test-opinfo: $(STAMP)
+	GW_OPINFO=all $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist load tests/opinfo
 
 test-quick: $(STAMP)
 	$(PYTEST) -m "not slow and not browser" tests

@@ -82,3 +82,22 @@ def test_a_leaf_made_in_the_graph_and_kept_inside_trains_through_the_aten_graphs
     (first + second).backward()
     assert second.requires_grad and "CompiledFunction" in type(first.grad_fn).__name__
     torch.testing.assert_close(w.grad, x.sum(0))
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "eager"])
+def test_an_op_without_a_derivative_runs_its_forward_and_its_backward_raises_as_eager(backend):
+    # scatter with reduce= has no derivative formula: eager computes the forward and raises only
+    # when the backward runs; no joint graph can be traced for it.
+    def f(x, index, src):
+        return torch.scatter(x, 0, index, src, reduce="add").sin()
+
+    x, src = torch.randn(3, 5, requires_grad=True), torch.randn(1, 5, requires_grad=True)
+    index = torch.tensor([[0, 1, 2, 0, 1]])
+    expected = f(x, index, src)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(x, index, src)
+    torch.testing.assert_close(actual, expected)
+    assert actual.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        expected.sum().backward()
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        actual.sum().backward()

@@ -437,3 +437,17 @@ def test_a_data_dependent_check_inside_cond_branches_is_asserted_at_run_time(bac
     with pytest.raises(RuntimeError, match=r"Runtime assertion failed for expression Eq\(Mod\(u\d+, 4\), 0\) "
                                            r"\(`_check` at .*test_dynamic_shapes.py:\d+\)"):
         compiled(torch.ones(5, 5))  # 25 rows
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("start", [-2, 0, 1])
+def test_narrow_at_a_start_read_from_a_tensor(backend, start):
+    # the output's size depends on the start's sign (a Piecewise size): the graph computes it
+    def f(x, start):
+        return torch.narrow(x, 1, start, 2) * 2
+
+    x = torch.randn(3, 5)
+    expected = f(x, torch.tensor(start))
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(x, torch.tensor(start))
+    assert actual.shape == expected.shape
+    torch.testing.assert_close(actual, expected)

@@ -185,3 +185,44 @@ def test_internal_tracer_error_becomes_a_warning_and_eager_execution(monkeypatch
     with pytest.raises(graphwright.Unsupported, match="Internal error") as caught_error:
         graphwright.compile(fn, backend="eager", fullgraph=True)(torch.zeros(2))
     assert caught_error.value.user_stack[-1].lineno == fn.__code__.co_firstlineno
+
+
+def test_an_operator_rejecting_its_arguments_under_fullgraph_raises_eagers_exception_type_too():
+    # what eager raises (a TypeError here) is what `except TypeError:` around the call expects
+    def f(x):
+        return torch.histogramdd(x, [3, 3], out=(torch.empty(3, 3), [4, 4]))
+
+    x = torch.randn(5, 2)
+    with pytest.raises(TypeError):
+        f(x)
+    with pytest.raises(graphwright.Unsupported) as caught:
+        graphwright.compile(f, fullgraph=True, backend="eager")(x)
+    assert isinstance(caught.value, TypeError)
+    assert caught.value.gb_id == "GB010"
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_an_observed_builtin_exception_under_fullgraph_is_that_exception_type_too():
+    def f(x):
+        if x.dim() != 3:
+            raise ValueError("needs a batch")
+        return x
+
+    with pytest.raises(graphwright.Unsupported) as caught:
+        graphwright.compile(f, fullgraph=True, backend="eager")(torch.randn(2))
+    assert isinstance(caught.value, ValueError) and caught.value.gb_id == "GB011"
+
+
+def test_a_user_defined_exception_under_fullgraph_stays_unsupported_alone():
+    # its handlers may read attributes only the user's own __init__ sets
+    class Refusal(ValueError):
+        def __init__(self, code):
+            super().__init__(f"code {code}")
+            self.code = code
+
+    def f(x):
+        raise Refusal(3)
+
+    with pytest.raises(graphwright.Unsupported) as caught:
+        graphwright.compile(f, fullgraph=True, backend="eager")(torch.randn(2))
+    assert not isinstance(caught.value, ValueError)

@@ -478,3 +478,52 @@ def test_custom_autograd_functions_checkpointing_and_parametrizations():
     x.grad = None
     fn(x).sum().backward()
     torch.testing.assert_close(compiled_grad, x.grad)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_operator_whose_cpp_kernel_reads_data_traces_through_its_python_kernel(backend):
+    # istft's C++ kernel checks its window with `equal` (data); its Python composite does not
+    def f(spectrum):
+        return torch.istft(spectrum, n_fft=10, window=torch.hann_window(10))
+
+    spectrum = torch.stft(torch.randn(40), n_fft=10, window=torch.hann_window(10), return_complex=True)
+    expected = f(spectrum)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(spectrum)
+    torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_python_torch_function_given_a_module_is_traced_into(backend):
+    # F.triplet_margin_with_distance_loss is a __torch_function__ operator written in Python; a
+    # module (or a function) as its distance_function can be no graph node's argument
+    def f(anchor, positive, negative):
+        by_module = F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                        distance_function=nn.PairwiseDistance())
+        by_function = F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=lambda a, b: (a - b).abs().sum(-1))
+        return by_module, by_function
+
+    inputs = [torch.randn(4, 5, requires_grad=True) for _ in range(3)]
+    expected = f(*inputs)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(*inputs)
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(torch.autograd.grad(sum(actual), inputs),
+                               torch.autograd.grad(sum(expected), inputs))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_torch_function_that_defines_a_class_per_call_is_one_non_strict_node(backend):
+    # torch.masked's reductions define an autograd.Function inside the function on every call
+    def f(x, mask):
+        return torch.masked.softmax(x, 1, mask=mask), torch.masked.sum(x, 0, mask=mask)
+
+    x, mask = torch.randn(3, 4, requires_grad=True), torch.rand(3, 4) > 0.3
+    counter = CompileCounter()
+    expected = f(x, mask)
+    actual = graphwright.compile(f, fullgraph=True, backend=backend)(x, mask)
+    graphwright.compile(f, fullgraph=True, backend=counter)(x, mask)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    assert counter.frame_count == 1
+    cotangents = [torch.randn_like(t) for t in expected]
+    torch.testing.assert_close(torch.autograd.grad(actual, x, cotangents),
+                               torch.autograd.grad(expected, x, cotangents), equal_nan=True)

@@ -18,6 +18,8 @@ This module formats; it never decides what is an error.
 """
 from __future__ import annotations
 
+import builtins
+import functools
 import traceback
 from collections.abc import Sequence
 
@@ -82,6 +84,22 @@ class Unsupported(GraphwrightError, RuntimeError):
     def __init__(self, title: str, *, gb_id: str = "", **details) -> None:
         self.gb_id = gb_id
         super().__init__(title, **details)
+
+
+@functools.cache
+def unsupported_raising(error_type: type[BaseException]) -> type[Unsupported]:
+    """`Unsupported`, made an instance of `error_type` too when that is a builtin exception: the
+    graph break under fullgraph for an exception the program raises (a failing assert, an
+    operator rejecting its arguments) is caught by the `except ValueError:` that catches it
+    around the eager call. A type whose instances are laid out differently (OSError,
+    StopIteration) or a user-defined one (its handlers may read its own attributes) gives
+    `Unsupported` alone."""
+    if issubclass(Unsupported, error_type) or getattr(builtins, error_type.__name__, None) is not error_type:
+        return Unsupported
+    try:
+        return type(f"Unsupported{error_type.__name__}", (Unsupported, error_type), {"__module__": __name__})
+    except TypeError:  # instance lay-out conflict
+        return Unsupported
 
 
 class TraceError(GraphwrightError):

@@ -260,6 +260,10 @@ class AOTCompiledGraph:
             assumptions = _size_assumptions(shape_env)
             try:
                 signature = self._build(self._function(traced=True), fakes, grad_enabled, cache_key)
+            except joint.NoDerivative:
+                # Its backward raises eager's own error when (and only if) the user runs it:
+                # this signature runs the torch-level graph as captured, as eager does.
+                return CompiledSignature(self._function())
             except BackendRefusal as refusal:
                 owner = artifacts.scope_name() or "a graph"
                 warn_at_user_line(f"graphwright runs {owner} as captured, without its backend:\n{refusal}",

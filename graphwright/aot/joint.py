@@ -92,6 +92,18 @@ class _MutatesDifferentiableInput(Exception):
     """The traced graph mutates an input that requires grad (the trace is abandoned)."""
 
 
+class NoDerivative(Exception):
+    """An operator between the inputs and a differentiable output has no derivative formula
+    (`scatter` with `reduce=`): eager runs its forward and raises only when its backward runs,
+    so no joint graph exists for it."""
+
+
+def _is_missing_derivative(error: RuntimeError) -> bool:
+    # Autograd's NotImplemented node and the formulas' not_implemented() both say so.
+    message = str(error)
+    return "derivative for" in message and "not implemented" in message
+
+
 def _fake_tangents(specs: Sequence[TensorSpec], fake_mode, boundary: SubclassBoundary | None) -> list[torch.Tensor]:
     with functionalization_paused(), fake_mode:
         return _tangents(specs, boundary)
@@ -122,12 +134,17 @@ def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, 
     if boundary is not None:
         with functionalization_paused():
             tangents = boundary.rebuild_tangents(tangents)
-    grads = torch.autograd.grad(
-        differentiable,
-        [t for _, t in wrt],
-        grad_outputs=[to_functional(t) for t in tangents],
-        allow_unused=True,
-    )
+    try:
+        grads = torch.autograd.grad(
+            differentiable,
+            [t for _, t in wrt],
+            grad_outputs=[to_functional(t) for t in tangents],
+            allow_unused=True,
+        )
+    except RuntimeError as error:
+        if _is_missing_derivative(error):
+            raise NoDerivative(str(error)) from error
+        raise
     grad_of_input: list[Any] = [None] * len(functional_inputs)
     for (i, _), grad in zip(wrt, grads):
         grad_of_input[i] = grad

@@ -48,6 +48,9 @@ _FUNCTION_OPS: dict[type, Callable[..., Any]] = {
     sympy.LessThan: operator.le,
     sympy.StrictGreaterThan: operator.gt,
     sympy.GreaterThan: operator.ge,
+    sympy.And: operator.and_,
+    sympy.Or: operator.or_,
+    sympy.Not: torch.sym_not,
 }
 
 
@@ -107,6 +110,8 @@ class SymbolicSizeNodes:
         return node
 
     def _operand(self, expr: sympy.Basic) -> Any:
+        if expr is sympy.true or expr is sympy.false:
+            return bool(expr)
         if expr.is_number:
             return int(expr) if expr.is_integer else float(expr)
         return self._emit(expr)
@@ -122,6 +127,8 @@ class SymbolicSizeNodes:
             return self._apply(operator.pow, [self._operand(expr.base), int(expr.exp)])
         if isinstance(expr, symfn.Identity):
             return self._emit(expr.args[0])
+        if isinstance(expr, sympy.Piecewise):
+            return self._build_piecewise(expr.args)
         op = _FUNCTION_OPS.get(type(expr))
         if op is None:
             raise TraceError(
@@ -174,11 +181,34 @@ class SymbolicSizeNodes:
             product = self._apply(operator.mul, [product, self._operand(factor)])
         return product
 
+    def _build_piecewise(self, pieces: tuple) -> Any:
+        """`Piecewise((e1, c1), (e2, c2), ..., (en, True))` (a size that depends on a value's
+        sign, e.g. `narrow` at a data-dependent start) as nested `torch.sym_ite` nodes."""
+        (value, condition), rest = pieces[0], pieces[1:]
+        if condition is sympy.true or not rest:
+            return self._operand(value)
+        operands = [self._operand(condition), self._operand(value), self._build_piecewise(rest)]
+        values = [o.meta["val"] if isinstance(o, torch.fx.Node) else o for o in operands]
+        node = self._graph.call_function(torch.sym_ite, tuple(operands))
+        node.meta["val"] = _if_then_else(*values)
+        return node
+
     def _apply(self, op: Callable[..., Any], operands: list[Any]) -> torch.fx.Node:
         values = [o.meta["val"] if isinstance(o, torch.fx.Node) else o for o in operands]
         node = self._graph.call_function(op, tuple(operands))
         node.meta["val"] = op(*values)
         return node
+
+
+def _if_then_else(condition: Any, then: Any, otherwise: Any) -> Any:
+    """`torch.sym_ite` on a traced value, whose branches may be a SymInt and a plain int (the
+    graph runs it on two ints)."""
+    if not isinstance(condition, torch.SymBool):
+        return then if condition else otherwise
+    if type(then) is not type(otherwise):
+        node = (then if is_symbolic(then) else otherwise).node
+        then, otherwise = (v if is_symbolic(v) else torch.SymInt(node.wrap_int(v)) for v in (then, otherwise))
+    return torch.sym_ite(condition, then, otherwise)
 
 
 def _python_number(value: Any, expr: sympy.Basic) -> Any:

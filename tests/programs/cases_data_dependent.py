@@ -196,3 +196,13 @@ def _(x):
 def _(a):
     n = a.nonzero().squeeze(-1).numel()
     return a.new_tensor([n, n + 1, n * 2]), a.new_tensor([[n, a.shape[0]], [2, n - 1]])
+
+
+@program("narrow_at_a_start_read_from_a_tensor", lambda: (rand(3, 5), torch.tensor(-2)),
+         changed=lambda: (rand(3, 5), torch.tensor(1)), frames_changed=1,
+         reference={"frames_changed": 2, "why": "TorchDynamo compiles a second graph for a "
+                                                "start of the other sign; graphwright's graph "
+                                                "computes the size for either"})
+def _(x, start):
+    # the result's size depends on the start's sign: a size the graph computes
+    return torch.narrow(x, 1, start, 2).exp()

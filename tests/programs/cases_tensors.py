@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .harness import Args, module_program, program_decorator, rand
+from .harness import BACKEND, Args, module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -330,6 +330,30 @@ def _(a, b, out):
     return out.sum()
 
 
+@program("out_argument_list_of_an_op_returning_none",
+         lambda: (rand(5, 3), [torch.zeros(1, 3), torch.zeros(2, 3), torch.zeros(2, 3)]))
+def _(x, out):
+    # the `_copy` variants of split/unbind write an `out=` list and return None
+    result = torch.split_with_sizes_copy(x, [1, 2, 2], 0, out=out)
+    return result, out[2] * 2
+
+
+@program("python_torch_function_given_a_module_and_a_lambda",
+         lambda: (rand(4, 5, requires_grad=True), rand(4, 5), rand(4, 5)), grad=True)
+def _(anchor, positive, negative):
+    by_module = F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                    distance_function=torch.nn.PairwiseDistance())
+    by_lambda = F.triplet_margin_with_distance_loss(
+        anchor, positive, negative, distance_function=lambda a, b: (a - b).norm(dim=-1), margin=0.5)
+    return by_module + by_lambda
+
+
+@program("torch_masked_reductions_define_a_class_per_call",
+         lambda: (rand(3, 4, requires_grad=True), torch.tensor([[True, False, True, True]] * 3)), grad=True)
+def _(x, mask):
+    return torch.masked.softmax(x, 1, mask=mask).nan_to_num(), torch.masked.mean(x, 0, mask=mask)
+
+
 class AutocastForward(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -496,3 +520,14 @@ def _(x):
     y = x.sin()
     weight = torch.nn.Parameter(y.detach())
     return (y * weight).sum(), weight.requires_grad
+
+
+@program("operator_without_a_derivative_on_inputs_that_require_grad",
+         lambda: (rand(3, 5, requires_grad=True), torch.tensor([[0, 1, 2, 0, 1]]), rand(1, 5)),
+         reference={"why": "PyTorch's ahead-of-time autograd traces the backward when it "
+                           "compiles, and scatter's reduce= has no derivative",
+                    "xfail": "aot_eager: derivative for aten::scatter is not implemented"}
+         if BACKEND == "aot_eager" else {})
+def _(x, index, src):
+    out = torch.scatter(x, 0, index, src, reduce="multiply")
+    return out.cos(), out.requires_grad

@@ -54,6 +54,7 @@ from ..objects.wrap import compiled_original, function_value, is_cached_function
 from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
+from .graph_builder import is_graph_argument
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -189,6 +190,11 @@ def call_constant(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return call_value(tracer, tracer.wrap(original, None), args, kwargs)
     if isinstance(target, type):
         return instantiate(tracer, target, args, kwargs)
+    if is_graph_operator(target) and type(target) is types.FunctionType \
+            and not all(is_graph_argument(arg) for arg in [*args, *kwargs.values()]):
+        # a torch function written in Python given what no node can hold (a module as
+        # `distance_function`): traced into, as any other Python function of torch
+        return inline(tracer, function_value(target, None), args, kwargs)
     if is_graph_operator(target):
         result = tracer.graph.call("call_function", target, args, kwargs)
         if not args and not kwargs and isinstance(result, ConstantValue) and not _is_one_of(target, _MODELLED_STATE) \

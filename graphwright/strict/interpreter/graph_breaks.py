@@ -13,7 +13,7 @@ import traceback
 import types
 from dataclasses import dataclass
 
-from ..._core.errors import Unsupported
+from ..._core.errors import Unsupported, unsupported_raising
 from ..._core.user_stack import is_graphwright_file
 
 
@@ -37,7 +37,8 @@ class GraphBreak(Exception):
         self.user_stack = user_stack
         self.frames: list = []  # (Frame, instruction) it propagated through, innermost first
         self.split_note = ""  # set when the function could not be split here: what runs instead
-        self.user_error: BaseException | None = None  # the program's own exception (OBSERVED_EXCEPTION)
+        # the program's own exception (OBSERVED_EXCEPTION), or what an operator raised on fakes
+        self.user_error: BaseException | None = None
         # An operator rejected the types of its traced arguments (a TypeError on fake tensors).
         # What it was given may come from code that asks `torch.compiler.is_compiling()` (the
         # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
@@ -47,9 +48,9 @@ class GraphBreak(Exception):
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
                    f"see {self.kind.gb_id} in docs/graph-breaks.md")
-        return Unsupported(self.kind.title, gb_id=self.kind.gb_id, explanation=self.explanation,
-                           hints=self.kind.hints, debug_context=context,
-                           user_stack=self.user_stack)
+        error_type = Unsupported if self.user_error is None else unsupported_raising(type(self.user_error))
+        return error_type(self.kind.title, gb_id=self.kind.gb_id, explanation=self.explanation,
+                          hints=self.kind.hints, debug_context=context, user_stack=self.user_stack)
 
 
 def frame_summaries(positions: list[tuple[types.CodeType, int]]) -> list[traceback.FrameSummary]:

@@ -72,6 +72,18 @@ def is_graph_dataclass(value: Value) -> bool:
         == set(dataclass_init_fields(value.cls))
 
 
+def is_graph_argument(value: Value) -> bool:
+    """Whether a graph node can take `value` as an argument (`GraphBuilder.call` converts it):
+    tensors, constants, lists, tuples and dicts of them, graph dataclasses."""
+    if isinstance(value, (TensorValue, ConstantValue)):
+        return True
+    if isinstance(value, SequenceValue):
+        return all(is_graph_argument(item) for item in value.items)
+    if isinstance(value, DictValue) and value.kind is dict:
+        return all(is_graph_argument(item) for item in value.items.values())
+    return is_graph_dataclass(value)
+
+
 def _is_structseq(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "n_fields")
 
@@ -307,8 +319,10 @@ class GraphBuilder:
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
         try:
-            # symbolic sizes need the Python dispatcher (SymInt-aware composite kernels)
-            with self.fake_mode, enable_python_dispatcher() if self.symbolic else contextlib.nullcontext():
+            # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
+            # ones, and those whose C++ version reads data (istft checks its window with
+            # `equal`), as PyTorch's own tracer runs them.
+            with self.fake_mode, enable_python_dispatcher():
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -323,6 +337,7 @@ class GraphBuilder:
             brk = self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
+            brk.user_error = error
             raise brk
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors
@@ -331,7 +346,7 @@ class GraphBuilder:
                                  error="the tracer models strided tensors")
         if self.symbolic is None and self._shape_env is not None and _has_unbacked_symbols(result):
             self.symbolic = SymbolicSizes(self._shape_env)  # the first value that depends on data
-        if not self._holds_tensor(result) and not self._may_mutate(kind, target) and not effectful:
+        if not self._holds_tensor(result) and not self._may_mutate(kind, target, kwargs) and not effectful:
             if isinstance(result, (str, bytes)) and any(isinstance(arg, TensorValue) for arg in args) or (
                     kind == "call_function" and getattr(target, "__module__", "") in ("_operator", "operator")
                     and not holds_symbol(result)):
@@ -495,8 +510,9 @@ class GraphBuilder:
         return False
 
     @staticmethod
-    def _may_mutate(kind: str, target: Any) -> bool:
-        if target is operator.setitem:
+    def _may_mutate(kind: str, target: Any, kwargs: dict[str, Value]) -> bool:
+        # an `out=` list is written and the call returns None (`split_with_sizes_copy`)
+        if target is operator.setitem or "out" in kwargs:
             return True
         name = target if kind == "call_method" else getattr(target, "__name__", "")
         return name.endswith("_") and not name.endswith("__")

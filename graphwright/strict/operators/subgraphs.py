@@ -17,7 +17,6 @@ naming the user's line, unless the operator lets the function change its tensor 
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -413,10 +412,12 @@ def run_on_fakes(tracer: "Tracer", name: str, run: Callable[[], Any]) -> Any:
     """`run()` in the compilation's fake mode: the fake result of an operator call made here."""
     graph = tracer.graph
     try:
-        with graph.fake_mode, enable_python_dispatcher() if graph.symbolic else contextlib.nullcontext():
+        with graph.fake_mode, enable_python_dispatcher():  # as GraphBuilder.call runs operators
             return run()
     except gb.GraphBreak:
         raise
     except Exception as error:
-        raise tracer.graph_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
-                                 op=name, error=f"{type(error).__name__}: {error}") from error
+        brk = tracer.graph_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
+                                 op=name, error=f"{type(error).__name__}: {error}")
+        brk.user_error = error
+        raise brk from error
