@@ -138,7 +138,13 @@ class SymbolicSizeNodes:
                 hints=['Trace with tracing_mode="fake" to specialise the sizes.'],
                 user_stack=user_frames_of_stack(),
             )
-        return self._apply(op, [self._operand(arg) for arg in expr.args])
+        operands = [self._operand(arg) for arg in expr.args]
+        if isinstance(expr, (sympy.And, sympy.Or)):  # n-ary in sympy, binary in Python
+            result = operands[0]
+            for operand in operands[1:]:
+                result = self._apply(op, [result, operand])
+            return result
+        return self._apply(op, operands)
 
     def _symbol_node(self, symbol: sympy.Symbol) -> torch.fx.Node:
         origin = self._symbol_origins.get(symbol)

@@ -5,6 +5,8 @@ torch.compile: the expectations (frame counts, recompiles) are PyTorch's.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from . import (
@@ -81,3 +83,11 @@ def test_program_names_are_unique():
 @pytest.mark.parametrize("program", [_param(p) for p in ALL_PROGRAMS])
 def test_compiled_program_matches_eager(program):
     check_program(program)
+
+
+@pytest.mark.skipif(REFERENCE, reason="graphwright's AOT autograd; the reference run checks the captured graphs")
+@pytest.mark.parametrize("program", [_param(p) for p in ALL_PROGRAMS if not p.backend])
+def test_program_through_aot_autograd_matches_eager(program):
+    """The same programs with ahead-of-time autograd behind the counter: its aten graphs, the
+    runtime's views, mutations and gradients must keep what the captured graph computes."""
+    check_program(dataclasses.replace(program, backend="aot_eager"))
