@@ -32,6 +32,22 @@ REQUIRED_FEATURES = {
     "side effects": ["side_effect_list", "side_effect_dict", "side_effect_global", "side_effect_global_tensor",
                      "side_effect_object", "side_effect_module", "side_effect_argument"],
     "calls": ["mutate_between_calls", "dynamic_True", "dynamic_False"],
+    "iterator sources": ["iter_source_generator", "iter_source_class", "iter_source_iterable", "iter_source_genexp",
+                         "iter_source_map", "iter_source_filter", "iter_source_list_iterator",
+                         "iter_source_local_generator", "iter_source_halts", "iter_items_int", "iter_items_tensor",
+                         "iter_items_mixed", "iter_next_before", "iter_consumed_twice", "iter_rest_observed",
+                         "iter_caught_in_f", "iter_caught_in_callee"],
+    "iterator consumers": ["iter_any", "iter_all", "iter_min_max", "iter_sorted_sum", "iter_zip", "iter_map_filter",
+                           "iter_constructor", "iter_update_method", "iter_membership", "iter_pull",
+                           "iter_itertools_slicing", "iter_itertools_combining", "iter_predicate_raises",
+                           "iter_reduce_tensors", "iter_collect_tensors", "iter_cat_tensors", "iter_pick_tensor",
+                           "iter_by_rank", "iter_rank_predicate", "iter_data_predicate"],
+    "views": ["view_returned", "view_mutation", "view_of_input_written", "out_target", "out_target_input",
+              "out_unary", "out_binary", "out_reduction", "out_mm", "view_transpose", "view_permute",
+              "view_diagonal", "view_narrow", "view_select", "view_expand", "view_unbind", "view_split",
+              "view_chunk", "view_step_slice", "view_unfold", "view_as_strided", "view_dtype_view", "view_complex",
+              "view_index", "view_slice", "view_unsqueeze", "view_view"],
+    "tensor subclasses": ["input_subclass", "module_subclass_parameter"],
 }
 SAMPLE = 400
 MIN_SHARE = 0.01  # of programs
