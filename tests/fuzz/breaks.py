@@ -70,7 +70,9 @@ def data_dependent_branch(b: Builder) -> None:
 def unsupported_call(b: Builder) -> None:
     shape = some_shape(b)
     source = expression(b, shape, b.integer(0, 1))
-    calls = ["copy.deepcopy({e}.detach())"] + ([] if b.subclass else ["torch.as_tensor(np.tanh(np.asarray({e}.detach())))"])
+    calls = ["copy.deepcopy({e}.detach())"]
+    if not b.subclass:  # a subclass has no .numpy()
+        calls.append("torch.as_tensor(np.tanh(np.asarray({e}.detach())))")
     call = b.choice(calls)
     b.assign(call.format(e=operand(source.code)), shape, source.dtype, False)
     b.plant_break("GB005", "break_unsupported_call")

@@ -118,10 +118,11 @@ def _tensor_result(name: str, template: str, shape_of: Callable[[Any], Shape] = 
     item; `combine` makes a default of that shape from one of the items' ("stack", "cat")."""
     def write(b: Builder, source, result: str) -> Written:
         dtype = source.items[0].dtype if first else source.items[-1].dtype if last else source.dtype
-        fallback = None
-        if combine is not None:
-            fallback = lambda b: f"torch.{combine}([{cast(expression(b, source.shape, 0), dtype)}] * {source.length})"  # noqa: E731
-        return Written(name, template.format(s=source.code), shape=shape_of(source), dtype=dtype, fallback=fallback)
+
+        def fallback(b: Builder) -> str:
+            return f"torch.{combine}([{cast(expression(b, source.shape, 0), dtype)}] * {source.length})"
+        return Written(name, template.format(s=source.code), shape=shape_of(source), dtype=dtype,
+                       fallback=fallback if combine else None)
     return write
 
 

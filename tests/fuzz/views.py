@@ -4,9 +4,9 @@
 `narrow`, `select`, `expand`, `unbind`, `split`, `chunk`, slices with steps, `unfold`,
 `as_strided` (within the smallest size any call has), dtype views (`view(torch.int32)`,
 `view(torch.bfloat16)`, a float64 read as float32 and back), complex views
-(`view_as_complex`, `view(torch.complex64)`, and their `real`, `imag` and `view_as_real`). Each knows its shape when the shape model can say
-(a slice with a step of a symbolic size cannot), its dtype, and whether it may be
-changed in place (no element twice, not an output of a multi-view function whose base
+(`view_as_complex`, `view(torch.complex64)`, and their `real`, `imag` and
+`view_as_real`). Each knows its shape when the shape model can say (a slice with a step
+of a symbolic size cannot), its dtype, and whether it may be changed in place (no element twice, not an output of a multi-view function whose base
 requires grad). Only float views of known shape join the scope: the others are returned
 (from `f`'s own body) and never computed on, as reinterpreted bits are no numbers to
 compute with. A write through a dtype or complex view keeps the base's values sane
