@@ -17,6 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .._core import artifacts, dump
 from .._core.counters import phase
@@ -394,13 +395,25 @@ class _OverlappingInputs:
         self._original = original
 
     def __call__(self, *args):
-        addresses = [args[i].untyped_storage().data_ptr() for i in self._tensor_indices]
+        addresses = [address for i in self._tensor_indices for address in _storage_addresses(args[i])]
         if len(set(addresses)) == len(addresses):
             return self._run(*args)
-        mutated = {args[i].untyped_storage().data_ptr() for i in self._mutated}
+        mutated = {address for i in self._mutated for address in _storage_addresses(args[i])}
         if sum(address in mutated for address in addresses) > len(mutated):
             return self._original(*args)
         return self._run(*args)
+
+
+def _storage_addresses(tensor: torch.Tensor) -> list[int]:
+    """Where a tensor's elements live: its storage, or those of a wrapper subclass's inner
+    tensors (a `TwoTensor` has no storage of its own)."""
+    if type(tensor) in _PLAIN_TENSOR_TYPES or not is_traceable_wrapper_subclass(tensor):
+        return [tensor.untyped_storage().data_ptr()]
+    names, _ = tensor.__tensor_flatten__()
+    return [address for name in names for address in _storage_addresses(getattr(tensor, name))]
+
+
+_PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:
