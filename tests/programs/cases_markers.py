@@ -49,6 +49,20 @@ def _(x):
     return t * n
 
 
+@nonstrict_trace
+def _tripled(x):
+    return x * 3
+
+
+@program("nonstrict_call_under_no_grad_on_a_view_of_a_tensor_that_requires_grad",
+         lambda: rand(4, 2, requires_grad=True), grad=True)
+def _(x):
+    doubled = x * 2
+    with torch.no_grad():
+        row = _tripled(doubled[0])
+    return row, doubled.sin()
+
+
 _LEAF_CALLS = []
 
 
