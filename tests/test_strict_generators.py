@@ -1,5 +1,7 @@
 """Generators made in a compiled region whose timing the tracer cannot reproduce break the
 graph, never run their cleanup at the wrong moment."""
+import itertools
+
 import pytest
 import torch
 
@@ -40,10 +42,23 @@ def test_generator_held_by_a_local_is_closed_when_the_function_returns():
     assert torch.equal(result, expected) and compiled_log == eager_log == ["before return", "closed"]
 
 
-def test_generator_dropped_inside_an_iterator_the_tracer_cannot_see_into_breaks_the_graph():
+def test_generator_dropped_with_the_enumerate_over_it_is_closed_there():
     def counted(x, log):
         for _, number in enumerate(_numbers(log)):
             break  # the enumerate, and the generator it holds, are dropped here
+        log.append("after the loop")
+        return x * number
+
+    eager_log, compiled_log = [], []
+    expected = counted(torch.ones(2), eager_log)
+    result = graphwright.compile(counted, backend="eager", fullgraph=True)(torch.ones(2), compiled_log)
+    assert torch.equal(result, expected) and compiled_log == eager_log == ["closed", "after the loop"]
+
+
+def test_generator_dropped_inside_an_iterator_the_tracer_cannot_see_into_breaks_the_graph():
+    def counted(x, log):
+        for number in itertools.takewhile(bool, _numbers(log)):
+            break  # the takewhile, and the generator it holds, are dropped here
         return x * number
 
     with pytest.raises(graphwright.Unsupported, match="left suspended inside a `try`/`with` block"):

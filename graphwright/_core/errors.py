@@ -125,6 +125,12 @@ class BackendError(GraphwrightError):
     """A backend failed to compile or run a captured graph."""
 
 
+class BackendRefusal(BackendError):
+    """A backend declined, before compiling, a graph it cannot compile faithfully (AOT autograd
+    and a tensor subclass). Under `fullgraph=False` the graph then runs as captured, as the
+    `eager` backend runs it, with a warning; under `fullgraph=True` this is raised."""
+
+
 class ConstraintViolationError(GraphwrightError, symbolic_shapes.ConstraintViolationError):
     """A dimension marked with `mark_dynamic` was forced to one size by the program (PyTorch's
     error of the same name too, so that code catching that one catches this)."""

@@ -44,7 +44,7 @@ from .._core import artifacts, config, logs
 from .._core.counters import counters
 from .metadata import GraphMetadata
 
-FORMAT = 1
+FORMAT = 2
 """The entries' layout; entries of another format are not read."""
 
 

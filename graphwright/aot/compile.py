@@ -17,7 +17,6 @@ import torch
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .._core import artifacts, dump
 from .._core.counters import phase
@@ -32,6 +31,7 @@ from .runtime import (
     make_inference_function,
     make_training_function,
 )
+from .subclasses import refuse_tensor_subclasses
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
@@ -167,19 +167,22 @@ class AOTCompiledGraph:
         recompute: bool,
         size_generic: bool = False,
     ) -> None:
+        self._state_names, self._state_slots = _lifted_state(gm)
+        state = [getattr(m, a) for m, a in self._state_slots]
+        refuse_tensor_subclasses(gm, example_inputs, list(zip(self._state_names, state)))
         self._compilers = compilers
         self._size_generic = size_generic
         self._decompositions = decompositions
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
-        self._state_names, self._state_slots = _lifted_state(gm)
         self._gm = gm
         self._num_user_inputs = len(example_inputs)
-        all_inputs = [*example_inputs, *(getattr(m, a) for m, a in self._state_slots)]
+        all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
+        self._enables_grad = _enables_grad(gm)
         self._input_grad_changes = _input_requires_grad_changes(gm)
         self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
@@ -205,7 +208,8 @@ class AOTCompiledGraph:
         for index, flag in self._input_grad_changes:
             args[index].requires_grad_(flag)
         flags = tuple(args[i].requires_grad for i in self._tensor_indices)
-        key = (torch.is_grad_enabled() and (True in flags or self._makes_leaves), flags)
+        grad_somewhere = torch.is_grad_enabled() or self._enables_grad
+        key = (grad_somewhere and (True in flags or self._makes_leaves), flags)
         signature = self.signatures.get(key)
         if signature is None:
             signature = self.signatures[key] = self._compile(key)
@@ -282,7 +286,7 @@ class AOTCompiledGraph:
             return CompiledSignature(make_inference_function(graphs[0], entry.meta), mutated)
         run = make_training_function(*graphs, entry.meta, num_saved_tensors=entry.num_saved_tensors,
                                      detached_inputs=entry.inputs_without_gradient,
-                                     gradient_tangents=entry.gradient_tangents)
+                                     gradient_tangents=entry.gradient_tangents, enables_grad=self._enables_grad)
         return CompiledSignature(run, mutated)
 
     def _save_entry(self, cache_key: str, meta, forward: BoxedFn, backward: BoxedFn | None = None,
@@ -349,7 +353,7 @@ class AOTCompiledGraph:
         backward = LazyBackward(compile_backward)
         run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
                                      detached_inputs=part.inputs_without_gradient,
-                                     gradient_tangents=part.gradient_tangents)
+                                     gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
     def _decomposition_table(self) -> dict | None:
@@ -395,25 +399,20 @@ class _OverlappingInputs:
         self._original = original
 
     def __call__(self, *args):
-        addresses = [address for i in self._tensor_indices for address in _storage_addresses(args[i])]
+        addresses = [args[i].untyped_storage().data_ptr() for i in self._tensor_indices]
         if len(set(addresses)) == len(addresses):
             return self._run(*args)
-        mutated = {address for i in self._mutated for address in _storage_addresses(args[i])}
+        mutated = {args[i].untyped_storage().data_ptr() for i in self._mutated}
         if sum(address in mutated for address in addresses) > len(mutated):
             return self._original(*args)
         return self._run(*args)
 
 
-def _storage_addresses(tensor: torch.Tensor) -> list[int]:
-    """Where a tensor's elements live: its storage, or those of a wrapper subclass's inner
-    tensors (a `TwoTensor` has no storage of its own)."""
-    if type(tensor) in _PLAIN_TENSOR_TYPES or not is_traceable_wrapper_subclass(tensor):
-        return [tensor.untyped_storage().data_ptr()]
-    names, _ = tensor.__tensor_flatten__()
-    return [address for name in names for address in _storage_addresses(getattr(tensor, name))]
-
-
-_PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+def _enables_grad(gm: torch.fx.GraphModule) -> bool:
+    """Does the graph switch grad mode on (`with torch.enable_grad():` in the region)? Then a
+    call made under `no_grad` still differentiates what the graph computes with grad on."""
+    return any(node.op == "call_function" and node.target is torch._C._set_grad_enabled and node.args
+               and node.args[0] is True for node in gm.graph.nodes)
 
 
 def _new_leaves(gm: torch.fx.GraphModule) -> tuple[bool, bool]:

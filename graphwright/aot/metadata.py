@@ -21,6 +21,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
+from .views import ViewChain, input_size_names, relative_chain, view_chain
 
 
 class OutputKind(enum.Enum):
@@ -28,7 +29,7 @@ class OutputKind(enum.Enum):
     INPUT = "an input itself"
     INPUT_VIEW = "a view of an input"
     SAME_OUTPUT = "the same object as an earlier output"
-    OUTPUT_VIEW = "a view of an earlier output that owns its storage"
+    OUTPUT_VIEW = "a view of an earlier output the graph computes"
     INTERMEDIATE_VIEW = "a view of an intermediate that other outputs view too"
     CONSTANT = "a Python constant"
 
@@ -39,18 +40,19 @@ class OutputInfo:
 
     `index` names the input (INPUT, INPUT_VIEW), earlier output (SAME_OUTPUT,
     OUTPUT_VIEW) or hidden base (INTERMEDIATE_VIEW) it refers to; `view` is
-    (size, stride, storage offset relative to that base's) for the view
-    kinds; `value` is the constant for CONSTANT. `no_grad_view`: a view made
-    under `no_grad` of a tensor that requires grad, which eager makes a leaf
-    that requires grad (no gradient flows through it to its base).
+    the chain of aten view ops that makes the output from that base, for the
+    view kinds; `value` is the constant for CONSTANT. `no_grad_view`: a view
+    made under `no_grad` of a tensor that requires grad, which eager makes a
+    leaf that requires grad (no gradient flows through it to its base).
     """
 
     kind: OutputKind
     requires_grad: bool = False
     index: int = -1
-    view: tuple[tuple[int, ...], tuple[int, ...], int] | None = None
+    view: ViewChain | None = None
     value: Any = None
     no_grad_view: bool = False
+    differentiable_tail: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,8 +184,9 @@ def describe_run(
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
     ]
-    outputs = _describe_outputs(flat_outputs, functional_inputs)
-    hidden_bases = _share_intermediate_bases(flat_outputs, outputs)
+    chains = _ViewChains(input_size_names(fake_inputs))
+    outputs = _describe_outputs(flat_outputs, functional_inputs, chains)
+    hidden_bases = _share_intermediate_bases(flat_outputs, outputs, chains)
     meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
     forward_values = meta.forward_values(functional_inputs, flat_outputs)
     meta.forward_specs = [_tensor_spec(v) for v in forward_values]
@@ -237,86 +240,142 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
     return mutated
 
 
-def _static_view(t: torch.Tensor, base: torch.Tensor):
-    """(size, stride, storage offset from `base`'s) of a view, or None when any is symbolic.
+class _ViewChains:
+    """The view chains of one run's tensors, read once each."""
 
-    The offset is relative because a later call's input may start elsewhere in its storage.
-    """
-    view = (tuple(t.size()), tuple(t.stride()), t.storage_offset() - base.storage_offset())
-    flat = [*view[0], *view[1], view[2]]
-    return view if all(type(v) is int for v in flat) else None
+    def __init__(self, size_names) -> None:
+        self._size_names = size_names
+        self._chains: dict[int, Any] = {}
+
+    def of(self, t: torch.Tensor):
+        if id(t) not in self._chains:
+            self._chains[id(t)] = (t, view_chain(t, self._size_names))  # `t` kept: its id stays its own
+        return self._chains[id(t)][1]
+
+    def between(self, view: torch.Tensor, base: torch.Tensor) -> ViewChain | None:
+        """The view ops that make `view` from `base` (which shares its storage)."""
+        return relative_chain(self.of(view), self.of(base))
 
 
-def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[Any]) -> list[OutputInfo]:
+def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[Any],
+                      chains: _ViewChains) -> list[OutputInfo]:
     input_storages = {
         StorageWeakRef(t.untyped_storage()): i
         for i, t in reversed(list(enumerate(functional_inputs)))
         if isinstance(t, torch.Tensor)
     }
     infos: list[OutputInfo] = []
-    for out in flat_outputs:
-        infos.append(_describe_output(out, flat_outputs, infos, functional_inputs, input_storages))
+    computed: dict[StorageWeakRef, list[int]] = {}  # the outputs of kind GRAPH so far, by storage
+    for j, out in enumerate(flat_outputs):
+        info = _describe_output(out, flat_outputs[:j], computed, functional_inputs, input_storages, chains)
+        if info.kind is OutputKind.GRAPH and isinstance(out, torch.Tensor):
+            computed.setdefault(StorageWeakRef(out.untyped_storage()), []).append(j)
+        infos.append(info)
     return infos
 
 
-def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo]) -> list[int]:
+def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains) -> list[int]:
     """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
 
-    Rewrites `infos` in place; returns, per hidden base, one viewing output's index.
+    Such outputs share the intermediate's storage; the intermediate is the autograd base of
+    one of them (a dtype view has none of its own, but joins the others by its storage).
+    Rewrites `infos` in place; returns, per hidden base, the index of the output it is the
+    base of.
     """
-    groups: dict[int, list[int]] = {}
+    groups: dict[StorageWeakRef, list[int]] = {}
     for i, (out, info) in enumerate(zip(flat_outputs, infos)):
-        if info.kind is not OutputKind.GRAPH or not isinstance(out, torch.Tensor):
-            continue
-        base = out._base
-        if base is not None and base._base is None and _static_view(out, base) is not None:
-            groups.setdefault(id(base), []).append(i)
+        if info.kind is OutputKind.GRAPH and isinstance(out, torch.Tensor):
+            groups.setdefault(StorageWeakRef(out.untyped_storage()), []).append(i)
     hidden_bases = []
     for members in groups.values():
-        if len(members) < 2:
+        owner = next((i for i in members if flat_outputs[i]._base is not None), None)
+        if owner is None:
             continue
-        for i in members:
-            info = infos[i]
-            infos[i] = OutputInfo(
-                OutputKind.INTERMEDIATE_VIEW,
-                info.requires_grad,
-                index=len(hidden_bases),
-                view=_static_view(flat_outputs[i], flat_outputs[i]._base),
-            )
-        hidden_bases.append(members[0])
+        base = flat_outputs[owner]._base
+        views = [(i, chains.between(flat_outputs[i], base)) for i in members]
+        views = [(i, view) for i, view in views if view is not None]
+        if len(views) < 2:
+            continue
+        for i, view in views:
+            infos[i] = dataclasses.replace(infos[i], kind=OutputKind.INTERMEDIATE_VIEW, index=len(hidden_bases),
+                                           view=view)
+        hidden_bases.append(owner)
     return hidden_bases
 
 
-def _describe_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
+def _describe_output(out, earlier, computed, functional_inputs, input_storages, chains) -> OutputInfo:
     if not isinstance(out, torch.Tensor):
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return OutputInfo(OutputKind.GRAPH)
         return OutputInfo(OutputKind.CONSTANT, value=out)
-    info = _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages)
-    if out.requires_grad and out.grad_fn is None and out._is_view():
-        return dataclasses.replace(info, no_grad_view=True)
+    info = _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains)
+    if out.requires_grad and out._is_view():
+        if out.grad_fn is None:
+            return dataclasses.replace(info, no_grad_view=True)
+        if _cut_from_base(out, info, earlier, functional_inputs):
+            return dataclasses.replace(info, no_grad_view=True, differentiable_tail=_differentiable_steps(out))
     return info
 
 
-def _describe_tensor_output(out, flat_outputs, earlier, functional_inputs, input_storages) -> OutputInfo:
+# Past this many autograd nodes the walk gives up and takes the view as differentiable.
+_MAX_NODES_WALKED = 256
+
+
+def _cut_from_base(out: torch.Tensor, info: OutputInfo, earlier: Sequence[Any],
+                   functional_inputs: Sequence[Any]) -> bool:
+    """A view of an input (or earlier output) that requires grad, whose autograd history does not
+    reach that base: a step of its chain was made under `no_grad` (eager made that step a leaf
+    that requires grad). Replayed differentiably, the gradient would reach the base."""
+    if info.kind is OutputKind.INPUT_VIEW:
+        base = functional_inputs[info.index]
+    elif info.kind is OutputKind.OUTPUT_VIEW:
+        base = earlier[info.index]
+    else:
+        return False
+    if not base.requires_grad:
+        return False
+    target = base.grad_fn
+    pending, seen = [out.grad_fn], set()
+    while pending and len(seen) < _MAX_NODES_WALKED:
+        node = pending.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node is target or getattr(node, "variable", None) is base:
+            return False
+        pending.extend(next_node for next_node, _ in node.next_functions)
+    return not pending
+
+
+def _differentiable_steps(out: torch.Tensor) -> int:
+    """How many of the last view steps autograd recorded (one node each) before the step made
+    under `no_grad`, whose result is a leaf."""
+    steps, node = 0, out.grad_fn
+    while node is not None and not hasattr(node, "variable") and steps < _MAX_NODES_WALKED:
+        steps += 1
+        node = node.next_functions[0][0] if node.next_functions else None
+    return steps
+
+
+def _describe_tensor_output(out, earlier, computed, functional_inputs, input_storages, chains) -> OutputInfo:
+    """`earlier`: the outputs before `out`; `computed`: those of kind GRAPH, by storage."""
     requires_grad = out.requires_grad
     for i, inp in enumerate(functional_inputs):
         if out is inp:
             return OutputInfo(OutputKind.INPUT, requires_grad, index=i)
-    for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-        if out is prev:
+    for j, prev in enumerate(earlier):
+        if prev is out:
             return OutputInfo(OutputKind.SAME_OUTPUT, requires_grad, index=j)
-    # Sizes that are symbolic cannot be replayed by `as_strided`; such an
-    # output is computed by the graph instead (same values, its own storage).
-    base_input = input_storages.get(StorageWeakRef(out.untyped_storage()))
+    # A view whose chain cannot be replayed (a data-dependent size in its arguments) is
+    # computed by the graph instead: the same values, dtype and strides, its own storage.
+    storage = StorageWeakRef(out.untyped_storage())
+    base_input = input_storages.get(storage)
     if base_input is not None:
-        view = _static_view(out, functional_inputs[base_input])
+        view = chains.between(out, functional_inputs[base_input])
         if view is not None:
             return OutputInfo(OutputKind.INPUT_VIEW, requires_grad, index=base_input, view=view)
-    base = out._base
-    if base is not None and base._base is None:
-        for j, (prev, info) in enumerate(zip(flat_outputs, earlier)):
-            view = _static_view(out, base)
-            if prev is base and info.kind is OutputKind.GRAPH and view is not None:
-                return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
+    for j in computed.get(storage, ()):
+        view = chains.between(out, earlier[j])
+        if view is not None:
+            return OutputInfo(OutputKind.OUTPUT_VIEW, requires_grad, index=j, view=view)
     return OutputInfo(OutputKind.GRAPH, requires_grad)

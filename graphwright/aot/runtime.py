@@ -5,8 +5,8 @@ returns a sequence. The training path wraps the forward and backward graphs
 in one `torch.autograd.Function`; the inference path calls the forward
 graph only. Both then do what functionalization took out of the graph:
 copy the new values of mutated inputs back into them, and rebuild outputs
-that alias an input or another output, so that identity and storage
-sharing are as in eager.
+that alias an input or another output by replaying the view ops that made
+them, so that identity, storage sharing, dtype and strides are as in eager.
 
 `make_training_function` and `make_inference_function` return the hot-path
 callables; they are written for speed (no per-call allocation beyond what
@@ -14,7 +14,7 @@ autograd needs, precomputed index lists).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -22,7 +22,8 @@ import torch.utils._pytree as pytree
 
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
-from .metadata import GraphMetadata, OutputKind
+from .metadata import GraphMetadata, OutputInfo, OutputKind
+from .views import make_replay
 
 BoxedFn = Callable[[list], Sequence[Any]]
 
@@ -35,7 +36,7 @@ class _Epilogue:
         self.num_mutated = len(meta.mutated_inputs)
         self.bases_start = self.num_mutated + len(meta.graph_output_indices)
         self.num_bases = len(meta.hidden_bases)
-        self.outputs = meta.outputs
+        self.producers = [_producer(info) for info in meta.outputs]
         # The common case, every output computed by the graph: skip the per-output dispatch.
         self.all_graph = all(o.kind is OutputKind.GRAPH and not o.no_grad_view for o in meta.outputs)
         self.rebuild = _structure_builder(meta.out_spec)
@@ -52,8 +53,8 @@ class _Epilogue:
         bases = values[self.bases_start : self.bases_start + self.num_bases]
         flat: list[Any] = []
         next_graph_value = iter(values[self.num_mutated : self.bases_start])
-        for info in self.outputs:
-            flat.append(_produce(info, args, flat, bases, next_graph_value))
+        for produce in self.producers:
+            flat.append(produce(args, flat, bases, next_graph_value))
         return self.rebuild(flat)
 
 
@@ -66,31 +67,57 @@ def _structure_builder(spec: pytree.TreeSpec) -> Callable[[Sequence[Any]], Any]:
     return lambda leaves: pytree.tree_unflatten(list(leaves), spec)
 
 
-def _produce(info, args, earlier, bases, next_graph_value):
-    kind = info.kind
+Producer = Callable[[Sequence[Any], list, Sequence[Any], Iterator[Any]], Any]
+"""`produce(args, earlier outputs, hidden bases, the graph's next values)`: one output leaf."""
+
+
+def _producer(info: OutputInfo) -> Producer:
+    """How one output leaf is made on each call, decided once."""
+    kind, index = info.kind, info.index
     if kind is OutputKind.GRAPH:
-        value = next(next_graph_value)
-        # a no-grad view the graph computed (its sizes are symbolic): a leaf that requires grad
-        return value.requires_grad_() if info.no_grad_view else value
+        # a no-grad view the graph computed (its chain could not be replayed): a leaf that requires grad
+        if info.no_grad_view:
+            return lambda args, earlier, bases, graph_values: next(graph_values).requires_grad_()
+        return lambda args, earlier, bases, graph_values: next(graph_values)
     if kind is OutputKind.CONSTANT:
-        return info.value
+        value = info.value
+        return lambda args, earlier, bases, graph_values: value
     if kind is OutputKind.INPUT:
-        return args[info.index]
+        return lambda args, earlier, bases, graph_values: args[index]
     if kind is OutputKind.SAME_OUTPUT:
-        return earlier[info.index]
-    if kind is OutputKind.INPUT_VIEW:
-        base = args[info.index]
-    elif kind is OutputKind.OUTPUT_VIEW:
-        base = earlier[info.index]
-    else:
-        base = bases[info.index]
-    if base.requires_grad and not info.requires_grad:
-        base = base.detach()
-    size, stride, offset = info.view
+        return lambda args, earlier, bases, graph_values: earlier[index]
+    source = {OutputKind.INPUT_VIEW: 0, OutputKind.OUTPUT_VIEW: 1, OutputKind.INTERMEDIATE_VIEW: 2}[kind]
+    detach = not info.requires_grad
     if info.no_grad_view:
+        # more recorded steps than the chain has: the whole chain under no_grad (the gradient
+        # still stops before the base)
+        tail = info.differentiable_tail if info.differentiable_tail < len(info.view) else 0
+        split = len(info.view) - tail
+        return _no_grad_then_differentiable(source, index, detach, make_replay(info.view[:split]),
+                                            make_replay(info.view[split:]))
+    replay = make_replay(info.view)
+
+    def produce(args, earlier, bases, graph_values):
+        base = (args, earlier, bases)[source][index]
+        if detach and base.requires_grad:
+            base = base.detach()
+        return replay(base, args)
+
+    return produce
+
+
+def _no_grad_then_differentiable(source: int, index: int, detach: bool, no_grad_steps, differentiable_steps):
+    """A view whose first steps eager made under `no_grad` (a leaf that requires grad), the rest
+    recorded by autograd."""
+    def produce(args, earlier, bases, graph_values):
+        base = (args, earlier, bases)[source][index]
+        if detach and base.requires_grad:
+            base = base.detach()
         with torch.no_grad():
-            return base.as_strided(size, stride, base.storage_offset() + offset)
-    return base.as_strided(size, stride, base.storage_offset() + offset)
+            view = no_grad_steps(base, args)
+        return differentiable_steps(view, args)
+
+    return produce
 
 
 def make_inference_function(forward: BoxedFn, meta: GraphMetadata) -> Callable[..., Any]:
@@ -150,6 +177,14 @@ def _mark_no_double_backward(grads: Sequence[Any], dependencies: Sequence[Any]) 
     return tuple(result)
 
 
+def _with_grad_on(apply: Callable[..., Any]) -> Callable[..., Any]:
+    def apply_with_grad_on(*args):
+        with torch.enable_grad():
+            return apply(*args)
+
+    return apply_with_grad_on
+
+
 class LazyBackward:
     """Compiles the backward graph on the first backward call, as eager would first need it."""
 
@@ -180,8 +215,13 @@ def make_training_function(
     num_saved_tensors: int,
     detached_inputs: Sequence[int],
     gradient_tangents: Sequence[frozenset[int]],
+    enables_grad: bool = False,
 ) -> Callable[..., Any]:
     """The callable for calls that need gradients: one autograd.Function around both graphs.
+
+    `enables_grad`: the graph switches grad mode on, so the autograd.Function records its
+    outputs even in a call made under `no_grad` (those computed with grad off are marked
+    non-differentiable, as for any call).
 
     `detached_inputs` never get a gradient (the graph uses them only where no gradient flows,
     or not at all): they enter the autograd.Function detached, as they would be absent from
@@ -239,9 +279,10 @@ def make_training_function(
                 grads = _unreached_as_none(grads, gradient_tangents, missing, len(tangents))
             return grads
 
+    apply = _with_grad_on(CompiledFunction.apply) if enables_grad else CompiledFunction.apply
     if not detached_inputs:
         def run(*args):
-            return epilogue(args, CompiledFunction.apply(*args))
+            return epilogue(args, apply(*args))
 
         return run
 
@@ -254,7 +295,7 @@ def make_training_function(
         for i in detached_inputs:
             if isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad:
                 inputs[i] = inputs[i].detach()
-        values = CompiledFunction.apply(*inputs)
+        values = apply(*inputs)
         if torch.is_grad_enabled() and any(not values[i].requires_grad for i in own_leaves):
             values = list(values)
             for i in own_leaves:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import inspect
+import threading
 import types
 import warnings
 import weakref
@@ -104,7 +105,7 @@ class CompiledFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # `call_as(self._fn, ...)` spelled out: one Python frame less on every compiled call
+        # `_first_hit` spelled out: one Python frame less on every compiled call
         fn = self._fn
         try:
             for entry in self._entries:
@@ -118,29 +119,42 @@ class CompiledFunction:
 
     def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
         """Call through this cache as function `fn` (the same code, its own closure cells)."""
-        try:
-            for entry in self._entries:
-                result = entry(fn, *args, **kwargs)
-                if result is not MISS:
-                    return result
-        except TypeError as error:
-            if error.__traceback__.tb_next is not None:
-                raise
-        return self._miss(args, kwargs, fn)
+        result = _first_hit(self._entries, fn, args, kwargs)
+        return self._miss(args, kwargs, fn) if result is MISS else result
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)
 
     def _miss(self, args: tuple, kwargs: dict, fn: types.FunctionType | None = None) -> Any:
-        fn, cache, settings = fn or self._fn, self._cache, self._settings
+        """Compile an entry for a call every entry missed, once however many threads miss
+        together: under the compile lock, an entry is built only if the entries are those the
+        call has just tried; otherwise (another thread added one) the call tries them again."""
+        fn, cache = fn or self._fn, self._cache
+        while True:
+            tried = list(cache.entries)
+            result = _first_hit(tried, fn, args, kwargs)
+            if result is not MISS:
+                return result
+            with _COMPILE_LOCK:
+                if cache.entries == tried:
+                    entry = self._compile_entry(fn, args, kwargs)
+                    break
+        if entry is None:
+            return fn(*args, **kwargs)
+        result = entry(fn, *args, **kwargs)
+        return fn(*args, **kwargs) if result is MISS else result
+
+    def _compile_entry(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Callable | None:
+        """A new entry for the call, put first in the cache; None where the call runs eagerly."""
+        cache, settings = self._cache, self._settings
         _drop_stale_entries(cache)
         if cache.exhausted or not binds(fn, args, kwargs):
-            return fn(*args, **kwargs)  # arguments that do not bind: Python's own TypeError
+            return None  # arguments that do not bind: Python's own TypeError
         if any_torch_dispatch_mode_on_stack():
             # a user's dispatch mode would see the tracer's fake tensors: as in PyTorch, the call
             # runs eagerly, and a function compiled in the mode's handler (where the mode is
             # off) compiles
-            return fn(*args, **kwargs)
+            return None
         if cache.entries:
             reason = failure_reason(cache.entries[0], fn, args, kwargs)
             if len(cache.entries) >= config.cache_size_limit:
@@ -153,8 +167,8 @@ class CompiledFunction:
                                "Raise `graphwright.config.cache_size_limit`."],
                         user_stack=user_frames_of_stack())
                 cache.exhausted = True
-                warnings.warn(cache_limit_warning(fn, reason), stacklevel=3)
-                return fn(*args, **kwargs)
+                warnings.warn(cache_limit_warning(fn, reason), stacklevel=4)
+                return None
             counters["recompiles"][reason] += 1
             if events.recompile_wanted():
                 events.recompiling(fn, [reason] + [failure_reason(entry, fn, args, kwargs)
@@ -167,12 +181,29 @@ class CompiledFunction:
             entry.compile_scope = scope
             events.entry_built(fn, entry, entry.__globals__)
         cache.entries.insert(0, entry)
-        result = entry(fn, *args, **kwargs)
-        return fn(*args, **kwargs) if result is MISS else result
+        return entry
 
     def _compile_residual_call(self, fn: types.FunctionType) -> "CompiledFunction":
         """A resume function or a callee the residual code calls, compiled with these settings."""
         return CompiledFunction(fn, self._settings.for_residual_calls(), kept=False)
+
+
+# Held while an entry is compiled (not while entries run): one compile at a time in the
+# process, as PyTorch's compile lock. Reentrant: compiling may call compiled code.
+_COMPILE_LOCK = threading.RLock()
+
+
+def _first_hit(entries: list[Callable], fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    """What the first entry whose guards pass returns; MISS when none does."""
+    try:
+        for entry in entries:
+            result = entry(fn, *args, **kwargs)
+            if result is not MISS:
+                return result
+    except TypeError as error:
+        if error.__traceback__.tb_next is not None:
+            raise  # raised by the entry's body, not by binding the arguments to it
+    return MISS
 
 
 def _drop_stale_entries(cache: CodeCache) -> None:

@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
 from .._core import config, dump
 from .._core.counters import phase
-from .._core.errors import BackendError, GraphwrightError
+from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
@@ -94,6 +94,8 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
     try:
         result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims,
                                 data_dependence=data_dependence(settings))
+        if not settings.fullgraph and _runs_no_operation(result):
+            return _python_entry(fn, result.guards, CallRouter(compile_function))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
         if settings.fullgraph and isinstance(brk.user_error, ImportError):
@@ -229,6 +231,12 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
                 compiled = PerShapeCompiled(backend, gm, list(graph.example_inputs))
             else:
                 compiled = backend(gm, list(graph.example_inputs))
+    except BackendRefusal as refusal:
+        if settings.fullgraph:
+            raise
+        _warn_at_user_line(f"graphwright runs a graph of {fn.__qualname__} as captured, without its "
+                           f"backend:\n{refusal}", refusal)
+        compiled = gm.forward  # as the `eager` backend runs it
     except Exception as error:
         raise BackendError(
             f"Backend {getattr(backend, '__name__', type(backend).__name__)} failed to compile a graph",
@@ -236,6 +244,14 @@ def _compiled_graph(fn: Callable, settings: CompileSettings, gm: torch.fx.GraphM
             hints=["Try `backend=\"eager\"` to check that capture itself works."]) from error
     events.graph_compiled(fn, gm)
     return compiled
+
+
+def _warn_at_user_line(message: str, error: GraphwrightError) -> None:
+    if error.user_stack:
+        frame = error.user_stack[-1]
+        warnings.warn_explicit(message, UserWarning, frame.filename, frame.lineno)
+    else:
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _late_break(result: TraceResult) -> Callable[..., Exception]:
@@ -246,11 +262,27 @@ def _late_break(result: TraceResult) -> Callable[..., Exception]:
     return on_break
 
 
+def _runs_no_operation(result: TraceResult) -> bool:
+    """The trace recorded nothing a graph would run. As in PyTorch, such a function is not
+    compiled: it runs as Python, and its calls are compiled. Unless it asked
+    `torch.compiler.is_compiling()`: then the answer it acted on must stay True (a helper that
+    returns a tensor when compiling and a float otherwise feeds compiled code)."""
+    graph = result.graph
+    return not result.asked_if_compiling and (graph.op_count() == 0 or graph.only_undone_switches())
+
+
 def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None) -> Callable:
-    """The whole function in Python: its calls routed to compiled wrappers by `router` (none
-    after an internal error: then the original runs untouched)."""
+    """The whole function in Python after the break `brk`: its calls routed to compiled
+    wrappers by `router` (none after an internal error: then the original runs untouched)."""
+    entry = _python_entry(fn, getattr(brk, "guards", []), router)
+    entry.graph_break = brk
+    return entry
+
+
+def _python_entry(fn: Callable, guards: list, router: CallRouter | None) -> Callable:
+    """Under `guards`, the whole function in Python, its calls routed by `router` (if any)."""
     writer = EntryWriter(fn.__code__)
-    guard_lines = writer.guard_lines(getattr(brk, "guards", []))
+    guard_lines = writer.guard_lines(guards)
     _, call = signature_text(fn.__code__)
     function = "___gw_fn"
     if router is not None:
@@ -261,8 +293,7 @@ def _eager_entry(fn: Callable, brk: GraphBreak, router: CallRouter | None = None
             writer.namespace["___with_kwdefaults"] = _with_kwdefaults
             function = f"___with_kwdefaults({function}, ___gw_fn.__kwdefaults__)"
     entry = assemble(writer, fn, guard_lines, [f"return {function}({call})"], fn.__qualname__)
-    entry.guards = getattr(brk, "guards", [])
-    entry.graph_break = brk
+    entry.guards = guards
     return entry
 
 

@@ -13,6 +13,7 @@ import warnings
 
 import torch
 
+from . import library_compiling_query
 from .harness import CorpusWarning, module_program, program_decorator, rand
 from .markers import graph_break
 
@@ -492,6 +493,18 @@ def _mask_unless_compiling(x, mask=None):
          fullgraph=False, frames=0)
 def _(x):
     return _mask_unless_compiling(x) + 1
+
+
+def _mask_unless_a_helper_says_compiling(x, mask=None):
+    if mask is None and not library_compiling_query.is_compiling():
+        mask = torch.ones(3)
+    return x * mask[0]
+
+
+@program("exception_only_under_compilation_asked_through_a_helper", lambda: rand(3),
+         fullgraph=False, frames=0)
+def _(x):
+    return _mask_unless_a_helper_says_compiling(x) + 1
 
 
 @program("exception_only_under_compilation_in_a_resume_function", lambda: rand(3),

@@ -98,7 +98,9 @@ class Program:
     through the outputs and compares gradients; `reference` overrides fields
     for the PyTorch run and must say `why` (its `xfail` names a PyTorch bug);
     `xfail` names what the strict tracer still lacks (a strict xfail, so a
-    fix is noticed); `nested(world, compile)` returns the world with a part
+    fix is noticed); `backend` puts a real backend behind the counter for
+    this program whatever `GW_CORPUS_BACKEND` says (a program about AOT
+    autograd names "aot_eager"); `nested(world, compile)` returns the world with a part
     of it compiled on its own by `compile` (the same backend and counter;
     eagerly, the identity), for programs whose compiled code calls code
     compiled separately (a training step calling a compiled model).
@@ -121,6 +123,7 @@ class Program:
     reference: dict = dataclasses.field(default_factory=dict)
     xfail: str | None = None
     nested: Callable[[Any, Callable[[Any], Any]], Any] | None = None
+    backend: str = ""
 
     def __post_init__(self) -> None:
         if self.reference and "why" not in self.reference:
@@ -206,9 +209,9 @@ def compile_counted(target: Any, *, fullgraph: bool, **options: Any) -> tuple[An
     return compile_fn(target), counter
 
 
-def counting_compiler(*, fullgraph: bool, **options: Any) -> tuple[Callable[[Any], Any], Any]:
+def counting_compiler(*, fullgraph: bool, backend: str = "", **options: Any) -> tuple[Callable[[Any], Any], Any]:
     """(a function compiling its target with a counting backend, the counter); see
-    `compile_counted`."""
+    `compile_counted`. `backend`: the real backend behind the counter, else `BACKEND`'s."""
     if REFERENCE:
         import torch._dynamo.testing
 
@@ -217,13 +220,14 @@ def counting_compiler(*, fullgraph: bool, **options: Any) -> tuple[Callable[[Any
     else:
         testing = graphwright.testing
         compile_fn = graphwright.compile
-    counter = testing.CompileCounterWithBackend(BACKEND) if BACKEND else testing.CompileCounter()
-    backend = _contract_checked(counter)
+    real_backend = backend or BACKEND
+    counter = testing.CompileCounterWithBackend(real_backend) if real_backend else testing.CompileCounter()
+    checked = _contract_checked(counter)
 
     def compile_target(target: Any) -> Any:
         if isinstance(target, list):
-            return [compile_fn(t, backend=backend, fullgraph=fullgraph, **options) for t in target]
-        return compile_fn(target, backend=backend, fullgraph=fullgraph, **options)
+            return [compile_fn(t, backend=checked, fullgraph=fullgraph, **options) for t in target]
+        return compile_fn(target, backend=checked, fullgraph=fullgraph, **options)
 
     return compile_target, counter
 
@@ -366,7 +370,8 @@ def run_world(program: Program, compiled: bool) -> list[CallRecord]:
         program.reset()
     torch.manual_seed(0)
     world = program.make()
-    compile_fn, counter = counting_compiler(fullgraph=program.fullgraph, **program.options) if compiled \
+    compile_fn, counter = counting_compiler(fullgraph=program.fullgraph, backend=program.backend,
+                                            **program.options) if compiled \
         else (_the_world, None)
     if program.nested is not None:
         world = program.nested(world, compile_fn)

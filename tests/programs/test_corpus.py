@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from . import (
+    cases_aot,
     cases_attributes,
     cases_bytecode,
     cases_classes,
@@ -22,6 +23,7 @@ from . import (
     cases_higher_order,
     cases_idioms,
     cases_introspection,
+    cases_iteration,
     cases_language,
     cases_markers,
     cases_models,
@@ -48,8 +50,10 @@ ALL_PROGRAMS = [
     *cases_numpy.PROGRAMS,
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
+    *cases_iteration.PROGRAMS,
     *cases_nested.PROGRAMS,
     *cases_new_libraries.PROGRAMS,
+    *cases_aot.PROGRAMS,
 ]
 
 

@@ -119,9 +119,18 @@ def use_deterministic_algorithms(tracer: "Tracer", args: list[Value], kwargs: di
         warn_only = bool(operations.python_value(tracer, kwargs.get("warn_only", ConstantValue(False))))
     except KeyError:
         raise tracer.user_error(TypeError("use_deterministic_algorithms() missing argument 'mode'")) from None
-    tracer.graph.record(torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
+    _switch_in_graph_and_after(tracer, torch._C._set_deterministic_algorithms, [mode], {"warn_only": warn_only})
     torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
     return NONE
+
+
+def _switch_in_graph_and_after(tracer: "Tracer", setter: Any, args: list, kwargs: dict) -> None:
+    """A global flag switched in the region: in the graph, where the operators after it pick
+    their kernels; and again after the graph, by the residual code, since a backend that
+    traces the graph into aten operators (AOT autograd) keeps no call that is not one."""
+    tracer.graph.record(setter, args, kwargs)
+    tracer.side_effects.replay_call(setter, [ConstantValue(arg) for arg in args],
+                                    {key: ConstantValue(value) for key, value in kwargs.items()})
 
 
 def _attention_switches() -> dict[Any, Any]:
@@ -151,7 +160,7 @@ def switch_attention_backend(tracer: "Tracer", setter: Any, args: list[Value], k
         setter(*python_args, **python_kwargs)
     except Exception as error:
         raise tracer.user_error(error, f"{setter.__name__}(...)")
-    tracer.graph.record(setter, python_args, python_kwargs)
+    _switch_in_graph_and_after(tracer, setter, python_args, python_kwargs)
     tracer.switched_flags.add(ATTENTION_SWITCHES[setter])
     return NONE
 

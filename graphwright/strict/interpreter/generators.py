@@ -72,11 +72,22 @@ def make_generator(tracer: "Tracer", function: FunctionValue, local_values: dict
 
 
 def _awaiting_cleanup(tracer: "Tracer") -> list[GeneratorValue]:
-    """The generators suspended inside a `try`/`with` block, whose cleanup Python runs when
-    the generator is collected (not running now)."""
+    """The generators whose collection Python makes visible (not running now): suspended inside
+    a `try`/`with` block (their cleanup runs), or in a `yield from` an iterator that closing
+    them closes (a generator that the program may still hold, a user iterator's `close()`)."""
     return [generator for generator in tracer.generators if generator.started and not generator.done
             and not generator.running
-            and generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered]
+            and (generator.frame.instructions[generator.frame.index - 1].offset in generator.frame.covered
+                 or _closes_delegate(tracer, generator))]
+
+
+def _closes_delegate(tracer: "Tracer", generator: GeneratorValue) -> bool:
+    receiver = _delegate_of(generator)
+    if receiver is None:
+        return False
+    if isinstance(receiver, GeneratorValue):
+        return not receiver.done
+    return _method(tracer, receiver, "close") is not None
 
 
 def dropped(tracer: "Tracer", values: list[Value], remaining: list[Value] = (),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import dis
+import itertools
 import operator
 
 from ..guards.sources import ConstantSource
@@ -282,7 +283,11 @@ class Instructions311:
         self.push(SequenceValue(self.pop().items, tuple))
 
     def op_UNPACK_SEQUENCE(self, inst):
-        items = operations.iterate(self.tracer, self.pop())
+        value = self.pop()
+        if isinstance(value, SequenceValue):
+            items = operations.iterate(self.tracer, value)
+        else:  # CPython takes one item more than it needs, to tell that there are too many
+            items = list(itertools.islice(operations.each(self.tracer, value), inst.arg + 1))
         if len(items) > inst.arg:
             raise self.tracer.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
         if len(items) < inst.arg:
@@ -342,13 +347,18 @@ class Instructions311:
     def op_GET_ITER(self, inst):
         iterable = self.pop()
         if not isinstance(iterable, (IteratorValue, LazyIteratorValue)):
-            iterable = IteratorValue(operations.iterate(self.tracer, iterable))
+            iterable = operations.iterator_of(self.tracer, iterable)
         self.push(iterable)
 
     def op_FOR_ITER(self, inst):
-        item = self.stack[-1].next_item()
+        iterator = self.stack[-1]
+        # hot: a modelled iterator is stepped directly; a user iterator's `__next__` is called
+        item = iterator.next_item() if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
+            else operations.next_item(self.tracer, iterator)
         if item is None:
             self.pop()
+            if not isinstance(iterator, IteratorValue):  # a generator `zip` did not finish goes with it
+                _generators().dropped(self.tracer, [iterator])
             self.jump_to(inst.argval)
         else:
             self.push(item)
@@ -412,7 +422,7 @@ class Instructions311:
 
     def op_GET_YIELD_FROM_ITER(self, inst):
         if not isinstance(self.stack[-1], (IteratorValue, LazyIteratorValue)):
-            self.stack[-1] = IteratorValue(operations.iterate(self.tracer, self.stack[-1]))
+            self.stack[-1] = operations.iterator_of(self.tracer, self.stack[-1])
 
     def op_SEND(self, inst):
         sent = self.pop()
@@ -437,7 +447,12 @@ class Instructions311:
         names, self.kw_names = self.kw_names, ()
         split = len(args) - len(names)
         kwargs = dict(zip(names, args[split:]))
-        self.push(calls.call_value(self.tracer, function, args[:split], kwargs))
+        result = calls.call_value(self.tracer, function, args[:split], kwargs)
+        if self.tracer.generators and any(isinstance(arg, LazyIteratorValue) for arg in args):
+            # an iterator made for the call (`any(g(x) for ...)`, `list(zip(a, b))`) goes when it
+            # returns: a generator it left suspended is collected there
+            _generators().dropped(self.tracer, args, [result])
+        self.push(result)
 
     def op_CALL_FUNCTION_EX(self, inst):
         kwargs = operations.dict_items(self.tracer, self.pop(), self.stack[-2]) if inst.arg & 1 else {}

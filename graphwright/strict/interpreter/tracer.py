@@ -34,7 +34,7 @@ from ..guards.sources import (
 )
 from ..objects import exceptions
 from ..objects import wrap as wrapping
-from ..objects.values import CellValue, DictValue, SequenceValue, Value
+from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
 from ..residual.side_effects import SideEffects
 from . import contexts
 from . import graph_breaks as gb
@@ -54,6 +54,7 @@ class TraceResult:
     side_effects: SideEffects
     final_stack: list[traceback.FrameSummary]
     stopped: StopTrace | None = None  # where a re-trace stopped: the frame and its next instruction
+    asked_if_compiling: bool = False  # the program asked `torch.compiler.is_compiling()`
 
 
 class Tracer:
@@ -74,6 +75,13 @@ class Tracer:
         self.cells_by_id: dict[int, CellValue] = {}
         self.handled = exceptions.HandledExceptions()
         self.generators: list = []  # the GeneratorValues made in the region, in order
+        self.asked_if_compiling = False
+
+    def answer_is_compiling(self) -> Value:
+        """`torch.compiler.is_compiling()` (and its spellings) in the region: True, remembered,
+        since code that asked must then run compiled even if it records no operation."""
+        self.asked_if_compiling = True
+        return ConstantValue(True)
 
     def graph_break(self, kind: GraphBreakKind, debug_context: str, **details: Any) -> GraphBreak:
         """The exception to raise for a graph break of `kind` at the current instruction."""
@@ -231,7 +239,8 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
         # the graph raises its breaks through the tracer: no cycle may keep the inputs it
         # holds alive once the caller drops the result
         graph, tracer.graph = tracer.graph, None
-    return TraceResult(graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()], stopped)
+    return TraceResult(graph, tracer.guards, output, tracer.side_effects, [frame.frame_summary()], stopped,
+                       tracer.asked_if_compiling)
 
 
 def add_size_guards(tracer: Tracer) -> None:

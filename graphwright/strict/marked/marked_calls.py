@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 def call_marked(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     if rules.is_compiling_function(target):
-        return ConstantValue(True)
+        return tracer.answer_is_compiling()
     if rules.is_forbidden(target):
         raise ForbiddenCallError(f"Attempt to trace forbidden callable {target}",
                                  explanation=f"`{getattr(target, '__qualname__', target)}` sets what the next "

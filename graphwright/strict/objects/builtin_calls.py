@@ -2,9 +2,11 @@
 
 Each builtin or library function the tracer models has a handler here, keyed
 by the function itself (with those of `introspection` and `output_calls`).
-Iteration helpers (enumerate, zip, map...) run over the known items, or take
-them when asked from a generator. Pure functions of constants are simply
-computed. `print` (when `config.reorderable_print`) is replayed after the graph.
+Consumers of iterables (`any`, `min`, `sum`, `functools.reduce`...) take each
+item when CPython's would (`operations.each`), so they stop where it stops;
+iteration helpers (enumerate, zip, map...) are in `iteration`. Pure functions
+of constants are simply computed. `print` (when `config.reorderable_print`) is
+replayed after the graph.
 """
 from __future__ import annotations
 
@@ -371,7 +373,10 @@ def sort_order(tracer: "Tracer", keys: list[Value], reverse: bool) -> list[int]:
     """The positions of `keys` in sorted order, stable, comparing with `<` as list.sort does."""
     if all(operations.is_constant_tree(key) for key in keys):
         python_keys = [operations.python_value(tracer, key, "sorted()") for key in keys]
-        return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+        try:
+            return sorted(range(len(keys)), key=python_keys.__getitem__, reverse=reverse)
+        except TypeError as error:  # keys that do not compare: the program's own TypeError
+            raise tracer.user_error(error, "comparison")
 
     def order(i: int, j: int) -> int:
         if _compare(tracer, operator.lt, keys[i], keys[j]):
@@ -385,23 +390,27 @@ def _min_max(function: Callable) -> Handler:
         symbolic = symbolic_numbers.symbolic_call(tracer, function, args, kwargs)
         if symbolic is not None:
             return symbolic
-        items = operations.iterate(tracer, args[0]) if len(args) == 1 else list(args)
-        if len(args) > 1 and not kwargs and _scalar_tensors_and_numbers(items):
-            return functools.reduce(lambda lhs, rhs: _elementwise_min_max(tracer, function, lhs, rhs), items)
-        keys = _sort_keys(tracer, items, kwargs.get("key"))
-        if any(isinstance(key, TensorValue) for key in keys):
-            raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
-        if not items:
-            if "default" in kwargs:
-                return kwargs["default"]
-            raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
+        if len(args) > 1 and not kwargs and _scalar_tensors_and_numbers(args):
+            return functools.reduce(lambda lhs, rhs: _elementwise_min_max(tracer, function, lhs, rhs), args)
+        if not args or len(args) > 1 and "default" in kwargs:
+            raise tracer.user_error(TypeError(
+                f"Cannot specify a default for {function.__name__}() with multiple positional arguments"
+                if args else f"{function.__name__} expected at least 1 argument, got 0"))
+        key = kwargs.get("key")
         # max keeps the first of equal items: it replaces only when an item is greater
         better = operator.gt if function is max else operator.lt
-        best = 0
-        for index in range(1, len(items)):
-            if _compare(tracer, better, keys[index], keys[best]):
-                best = index
-        return items[best]
+        best = best_key = None
+        for item in operations.each(tracer, args[0]) if len(args) == 1 else args:
+            item_key = _sort_key(tracer, item, key)
+            if isinstance(item_key, TensorValue):
+                raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{function.__name__}() comparing tensors")
+            if best is None or _compare(tracer, better, item_key, best_key):
+                best, best_key = item, item_key
+        if best is not None:
+            return best
+        if "default" in kwargs:
+            return kwargs["default"]
+        raise tracer.user_error(ValueError(f"{function.__name__}() arg is an empty sequence"))
     return handler
 
 
@@ -425,11 +434,15 @@ def _elementwise_min_max(tracer: "Tracer", function: Callable, lhs: Value, rhs: 
 
 
 def _sort_keys(tracer: "Tracer", items: list[Value], key: Value | None) -> list[Value]:
+    return [_sort_key(tracer, item, key) for item in items]
+
+
+def _sort_key(tracer: "Tracer", item: Value, key: Value | None) -> Value:
     from ..interpreter import calls
 
     if key is None or operations.is_none(key):
-        return items
-    return [calls.call_value(tracer, key, [item], {}) for item in items]
+        return item
+    return calls.call_value(tracer, key, [item], {})
 
 
 def _compare(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> bool:
@@ -450,7 +463,7 @@ _HANDLERS[max] = _min_max(max)
 @handles(sum)
 def _sum(tracer, args, kwargs):
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantValue(0))
-    for item in operations.iterate(tracer, args[0]):
+    for item in operations.each(tracer, args[0]):
         total = operations.binary(tracer, operator.add, total, item)
     return total
 
@@ -461,9 +474,9 @@ def _abs(tracer, args, kwargs):
 
 
 _HANDLERS[any] = lambda tracer, args, kwargs: ConstantValue(
-    any(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+    any(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
 _HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
-    all(operations.truth(tracer, item) for item in operations.iterate(tracer, args[0])))
+    all(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
 
 
 _HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
@@ -524,13 +537,11 @@ def _super(tracer, args, kwargs):
 def _reduce(tracer, args, kwargs):
     from ..interpreter import calls
 
-    items = operations.iterate(tracer, args[1])
-    if len(args) > 2:
-        items = [args[2], *items]
-    if not items:
+    items = operations.each(tracer, args[1])
+    total = args[2] if len(args) > 2 else next(items, None)
+    if total is None:
         raise tracer.user_error(TypeError("reduce() of empty iterable with no initial value"))
-    total = items[0]
-    for item in items[1:]:
+    for item in items:
         total = calls.call_value(tracer, args[0], [total, item], {})
     return total
 
@@ -580,7 +591,7 @@ def _autograd_state_query(tracer, args, kwargs):
 
 @handles(torch.compiler.is_compiling, torch.compiler.is_dynamo_compiling)
 def _is_compiling(tracer, args, kwargs):
-    return ConstantValue(True)
+    return tracer.answer_is_compiling()
 
 
 @handles(builtins.__build_class__)

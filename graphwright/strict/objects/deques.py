@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
 from . import operations
-from .values import NONE, ConstantValue, DequeValue, IteratorValue, LazyIteratorValue, SequenceValue, Value
+from .values import NONE, ConstantValue, DequeValue, IteratorValue, SequenceValue, Value
 
 if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
@@ -32,8 +32,11 @@ def make(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value
     if maxlen is not None and (not isinstance(maxlen, int) or maxlen < 0):
         raise tracer.user_error(ValueError("maxlen must be non-negative") if isinstance(maxlen, int)
                                 else TypeError("an integer is required"))
-    items = operations.iterate(tracer, iterable) if iterable is not None and not operations.is_none(iterable) else []
-    return DequeValue(items, maxlen)
+    made = DequeValue([], maxlen)
+    if iterable is not None and not operations.is_none(iterable):
+        for item in operations.each(tracer, iterable):  # taken one by one: an error stops it there
+            _append(made, item, left=False)
+    return made
 
 
 def _index(tracer: "Tracer", deque: DequeValue, key: Value) -> int:
@@ -63,21 +66,16 @@ def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value
     items = deque.items
     if kwargs:
         raise tracer.user_error(TypeError(f"deque.{name}() takes no keyword arguments"))
-    if name in ("extend", "extendleft", "__iadd__") and isinstance(args[0], LazyIteratorValue):
+    if name in ("extend", "extendleft", "__iadd__"):
+        added = operations.each(tracer, args[0])  # `d.extend(d)` takes the items as they were
         tracer.side_effects.mutate(deque)
-        while (item := args[0].next_item()) is not None:  # each item added before the next is made
+        for item in added:  # each item added before the next is pulled
             _append(deque, item, left=name == "extendleft")
         return deque if name == "__iadd__" else NONE
     if name in _CHANGES:
-        # iterate first: `d.extend(d)` takes the items as they were
-        added = operations.iterate(tracer, args[0]) if name in ("extend", "extendleft", "__iadd__") else []
         tracer.side_effects.mutate(deque)
         if name in ("append", "appendleft"):
             _append(deque, args[0], left=name == "appendleft")
-        elif name in ("extend", "extendleft", "__iadd__"):
-            for item in added:
-                _append(deque, item, left=name == "extendleft")
-            return deque if name == "__iadd__" else NONE
         elif name in ("pop", "popleft"):
             if not items:
                 raise tracer.user_error(IndexError(f"{name} from an empty deque"))

@@ -123,7 +123,7 @@ def attribute(tracer: "Tracer", view: DictViewValue, name: str) -> Value | None:
 
 def call_method(tracer: "Tracer", view: DictViewValue, name: str, args: list[Value],
                 kwargs: dict[str, Value]) -> Value:
-    from . import dicts, sets
+    from . import dicts
 
     kind = kind_of(view)
     if kind == "proxy" and name in _PROXY_READS:
@@ -143,8 +143,7 @@ def call_method(tracer: "Tracer", view: DictViewValue, name: str, args: list[Val
     if name == "__contains__" and len(args) == 1:
         return ConstantValue(contains(tracer, view, args[0]))
     if name == "isdisjoint" and len(args) == 1 and kind != "values":
-        other = sets.table(tracer, args[0])
-        return ConstantValue(not any(contains(tracer, view, item) for item in other.values()))
+        return ConstantValue(not any(contains(tracer, view, item) for item in operations.each(tracer, args[0])))
     operator_call = _dunder_operator(tracer, view, name, args)
     if operator_call is not None:
         return operator_call

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import operator
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..interpreter import graph_breaks as gb
 from . import classes, dict_views, operations
@@ -44,13 +44,14 @@ def _base(value: DictValue) -> type:
     return classes.builtin_base(value.python_type())
 
 
-def mapping_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
-    """What `dict.update(value)` and `dict(value)` read: the items of a mapping (a dict, or
-    anything with `keys()`), else the pairs an iterable gives, with Python's errors."""
+def pairs(tracer: "Tracer", value: Value) -> Iterator[tuple[Any, Value]]:
+    """What `dict.update(value)` and `dict(value)` read, each (key, value) when the dict takes
+    it: the items of a mapping (a dict, or anything with `keys()`); else each pair of an
+    iterable, pulled, checked and hashed before the next, with Python's errors."""
     if is_dict(value) or hasattr(value.python_type(), "keys"):
-        return operations.dict_items(tracer, value)
-    items: dict[Any, Value] = {}
-    for index, pair in enumerate(operations.iterate(tracer, value)):
+        yield from operations.dict_items(tracer, value).items()
+        return
+    for index, pair in enumerate(operations.each(tracer, value)):
         if isinstance(pair, ConstantValue) and not hasattr(type(pair.value), "__iter__"):
             raise tracer.user_error(TypeError(
                 f"cannot convert dictionary update sequence element #{index} to a sequence"))
@@ -58,20 +59,21 @@ def mapping_items(tracer: "Tracer", value: Value) -> dict[Any, Value]:
         if len(elements) != 2:
             raise tracer.user_error(ValueError(
                 f"dictionary update sequence element #{index} has length {len(elements)}; 2 is required"))
-        items[hashable_key(tracer, elements[0])] = elements[1]
-    return items
+        yield hashable_key(tracer, elements[0]), elements[1]
 
 
 def update(tracer: "Tracer", target: DictValue, args: list[Value], kwargs: dict[str, Value],
            name: str = "update") -> None:
     """`target.update(*args, **kwargs)`: the items of at most one mapping or iterable of pairs,
-    then the keywords; a subclass's `__setitem__` does not run (dict.update stores directly)."""
+    each stored before the next is read (an exception leaves those before it), then the
+    keywords; a subclass's `__setitem__` does not run (dict.update stores directly)."""
     if len(args) > 1:
         raise tracer.user_error(TypeError(f"{name} expected at most 1 argument, got {len(args)}"))
-    items = mapping_items(tracer, args[0]) if args else {}
-    items.update(kwargs)
     tracer.side_effects.mutate(target)
-    target.items.update(items)
+    if args:
+        for key, value in pairs(tracer, args[0]):
+            target.items[key] = value
+    target.items.update(kwargs)
 
 
 def build(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -98,7 +100,7 @@ def fromkeys(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, V
     if not args or len(args) > 2:
         raise tracer.user_error(TypeError(f"fromkeys expected at {'least 1' if not args else 'most 2'} "
                                           f"argument{'s' if args else ''}, got {len(args)}"))
-    keys = operations.iterate(tracer, args[0])
+    keys = operations.each(tracer, args[0])
     value = args[1] if len(args) > 1 else NONE
     if cls is dict:
         return DictValue({hashable_key(tracer, key): value for key in keys})

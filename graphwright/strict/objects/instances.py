@@ -14,6 +14,7 @@ break naming the base.
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -217,8 +218,7 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
         args = args[1:]
     if len(args) > 1:
         raise tracer.user_error(TypeError(f"{base.__name__} expected at most 1 argument, got {len(args)}"))
-    pairs = list(dicts.mapping_items(tracer, args[0]).items()) if args else []
-    pairs += list(kwargs.items())
+    pairs = itertools.chain(dicts.pairs(tracer, args[0]) if args else (), kwargs.items())
     if base is collections.OrderedDict:
         for key, value in pairs:
             operations.setitem(tracer, instance, key_value(key), value)

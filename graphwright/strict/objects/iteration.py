@@ -4,12 +4,13 @@ and `itertools`, as Python runs them.
 An iterator is an `IteratorValue` (its items already known), a `LazyIteratorValue`
 (a generator made in the region, or a helper over one: items are made when the
 consumer asks), or an instance of a user class with `__next__`. Each helper is
-written as a Python generator over the values its inputs produce (`_pull`), so
+written as a Python generator over the values its inputs produce (`operations.pull`), so
 it takes items in exactly the order and number Python's own helper would: an
 infinite `count()` or `cycle()` is fine, `zip` stops at the shortest, a function
 given to `map` runs when its result is asked for, interleaving its side effects
-with the consumer's. Restructuring helpers over inputs whose items are all known
-give an `IteratorValue` right away (it can leave the region).
+with the consumer's. Restructuring helpers over containers whose items are all
+known (and no iterator the program holds) give an `IteratorValue` right away (it
+can leave the region).
 """
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from . import classes, exceptions, operations
+from .operations import iterator_of, next_item, pull
 from .values import (
     NONE,
     ConstantValue,
     IteratorValue,
     LazyIteratorValue,
+    ObjectValue,
     SequenceValue,
     Value,
 )
@@ -51,40 +54,6 @@ def _call(tracer: "Tracer", function: Value, args: list[Value]) -> Value:
     return calls.call_value(tracer, function, args, {})
 
 
-def iterator_of(tracer: "Tracer", value: Value) -> Value:
-    """`iter(value)`: an iterator is itself; a user iterable's `__iter__` is called."""
-    if isinstance(value, (IteratorValue, LazyIteratorValue)):
-        return value
-    method = classes.special_method(tracer, value, "__iter__")
-    if method is not None:
-        iterator = _call(tracer, method, [])
-        if classes.special_method(tracer, iterator, "__next__") is not None:
-            return iterator  # a user iterator: next() calls its __next__
-        return IteratorValue(operations.drain(tracer, iterator))
-    return IteratorValue(operations.iterate(tracer, value))
-
-
-def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
-    """The iterator's next item, or None once it is exhausted."""
-    if isinstance(iterator, (IteratorValue, LazyIteratorValue)):
-        return iterator.next_item()
-    method = classes.special_method(tracer, iterator, "__next__")
-    if method is None:
-        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"next({iterator!r})", name="next",
-                                 types=f"`{iterator.python_type().__name__}`")
-    try:
-        return _call(tracer, method, [])
-    except UserException as raised:
-        if exceptions.caught(raised, StopIteration):
-            return None
-        raise
-
-
-def _pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
-    while (item := next_item(tracer, iterator)) is not None:
-        yield item
-
-
 def _result(items: Iterator[Value], cls: type, lazy: bool, inputs: list[Value] | None = None) -> Value:
     """`items` as the helper's iterator: all made now, or each when the consumer asks.
     `inputs`: the values `cls(*inputs)` is made of (the helper's own state is no more than
@@ -95,9 +64,13 @@ def _result(items: Iterator[Value], cls: type, lazy: bool, inputs: list[Value] |
 
 
 def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool]:
-    """The inputs as iterators, and whether any of them makes its items lazily."""
+    """The inputs as iterators, and whether the helper must make its items lazily: unless every
+    input is a container whose items are known (its iterator made here, seen by no one else),
+    taking them all now would show, in an iterator the program holds or in side effects."""
     iterators = [iterator_of(tracer, value) for value in values]
-    return iterators, not all(isinstance(iterator, IteratorValue) for iterator in iterators)
+    return iterators, not all(isinstance(iterator, IteratorValue) and iterator is not value
+                              and not classes.is_instance_value(value)
+                              for iterator, value in zip(iterators, values))
 
 
 def _python(tracer: "Tracer", value: Value | None, default: Any = None) -> Any:
@@ -126,38 +99,52 @@ def _next(tracer, args, kwargs):
 def _enumerate(tracer, args, kwargs):
     (iterator,), lazy = _iterators(tracer, args[:1])
     start = _python(tracer, args[1] if len(args) > 1 else kwargs.get("start"), 0)
-    items = (SequenceValue([ConstantValue(index), item], tuple)
-             for index, item in zip(itertools.count(start), _pull(tracer, iterator)))
-    return _result(items, enumerate, lazy)
+    inputs = [iterator, ConstantValue(start)]
+
+    def rows() -> Iterator[Value]:
+        for index, item in zip(itertools.count(start), pull(tracer, iterator)):
+            inputs[1] = ConstantValue(index + 1)  # from here on it is `enumerate(iterator, index + 1)`
+            yield SequenceValue([ConstantValue(index), item], tuple)
+    return _result(rows(), enumerate, lazy, inputs)
 
 
 @_handles(zip)
 def _zip(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
-    pulls = [_pull(tracer, it) for it in iterators]
+    pulls = [pull(tracer, it) for it in iterators]
     strict = _python(tracer, kwargs.get("strict"), False)
     rows = _strict_rows(tracer, pulls) if strict else zip(*pulls)
     return _result((SequenceValue(list(row), tuple) for row in rows), zip, lazy, None if strict else iterators)
 
 
-def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[tuple]:
-    """zip(strict=True): as zip, and a ValueError when the inputs end at different lengths."""
-    end = object()
-    for row in itertools.zip_longest(*pulls, fillvalue=end):
-        ended = [item is end for item in row]
-        if all(ended):
-            return
-        if any(ended):
-            first = ended.index(True) if ended[0] is False else ended.index(False)
-            relation = "shorter" if ended[first] else "longer"
-            raise tracer.user_error(ValueError(f"zip() argument {first + 1} is {relation} than argument 1"))
-        yield row
+def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[list[Value]]:
+    """zip(strict=True), pulling as CPython's does: each row from the first input on; an input
+    that ends after the first is shorter; when the first ends, each other input is asked once
+    more, and the first that gives an item is longer (that item is lost)."""
+    while pulls:
+        row = []
+        for position, items in enumerate(pulls):
+            item = next(items, None)
+            if item is None:
+                break
+            row.append(item)
+        else:
+            yield row
+            continue
+        if position:
+            raise tracer.user_error(ValueError(f"zip() argument {position + 1} is shorter than argument"
+                                               f"{'s 1-' if position > 1 else ' '}{position}"))
+        for position, items in enumerate(pulls[1:], 2):
+            if next(items, None) is not None:
+                raise tracer.user_error(ValueError(f"zip() argument {position} is longer than argument"
+                                                   f"{'s 1-' if position > 2 else ' '}{position - 1}"))
+        return
 
 
 @_handles(map)
 def _map(tracer, args, kwargs):
     iterators, _ = _iterators(tracer, list(args[1:]))
-    rows = zip(*(_pull(tracer, it) for it in iterators))
+    rows = zip(*(pull(tracer, it) for it in iterators))
     return _result((_call(tracer, args[0], list(row)) for row in rows), map, lazy=True,
                    inputs=[args[0], *iterators])
 
@@ -172,13 +159,38 @@ def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
 def _filter(tracer, args, kwargs):
     keep = _truth_of(tracer, args[0])
     iterator = iterator_of(tracer, args[1])
-    return _result((item for item in _pull(tracer, iterator) if keep(item)), filter, lazy=True,
+    return _result((item for item in pull(tracer, iterator) if keep(item)), filter, lazy=True,
                    inputs=[args[0], iterator])
 
 
 @_handles(reversed)
 def _reversed(tracer, args, kwargs):
-    return IteratorValue(list(reversed(operations.iterate(tracer, args[0]))))
+    (value,) = args
+    method = classes.special_method(tracer, value, "__reversed__")
+    if method is not None:
+        return _call(tracer, method, [])
+    cls = value.python_type()
+    if isinstance(value, (IteratorValue, LazyIteratorValue)) or isinstance(value, ObjectValue) \
+            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")):
+        raise tracer.user_error(TypeError(f"'{cls.__name__}' object is not reversible"))
+    length = classes.special_method(tracer, value, "__len__")
+    if isinstance(value, ObjectValue) and length is not None \
+            and classes.special_method(tracer, value, "__getitem__") is not None:
+        count = _python(tracer, _call(tracer, length, []))
+        return _result(_items_backwards(tracer, value, count), reversed, lazy=True)
+    return IteratorValue(list(reversed(operations.iterate(tracer, value))))
+
+
+def _items_backwards(tracer: "Tracer", sequence: Value, count: int) -> Iterator[Value]:
+    """`reversed()` of a user sequence: `sequence[i]` for i from `count - 1` down, each when
+    asked for; an IndexError or StopIteration from `__getitem__` ends it."""
+    for index in range(count - 1, -1, -1):
+        try:
+            yield operations.getitem(tracer, sequence, ConstantValue(index))
+        except UserException as raised:
+            if exceptions.caught(raised, (IndexError, StopIteration)):
+                return
+            raise
 
 
 # -- itertools ------------------------------------------------------------------------------
@@ -209,13 +221,13 @@ for _target in (itertools.combinations, itertools.permutations, itertools.combin
 @_handles(itertools.chain)
 def _chain(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
-    return _result((item for it in iterators for item in _pull(tracer, it)), itertools.chain, lazy, iterators)
+    return _result((item for it in iterators for item in pull(tracer, it)), itertools.chain, lazy, iterators)
 
 
 @_handles(itertools.chain.from_iterable)
 def _chain_from_iterable(tracer, args, kwargs):
     groups = iterator_of(tracer, args[0])
-    items = (item for group in _pull(tracer, groups) for item in _pull(tracer, iterator_of(tracer, group)))
+    items = (item for group in pull(tracer, groups) for item in operations.each(tracer, group))
     return _result(items, itertools.chain, lazy=True)
 
 
@@ -223,30 +235,30 @@ def _chain_from_iterable(tracer, args, kwargs):
 def _accumulate(tracer, args, kwargs):
     function = args[1] if len(args) > 1 else kwargs.get("func")
     initial = kwargs.get("initial")
-    (iterator,), lazy = _iterators(tracer, args[:1])
+    iterator = iterator_of(tracer, args[0])
     if function is None or operations.is_none(function):
         def combine(total: Value, item: Value) -> Value:
             return operations.binary(tracer, operator.add, total, item)
     else:
         def combine(total: Value, item: Value) -> Value:
             return _call(tracer, function, [total, item])
-        lazy = True
     start = None if initial is None or operations.is_none(initial) else initial
-    return _result(itertools.accumulate(_pull(tracer, iterator), combine, initial=start),
-                   itertools.accumulate, lazy)
+    # always lazy: adding runs when the total is asked for (a user `__add__`, a TypeError)
+    return _result(itertools.accumulate(pull(tracer, iterator), combine, initial=start),
+                   itertools.accumulate, lazy=True)
 
 
 @_handles(itertools.islice)
 def _islice(tracer, args, kwargs):
     (iterator,), lazy = _iterators(tracer, args[:1])
     bounds = [_python(tracer, arg) for arg in args[1:]]
-    return _result(itertools.islice(_pull(tracer, iterator), *bounds), itertools.islice, lazy)
+    return _result(itertools.islice(pull(tracer, iterator), *bounds), itertools.islice, lazy)
 
 
 @_handles(itertools.zip_longest)
 def _zip_longest(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
-    rows = itertools.zip_longest(*(_pull(tracer, it) for it in iterators), fillvalue=kwargs.get("fillvalue", NONE))
+    rows = itertools.zip_longest(*(pull(tracer, it) for it in iterators), fillvalue=kwargs.get("fillvalue", NONE))
     return _result(_tuples(rows), itertools.zip_longest, lazy)
 
 
@@ -267,13 +279,13 @@ def _repeat(tracer, args, kwargs):
 
 @_handles(itertools.cycle)
 def _cycle(tracer, args, kwargs):
-    return _result(itertools.cycle(_pull(tracer, iterator_of(tracer, args[0]))), itertools.cycle, lazy=True)
+    return _result(itertools.cycle(pull(tracer, iterator_of(tracer, args[0]))), itertools.cycle, lazy=True)
 
 
 def _while_handler(target: Callable) -> Handler:
     def handler(tracer, args, kwargs):
         keep = _truth_of(tracer, args[0])
-        return _result(target(keep, _pull(tracer, iterator_of(tracer, args[1]))), target, lazy=True)
+        return _result(target(keep, pull(tracer, iterator_of(tracer, args[1]))), target, lazy=True)
     return handler
 
 
@@ -283,7 +295,7 @@ HANDLERS[itertools.dropwhile] = _while_handler(itertools.dropwhile)
 
 @_handles(itertools.starmap)
 def _starmap(tracer, args, kwargs):
-    rows = _pull(tracer, iterator_of(tracer, args[1]))
+    rows = pull(tracer, iterator_of(tracer, args[1]))
     return _result((_call(tracer, args[0], operations.iterate(tracer, row)) for row in rows),
                    itertools.starmap, lazy=True)
 
@@ -291,14 +303,16 @@ def _starmap(tracer, args, kwargs):
 @_handles(itertools.compress)
 def _compress(tracer, args, kwargs):
     (data, selectors), lazy = _iterators(tracer, list(args[:2]))
-    truths = (operations.truth(tracer, selector) for selector in _pull(tracer, selectors))
-    return _result(itertools.compress(_pull(tracer, data), truths), itertools.compress, lazy)
+    truths = (operations.truth(tracer, selector) for selector in pull(tracer, selectors))
+    # always lazy (a selector's truth may run its `__bool__`), and made again from its inputs
+    return _result(itertools.compress(pull(tracer, data), truths), itertools.compress, lazy=True,
+                   inputs=[data, selectors])
 
 
 @_handles(itertools.pairwise)
 def _pairwise(tracer, args, kwargs):
     (iterator,), lazy = _iterators(tracer, args[:1])
-    return _result(_tuples(itertools.pairwise(_pull(tracer, iterator))), itertools.pairwise, lazy)
+    return _result(_tuples(itertools.pairwise(pull(tracer, iterator))), itertools.pairwise, lazy)
 
 
 class _TeeReader:
@@ -352,7 +366,7 @@ def _groupby(tracer, args, kwargs):
         return operations.python_value(tracer, found, "itertools.groupby keys")
 
     def groups() -> Iterator[Value]:
-        for group_key, group in itertools.groupby(_pull(tracer, iterator), python_key):
+        for group_key, group in itertools.groupby(pull(tracer, iterator), python_key):
             members = LazyIteratorValue(lambda group=group: next(group, None), type(group))
             yield SequenceValue([operations.constant_result(group_key), members], tuple)
     return _result(groups(), itertools.groupby, lazy=True)
@@ -365,7 +379,7 @@ def _count_elements(tracer, args, kwargs):
 
     mapping, iterable = args
     get = attributes.load_attr(tracer, mapping, "get")
-    for item in _pull(tracer, iterator_of(tracer, iterable)):
+    for item in operations.each(tracer, iterable):
         count = _call(tracer, get, [item, ConstantValue(0)])
         operations.setitem(tracer, mapping, item, operations.binary(tracer, operator.add, count, ConstantValue(1)))
     return NONE

@@ -42,7 +42,6 @@ from .values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
-    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -194,11 +193,8 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         tracer.side_effects.mutate(sequence)
         if name == "append":
             items.append(args[0])
-        elif name == "extend" and isinstance(args[0], LazyIteratorValue):
-            while (item := args[0].next_item()) is not None:  # each item appended before the next is made
-                items.append(item)
         elif name == "extend":
-            items.extend(operations.iterate(tracer, args[0]))
+            operations.extend(tracer, sequence, args[0])
         elif name == "insert":
             items.insert(operations.python_value(tracer, args[0]), args[1])
         elif name == "pop":

@@ -6,11 +6,17 @@ item. A special method that a user class defines in Python (`__getitem__`,
 `__add__`, `__iter__`...) is called first, as CPython looks it up on the type;
 the `native_*` functions are the builtin behaviour it may reach through
 super(). Anything else is a graph break naming the operation and the types.
+
+Iteration is one mechanism for every consumer: `each` pulls an iterator's items
+one at a time, as the consumer asks (so it stops where CPython's consumer stops,
+and an exception surfaces at the same item); `iterate` takes them all, for the
+consumers that CPython too drains first.
 """
 from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -144,7 +150,8 @@ def python_value(tracer: "Tracer", value: Value, purpose: str = "") -> Any:
                                  *(python_value(tracer, arg, purpose) for arg in value.args),
                                  **{key: python_value(tracer, arg, purpose) for key, arg in value.keywords.items()})
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
-        return iter([python_value(tracer, item, purpose) for item in iterate(tracer, value)])
+        # converted as the real function takes each item: it stops where CPython's stops
+        return (python_value(tracer, item, purpose) for item in pull(tracer, value))
     if isinstance(value, (TensorValue, ArrayValue)):
         kind = "a tensor" if isinstance(value, TensorValue) else "a NumPy array"
         what = f"using {kind} in {purpose}" if purpose else f"converting {kind} to a Python value"
@@ -201,9 +208,7 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
     if _is_container(lhs) or _is_container(rhs):
         return _container_binary(tracer, op, lhs, rhs)
     if op is operator.iadd and isinstance(lhs, SequenceValue) and lhs.kind is list:
-        added = iterate(tracer, rhs)  # list's += takes any iterable (its own items as they were)
-        tracer.side_effects.mutate(lhs)
-        lhs.items.extend(added)
+        extend(tracer, lhs, rhs)  # list's += takes any iterable
         return lhs
     if isinstance(lhs, SequenceValue) and op in (operator.add, operator.iadd) \
             and isinstance(rhs, SequenceValue) and lhs.kind is rhs.kind:
@@ -477,10 +482,7 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
         return python_value(tracer, item) in container.value
-    # an iterator is consumed only up to the item found, as Python's `in` consumes it
-    elements = _pull(container) if isinstance(container, (IteratorValue, LazyIteratorValue)) \
-        else iterate(tracer, container)
-    for element in elements:
+    for element in each(tracer, container):  # an iterator gives items up to the one found, no further
         if is_same(tracer, element, item):
             return True
         if isinstance(element, (TensorValue, ArrayValue)) or isinstance(item, (TensorValue, ArrayValue)):
@@ -491,39 +493,95 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     return False
 
 
-def _pull(iterator: IteratorValue | LazyIteratorValue) -> Iterator[Value]:
-    while (element := iterator.next_item()) is not None:
-        yield element
+# -- iteration: how every consumer takes items -------------------------------------------------
+
+def iterator_of(tracer: "Tracer", value: Value) -> Value:
+    """`iter(value)`: an iterator is itself; a user iterable's `__iter__` is called (what it
+    returns must be an iterator, as CPython checks); any other iterable gives an iterator over
+    its items as they are now."""
+    if isinstance(value, (IteratorValue, LazyIteratorValue)):
+        return value
+    method = special_method(tracer, value, "__iter__")
+    if method is None:
+        return IteratorValue(native_iterate(tracer, value))
+    iterator = _call(tracer, method, [])
+    if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
+            or special_method(tracer, iterator, "__next__") is not None:
+        return iterator
+    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+        raise tracer.user_error(TypeError(
+            f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
+    return IteratorValue(native_iterate(tracer, iterator))
+
+
+def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
+    """`next(iterator)`: its next item, or None once it is exhausted (a user `__next__` raised
+    StopIteration)."""
+    if isinstance(iterator, (IteratorValue, LazyIteratorValue)):
+        return iterator.next_item()
+    method = special_method(tracer, iterator, "__next__")
+    if method is None and not hasattr(iterator.python_type(), "__next__"):
+        raise tracer.user_error(TypeError(f"'{iterator.python_type().__name__}' object is not an iterator"))
+    if method is None:
+        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"next({iterator!r})", name="next",
+                                 types=f"`{iterator.python_type().__name__}`")
+    try:
+        return _call(tracer, method, [])
+    except UserException as raised:
+        if exceptions.caught(raised, StopIteration):
+            return None
+        raise
+
+
+def each(tracer: "Tracer", value: Value) -> Iterator[Value]:
+    """The items `for item in value` takes, each pulled from the iterator only when the consumer
+    asks for it, as CPython's consumers (`any`, `set.isdisjoint`, `a, b = it`...) pull them: the
+    iterator's side effects interleave with the consumer's work, an exception stops both at the
+    same item, and what the consumer does not take stays in the iterator."""
+    if isinstance(value, SequenceValue) and not is_instance_value(value):
+        return iter(list(value.items))  # a list's or tuple's items as they are now
+    return pull(tracer, iterator_of(tracer, value))
+
+
+def pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
+    """The items of an iterator (see `iterator_of`), each pulled when asked for."""
+    if isinstance(iterator, (IteratorValue, LazyIteratorValue)):
+        step = iterator.next_item
+        while (item := step()) is not None:
+            yield item
+        return
+    while (item := next_item(tracer, iterator)) is not None:
+        yield item
+
+
+def extend(tracer: "Tracer", target: SequenceValue, iterable: Value) -> None:
+    """`target.extend(iterable)` of a list: each item appended before the next is pulled (a
+    generator reading the list sees it grow, an exception leaves what came before it); the
+    list's own items as they were."""
+    tracer.side_effects.mutate(target)
+    for item in each(tracer, iterable):
+        target.items.append(item)
 
 
 def iterate(tracer: "Tracer", value: Value) -> list[Value]:
-    """The items iteration would produce, all at once (tracing runs the loop unrolled)."""
-    method = special_method(tracer, value, "__iter__")
-    if method is not None:
-        return drain(tracer, _call(tracer, method, []))
-    return native_iterate(tracer, value)
-
-
-def drain(tracer: "Tracer", iterator: Value) -> list[Value]:
-    """Every item an iterator returned by `__iter__` yields: a user iterator's `__next__`
-    until it raises StopIteration, or a modelled iterator's (a generator's) items."""
-    next_method = special_method(tracer, iterator, "__next__")
-    if next_method is None:
-        if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
-            raise tracer.user_error(TypeError(
-                f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
-        return native_iterate(tracer, iterator)
-    items = []
-    while len(items) < _MAX_USER_ITERATION:
-        try:
-            items.append(_call(tracer, next_method, []))
-        except UserException as raised:
-            if exceptions.caught(raised, StopIteration):
-                return items
-            raise
-    raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, "endless user iterator",
-                             type=f"{iterator.python_type().__name__}` (more than "
-                                  f"{_MAX_USER_ITERATION} items)")
+    """Every item, at once: for consumers that CPython too drains before using any item
+    (`list()`, `tuple()`, `sorted()`, `str.join`, `f(*it)`, `a, *rest = it`); a consumer that
+    works item by item, or may stop early, takes `each`."""
+    if isinstance(value, SequenceValue) and not is_instance_value(value):
+        return list(value.items)
+    iterator = iterator_of(tracer, value)
+    if isinstance(iterator, IteratorValue):
+        items = iterator.items[iterator.position:]
+        iterator.position = len(iterator.items)
+        return items
+    if isinstance(iterator, LazyIteratorValue):
+        return list(pull(tracer, iterator))
+    items = list(itertools.islice(pull(tracer, iterator), _MAX_USER_ITERATION + 1))
+    if len(items) > _MAX_USER_ITERATION:
+        raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, "endless user iterator",
+                                 type=f"{iterator.python_type().__name__}` (more than "
+                                      f"{_MAX_USER_ITERATION} items)")
+    return items
 
 
 def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
@@ -537,15 +595,6 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         return sets.in_order(value)
     if isinstance(value, DictValue):
         return [key_value(key) for key in value.items]
-    if isinstance(value, IteratorValue):
-        items = value.items[value.position:]
-        value.position = len(value.items)
-        return items
-    if isinstance(value, LazyIteratorValue):
-        items = []
-        while (item := value.next_item()) is not None:
-            items.append(item)
-        return items
     if isinstance(value, DictViewValue):
         return dict_views.elements(tracer, value)
     if isinstance(value, ConstantValue) and type(value.value) in (range, str, bytes, torch.Size,

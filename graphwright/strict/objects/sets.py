@@ -21,7 +21,7 @@ Python `__eq__` compared by it); the members are then looked up by key.
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..interpreter import graph_breaks as gb
 from . import dict_views, operations
@@ -78,25 +78,24 @@ def keys_in_order(value: DictValue) -> list[Any]:
 
 
 def _operand(tracer: "Tracer", value: Value) -> tuple[Any, dict[Any, Value]]:
-    """What a real set method is given for `value` (a set's table, else its items' keys in
-    order, as the method would iterate them), and its members by key."""
+    """What a real set method is given for `value`, and its members by key: a set's table; a
+    plain dict's keys (taken whole: the set is sized for it at once); any other iterable's keys
+    as a generator that pulls and hashes each item when the method asks for it, recording it
+    among the members, so that the method (CPython's own) stops where it stops."""
     if is_set(value):
         return _table(value), value.items
     if isinstance(value, ConstantValue) and type(value.value) is frozenset:  # `{"a", "b"}` in 3.11's code
         return value.value, {key: ConstantValue(key) for key in value.value}
-    items = operations.iterate(tracer, value)
-    keys = [hashable_key(tracer, item, MEMBER) for item in items]
     found: dict[Any, Value] = {}
-    for key, item in zip(keys, items):
-        found.setdefault(key, item)
+
+    def keys() -> Iterator[Any]:
+        for item in operations.each(tracer, value):
+            key = hashable_key(tracer, item, MEMBER)
+            found.setdefault(key, item)
+            yield key
     if isinstance(value, DictValue) and value.python_type() is dict:
-        return dict.fromkeys(keys), found  # a dict is taken whole (the set is sized for it at once)
-    return keys, found
-
-
-def table(tracer: "Tracer", value: Value) -> dict[Any, Value]:
-    """The members of a set, or of any other iterable as a set takes them (do not change it)."""
-    return _operand(tracer, value)[1]
+        return dict.fromkeys(keys()), found
+    return keys(), found
 
 
 def _members_of(keys: set, *sources: dict[Any, Value]) -> dict[Any, Value]:
@@ -209,7 +208,8 @@ def _view_operator(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Va
     left, left_members = _operand(tracer, lhs) if is_set(lhs) else _view_operand(tracer, lhs)
     right, right_members = _operand(tracer, rhs)
     result = set(left)
-    getattr(result, _UPDATE_OF[op])(right)
+    # a view's operators take every item of the other side (its `&` too, which a set's may stop)
+    getattr(result, _UPDATE_OF[op])(list(right))
     return new_set(set, _members_of(result, left_members, right_members), result)
 
 
@@ -293,8 +293,10 @@ def update(tracer: "Tracer", value: DictValue, method: str, others: list[Value])
     operands = [_operand(tracer, other) for other in others]
     tracer.side_effects.mutate(value)
     table = _table(value)
-    getattr(table, method)(*(operand for operand, _ in operands))
-    value.items = _members_of(table, value.items, *(found for _, found in operands))
+    try:
+        getattr(table, method)(*(operand for operand, _ in operands))
+    finally:  # an exception stops the method part way: the members it added stay, as in CPython
+        value.items = _members_of(table, value.items, *(found for _, found in operands))
 
 
 def _change(tracer: "Tracer", value: DictValue, name: str, args: list[Value]) -> Value:

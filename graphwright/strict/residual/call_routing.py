@@ -47,6 +47,7 @@ from .callees import module_call
 from .explicit_super import ExplicitSuper
 from .instruction_index import real_instructions
 from .module_wrappers import is_module_wrapper, wrapper_method
+from .tensor_frames import TensorGate, names_torch
 
 _NULL, _VALUE = "null", "value"
 _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
@@ -206,7 +207,10 @@ class CallRouter:
         if compiled is None:
             if not compiles_when_called(fn, module_forward):
                 return None
-            compiled = self._compiled[fn] = self.compile_function(fn)
+            compiled = self.compile_function(fn)
+            if not module_forward and not names_torch(fn):
+                compiled = TensorGate(fn, compiled, self._uncompiled_body(fn))
+            self._compiled[fn] = compiled
         return compiled
 
 

@@ -1,0 +1,63 @@
+"""Corpus programs about ahead-of-time autograd, run through the `aot_eager` backend behind the
+counter: outputs that alias an input (dtype and complex views, the target of an `out=`
+argument that is not contiguous) come back as eager made them."""
+from __future__ import annotations
+
+import torch
+
+from .harness import program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+@program("aot_dtype_views_of_an_input_keep_their_dtype", lambda: rand(4, 6), backend="aot_eager",
+         changed=lambda: rand(6, 6), frames_changed=2)
+def _(x):
+    return x.view(torch.int32), torch.view_as_complex(x.view(x.size(0), -1, 2)), x.view(torch.bfloat16)[:, ::2], x * 2
+
+
+@program("aot_out_into_a_transposed_target_returns_the_target_view", lambda: (rand(3, 4), torch.zeros(4, 3)),
+         backend="aot_eager")
+def _(x, y):
+    return torch.abs(x, out=y.T)
+
+
+@program("aot_view_as_real_of_an_input_carries_its_gradient",
+         lambda: torch.randn(4, 3, dtype=torch.complex64, requires_grad=True), backend="aot_eager", grad=True)
+def _(z):
+    return torch.view_as_real(z), torch.view_as_real(z.conj().resolve_conj()).transpose(0, 1)
+
+
+def _under_no_grad(world, compiled, args):
+    with torch.no_grad():
+        return compiled(*args.args)
+
+
+@program("aot_enable_grad_in_the_region_differentiates_under_a_no_grad_caller", lambda: rand(3, requires_grad=True),
+         backend="aot_eager", call=_under_no_grad, grad=True)
+def _(x):
+    y = x * 2
+    with torch.enable_grad():
+        z = x.sin() * 3
+    return y, z, z.requires_grad
+
+
+def _deterministic_before_each_call(world, compiled, args):
+    torch.use_deterministic_algorithms(True)
+    try:
+        return compiled(*args.args), torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+@program("aot_deterministic_algorithms_switched_off_in_the_region_stay_off", lambda: rand(4),
+         backend="aot_eager", call=_deterministic_before_each_call, repeats=3,
+         reference={"why": "torch.compile's AOT autograd drops the switch, which is no aten operator",
+                    "xfail": "deterministic algorithms stay on after the call"})
+def _(x):
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(False)
+    return x + 1, before

@@ -1,0 +1,220 @@
+"""Corpus programs for consumers of iterators: each takes items exactly where CPython's takes
+them, so an iterator with side effects (a generator that logs, a user `__next__`) shows the
+same log, and leaves the same items behind, compiled and eager. `any`/`all` and the set
+methods stop at the deciding item, unpacking takes one item more than it needs, an exception
+from the iterator, a key function or the consumer stops it at the same item."""
+from __future__ import annotations
+
+import collections
+
+import torch
+
+from .harness import program_decorator, rand
+
+PROGRAMS = []
+
+
+program = program_decorator(PROGRAMS)
+
+
+def _logged(log, count=5, fail_at=None):
+    for number in range(count):
+        log.append(number)
+        if number == fail_at:
+            raise KeyError(number)
+        yield number
+
+
+class _Counting:
+    """A user iterator: `__next__` written in Python, logging each item it makes."""
+
+    def __init__(self, log, count=5):
+        self.log, self.count, self.next = log, count, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.next == self.count:
+            raise StopIteration
+        self.log.append(self.next)
+        self.next += 1
+        return self.next - 1
+
+
+@program("any_stops_at_the_first_true_item_of_a_generator", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _logged(log)
+    found = any(n == 1 for n in numbers)
+    return x + 1, found, log, list(numbers)
+
+
+@program("all_of_a_user_iterator_stops_at_the_first_false_item", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _Counting(log)
+    every = all(n < 2 for n in numbers)
+    return x * 2, every, log, list(numbers)
+
+
+@program("set_isdisjoint_and_issubset_stop_where_cpython_stops", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _logged(log)
+    disjoint = {2, 7}.isdisjoint(numbers)
+    taken = list(log)
+    subset = frozenset({0}).issubset(map(lambda n: n * 2, numbers))
+    return x - 1, disjoint, taken, subset, log, list(numbers)
+
+
+@program("set_issuperset_stops_at_the_first_item_not_in_the_set", lambda: rand(3),
+         reference={"why": "TorchDynamo's set.issuperset takes every item of the iterator",
+                    "xfail": "issuperset drains the generator"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+    superset = {0, 1}.issuperset(numbers)
+    return x + 3, superset, log, list(numbers)
+
+
+@program("unpacking_an_iterator_takes_one_item_more_than_it_needs", lambda: rand(3),
+         reference={"why": "TorchDynamo unpacks a generator by taking all its items",
+                    "xfail": "the generator is drained"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+    try:
+        first, second = numbers
+        message = ""
+    except ValueError as error:
+        message = str(error)
+    return x + 1, message, log, list(numbers)
+
+
+@program("an_unhashable_item_stops_set_at_that_item", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _logged(log)
+    try:
+        made = set([] if n == 2 else n for n in numbers)
+    except TypeError as error:
+        made = str(error)
+    return x + 1, made, log, list(numbers)
+
+
+@program("dict_update_keeps_the_pairs_before_a_bad_one", lambda: rand(3),
+         reference={"why": "TorchDynamo's dict.update stores no pair when one is bad",
+                    "xfail": "partial update lost"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+    table = {"kept": x}
+    try:
+        table.update((n, x * n) if n < 2 else (n,) for n in numbers)
+    except ValueError as error:
+        table["error"] = str(error)
+    return table, log, list(numbers)
+
+
+@program("zip_strict_pulls_each_input_in_order_and_loses_the_extra_item", lambda: rand(3),
+         reference={"why": "TorchDynamo's zip(strict=True) checks lengths before pulling as CPython does",
+                    "xfail": "zip strict pulls differently"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+    try:
+        pairs = list(zip([10], numbers, strict=True))
+    except ValueError as error:
+        pairs = str(error)
+    return x + 1, pairs, log, list(numbers)
+
+
+@program("max_stops_where_the_key_function_raises", lambda: rand(3),
+         reference={"why": "TorchDynamo's max() takes no `key` in a full graph",
+                    "xfail": "Encountered TypeError when trying to handle op max"})
+def _(x):
+    log = []
+    numbers = _Counting(log)
+    try:
+        largest = max(numbers, key=lambda n: 1 // (2 - n))
+    except ZeroDivisionError:
+        largest = -1
+    return x + largest, log, list(numbers)
+
+
+@program("sorted_keys_that_do_not_compare_raise_the_programs_type_error", lambda: rand(3))
+def _(x):
+    log = []
+    try:
+        ordered = sorted(n if n != 2 else "two" for n in _logged(log))
+    except TypeError as error:
+        ordered = str(error)
+    return x + 1, ordered, log
+
+
+@program("enumerate_over_a_held_iterator_takes_only_what_is_asked", lambda: rand(3))
+def _(x):
+    numbers = iter([1, 2, 3, 4])
+    counted = enumerate(numbers)
+    first = next(counted)
+    return x + first[1], first, list(numbers)
+
+
+@program("for_loop_over_a_user_iterator_left_early_leaves_the_rest", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _Counting(log)
+    for n in numbers:
+        x = x + n
+        if n == 1:
+            break
+    return x, log, list(numbers)
+
+
+@program("in_on_a_user_iterator_stops_at_the_equal_item", lambda: rand(3))
+def _(x):
+    log = []
+    numbers = _Counting(log)
+    found = 2 in numbers
+    return x + 1, found, log, list(numbers)
+
+
+@program("deque_extend_keeps_the_items_before_a_failing_generator_item", lambda: rand(3))
+def _(x):
+    log = []
+    queue = collections.deque([-1])
+    try:
+        queue.extend(_logged(log, fail_at=2))
+    except KeyError:
+        pass
+    return x * 2, list(queue), log
+
+
+@program("dropping_a_generator_in_yield_from_closes_the_iterator_it_delegates_to", lambda: rand(3),
+         reference={"why": "TorchDynamo does not close the generator a yield from delegates to",
+                    "xfail": "delegate not closed"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+
+    def forward():
+        yield from numbers
+
+    forwarding = forward()
+    first = next(forwarding)
+    del forwarding  # collected: closing it closes `numbers`
+    return x + first, log, list(numbers)
+
+
+@program("reversed_of_a_generator_is_a_type_error", lambda: rand(3),
+         reference={"why": "TorchDynamo reverses a generator's items instead of raising TypeError",
+                    "xfail": "no TypeError"})
+def _(x):
+    log = []
+    numbers = _logged(log)
+    try:
+        backwards = list(reversed(numbers))
+    except TypeError as error:
+        backwards = str(error)
+    return torch.flip(x, [0]), backwards, log, list(numbers)
