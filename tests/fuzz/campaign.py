@@ -105,8 +105,8 @@ class Summary:
             return
         for outcome in record["outcomes"]:
             self.statuses[outcome["status"]] += 1
-            if outcome["status"] == UNEXPECTED_BREAK:
-                self.unexpected[outcome["detail"]] += 1
+            if outcome["status"] == UNEXPECTED_BREAK:  # its kind: a refusal's text goes on to name files
+                self.unexpected[outcome["detail"].split(":")[0]] += 1
             if outcome["status"] in FAILURES:
                 self.failing.setdefault(outcome["signature"], []).append(
                     (record["seed"], record["index"], outcome["config"]))

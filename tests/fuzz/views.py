@@ -170,27 +170,32 @@ def _sane_write(b: Builder, view: View, name: str) -> str:
     return b.choice(["{w}[..., 1::2].neg_()", "{w}.zero_()", "{w}.neg_()"]).format(w=name)  # halves of floats
 
 
-def _writable_base(b: Builder) -> TensorVar:
-    """A buffer input not yet read, or a fresh contiguous clone."""
+def _writable_base(b: Builder) -> tuple[TensorVar, bool]:
+    """A buffer input not yet read, or a fresh contiguous clone (sometimes detached); and
+    whether it certainly does not require grad (in a loop, a value the generator believes
+    does not may from the second turn on)."""
     buffers = [t for t in b.tensors if t.mutable and not t.grad and b.is_input(t)]
     if buffers and b.chance(50):
         b.feature("view_of_input_written")
-        return b.choice(buffers)
+        return b.choice(buffers), True
     shape = some_shape(b)
     expr = expression(b, shape, b.integer(0, 2))
-    return b.assign(f"{operand(expr.code)}.clone(memory_format=torch.contiguous_format)", shape, expr.dtype,
-                    expr.grad, mutable=True, prefix="u")
+    detached = b.chance(35)
+    code = f"{operand(expr.code)}{'.detach()' if detached else ''}.clone(memory_format=torch.contiguous_format)"
+    return b.assign(code, shape, expr.dtype, expr.grad and not detached, mutable=True, prefix="u"), detached
 
 
 def written_view(b: Builder) -> None:
-    """A view of a fresh clone or of a buffer input, changed in place: the base must see it."""
-    base = _writable_base(b)
-    view = pick(b, [v for v in views_of(b, base, contiguous=True) if v.writable])
+    """A view of a fresh clone or of a buffer input, changed in place: the base must see it.
+    A view made by a function returning several (`unbind`, `split`, `chunk`) is changed
+    only when its base certainly does not require grad, and only by values that do not."""
+    base, certain = _writable_base(b)
+    view = pick(b, [v for v in views_of(b, base, contiguous=True)
+                    if v.writable and (certain or v.kind not in MULTIPLE_VIEWS)])
     name = b.fresh("w")
     b.emit(f"{name} = {view.code}")
     if view.tracked:
         target = TensorVar(name, view.shape, view.dtype, base.grad, True)
-        # a function returning several views: changed only by values that do not require grad
         change_view(b, target, base, detach=b.is_input(base) or view.kind in MULTIPLE_VIEWS)
         base.grad = base.grad or target.grad
         b.add_tensor(name, view.shape, view.dtype, base.grad)
