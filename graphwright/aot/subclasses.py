@@ -11,7 +11,8 @@ runs as captured, under `fullgraph=True` the refusal is the user's error.
 
 Handled: plain tensors, fake tensors (the tracer's plumbing), `nn.Parameter`
 and every subclass without a `__torch_dispatch__` of its own, whose Python
-behaviour the strict tracer records as plain tensor operations.
+behaviour the strict tracer records as plain tensor operations
+(`_core.tensor_subclasses` tells them apart).
 """
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts
 from .._core.errors import BackendRefusal
+from .._core.tensor_subclasses import dispatches_itself
 from .._core.user_stack import user_frames_of_stack
 
 
@@ -31,7 +32,7 @@ def refuse_tensor_subclasses(gm: torch.fx.GraphModule, example_inputs: Sequence[
     """Raise `BackendRefusal` when an input, a lifted parameter or buffer (`state`: name, value),
     an intermediate or an output of `gm` is a tensor subclass AOT autograd does not handle."""
     for what, value in _values(gm, example_inputs, state):
-        if _unhandled(value):
+        if dispatches_itself(value):
             raise _refusal(what, type(value))
 
 
@@ -53,12 +54,6 @@ def _values(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 def _fake_value(node: torch.fx.Node) -> Any:
     return node.meta.get("val", node.meta.get("example_value"))
-
-
-def _unhandled(value: Any) -> bool:
-    if not isinstance(value, torch.Tensor) or type(value) is torch.Tensor or isinstance(value, FakeTensor):
-        return False
-    return type(value).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
 
 
 def _refusal(what: str, cls: type) -> BackendRefusal:

@@ -63,6 +63,29 @@ def _(x):
     return row, doubled.sin()
 
 
+@leaf_function
+def _scaled_by_sign(x):
+    return (x * 2,) if x.sum() > 0 else (x * 3,)  # needs data: runs at run time only
+
+
+@_scaled_by_sign.register_fake
+def _(x):
+    return (torch.empty_like(x),)
+
+
+def _two_tensor_argument():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return rand(2), TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([-5.0, 1.0]))
+
+
+@program("leaf_call_on_a_tensor_subclass_runs_once_on_it", _two_tensor_argument, fullgraph=False,
+         reference={"why": "torch.compile's leaf function operator refuses the subclass",
+                    "xfail": "no rule for HOP invoke_leaf_function and subclass TwoTensor (NotImplementedError)"})
+def _(x, pair):
+    return _scaled_by_sign(pair)[0] + x
+
+
 _LEAF_CALLS = []
 
 
