@@ -1,6 +1,7 @@
 """The generator's own tests: it makes what it claims, its programs are valid Python that
 eager PyTorch runs, and the comparison can fail (a deliberately wrong backend is caught,
-and its failure shrinks to a smaller program)."""
+and its failure shrinks to a smaller program); a campaign run in chunks into a record
+file summarizes as the whole campaign does, and failure signatures leave values out."""
 from __future__ import annotations
 
 import collections
@@ -8,9 +9,9 @@ import collections
 import pytest
 import torch
 
-from fuzz.campaign import program_rng, shrink_failure
+from fuzz.campaign import program_rng, read_records, run_campaign, shrink_failure, summarize
 from fuzz.program import random_program
-from fuzz.runner import MISMATCH, OK, Config, check, load
+from fuzz.runner import MISMATCH, OK, Config, Outcome, check, load
 
 # What the issue asks the generator to mix, by the features it records.
 REQUIRED_FEATURES = {
@@ -116,3 +117,29 @@ def test_a_wrong_backend_failure_shrinks_to_a_smaller_program():
     shrunk, source = shrink_failure(choices, outcome, program.source, 6, seconds=240)
     assert shrunk.status == MISMATCH and shrunk.signature == outcome.signature
     assert _body_lines(source) <= _body_lines(program.source) // 2, source
+
+
+def test_a_campaign_recorded_in_chunks_summarizes_as_one(tmp_path):
+    record = tmp_path / "record.jsonl"
+    config = [Config("eager", False)]
+    whole = run_campaign(4, 9, config, max_statements=3, shrink=False, save=False, log=lambda line: None)
+    for first in (0, 2):
+        run_campaign(2, 9, config, max_statements=3, shrink=False, save=False, log=lambda line: None,
+                     first=first, record=record)
+    summary = summarize([record])
+    assert summary.programs == 4 and [r["index"] for r in read_records(record)] == [0, 1, 2, 3]
+    assert summary.statuses == whole.statuses and summary.features == whole.features
+    record.write_text(record.read_text() + '{"seed": 9, "index": 4, "feat')  # a line cut short is skipped
+    assert summarize([record]).programs == 4
+
+
+def test_a_mismatch_signature_names_the_kind_of_difference_not_the_values():
+    def signature(detail):
+        return Outcome(Config("eager", False), MISMATCH, detail).signature
+
+    assert signature("call 0 observed['TRACE'][1][0]: 's0' != 'all'") == "mismatch: observed values"
+    assert signature("call 3 observed['TRACE'][2]: 7 != 8") == "mismatch: observed values"
+    assert signature("call 0 output.stride[0]: 2 != 1") == "mismatch: output strides"
+    assert signature("call 0 output[1].value: dtype torch.float64 != torch.int64") == "mismatch: output dtype"
+    assert signature("call 2 output.requires_grad: True != False") == "mismatch: output requires_grad"
+    assert signature("call 0 observed['TRACE']: length 7 != 8") == "mismatch: observed length"
