@@ -266,3 +266,39 @@ def test_tensor_subclass_argument_is_a_graph_break_and_the_function_runs_once_on
         assert type(out) is TwoTensor
         torch.testing.assert_close(out.a, expected.a)
         torch.testing.assert_close(out.b, expected.b)
+
+
+@graphwright.leaf_function
+def _halved(t):
+    return (t * 0.5,)
+
+
+@_halved.register_fake
+def _halved_fake(t):
+    return (torch.empty_like(t),)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_gradient_that_is_a_tensor_subclass_runs_the_kept_graph_once_per_inner_tensor(backend):
+    # The leaf's output meets a TwoTensor later, so the gradient reaching the leaf's backward
+    # operator is one, and its __torch_dispatch__ calls that operator once per half: the
+    # local graph must survive the first (found by the program generator: "backward through
+    # the graph a second time").
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    weight = TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+
+    def fn(x):
+        return _halved(x.sin())[0] * weight
+
+    def grad(compiled):
+        graphwright.reset()
+        x = torch.tensor([0.3, -0.7], requires_grad=True)
+        out = graphwright.compile(fn, backend=backend)(x) if compiled else fn(x)
+        out.sum().backward()
+        return x.grad
+
+    actual, expected = grad(compiled=True), grad(compiled=False)
+    assert type(actual) is type(expected) is TwoTensor
+    torch.testing.assert_close(actual.a, expected.a)
+    torch.testing.assert_close(actual.b, expected.b)

@@ -86,6 +86,20 @@ def _(x, pair):
     return _scaled_by_sign(pair)[0] + x
 
 
+def _two_tensor_weight():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return rand(2, requires_grad=True), TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+
+
+@program("leaf_call_backward_on_a_gradient_that_is_a_tensor_subclass", _two_tensor_weight, grad=True,
+         fullgraph=False,  # AOT refuses the graph holding the subclass: it runs as captured
+         reference={"why": "torch.compile's leaf function operator refuses the subclass",
+                    "xfail": "no rule for HOP invoke_leaf_function and subclass TwoTensor (NotImplementedError)"})
+def _(x, weight):
+    return _scaled_by_sign(x.sin())[0] * weight
+
+
 _LEAF_CALLS = []
 
 
