@@ -36,6 +36,7 @@ import sympy
 import torch
 
 from .._core.errors import BackendError
+from .._core.jagged import is_jagged
 from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass
 from .._core.user_stack import user_frames_of_stack
 from .partition import Partition
@@ -87,8 +88,10 @@ def _starts(layouts: Sequence[SubclassLayout | None]) -> list[int]:
 class SubclassBoundary:
     """The desugaring of one call signature (`fakes`: its fake inputs, subclasses among them)."""
 
-    def __init__(self, fakes: Sequence[Any]) -> None:
+    def __init__(self, fakes: Sequence[Any], makes_subclasses: bool = False) -> None:
         self._fakes = list(fakes)
+        # a jagged tensor is functionalized through its inner tensors (`jagged.py`)
+        self.may_hold_jagged = makes_subclasses or any(is_jagged(value) for value in fakes)
         self.input_layouts = [layout_of(value) for value in fakes]
         flat = flatten_values(fakes, self.input_layouts)
         plain = {id(value) for value, layout in zip(fakes, self.input_layouts) if layout is None}
@@ -110,7 +113,7 @@ class SubclassBoundary:
         """The boundary of a signature with subclass inputs, or of a graph that makes subclasses;
         None when neither."""
         if makes_subclasses or any(is_wrapper_subclass(value) for value in fakes):
-            return SubclassBoundary(fakes)
+            return SubclassBoundary(fakes, makes_subclasses)
         return None
 
     # --- while tracing -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
 from ..nonstrict.make_fx import LateInputs, trace_aten_graph
+from . import jagged
 from .desugar import SubclassBoundary
 from .metadata import (
     GraphMetadata,
@@ -60,18 +61,21 @@ def trace_signature(
         nonlocal meta
         inputs = args if boundary is None else boundary.rebuild_inputs(args)
         with functionalization():
-            functional_inputs = [to_functional(t) for t in inputs]
-            flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
-            meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
-            values = meta.forward_values(functional_inputs, flat_outputs)
-            if not any(meta.forward_requires_grad):
-                return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
-            if boundary is not None:  # the tangents' layouts, for this trace or the one after it
-                boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
-            if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
-                raise _MutatesDifferentiableInput()
+            with jagged.dispatch_for(boundary):
+                functional_inputs = [to_functional(t) for t in inputs]
+                flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
+                meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
+                values = meta.forward_values(functional_inputs, flat_outputs)
+                if not any(meta.forward_requires_grad):
+                    return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
+                if boundary is not None:  # the tangents' layouts, for this trace or the one after it
+                    boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
+                if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
+                    raise _MutatesDifferentiableInput()
+            # the late inputs are added by the recorder, the innermost mode
             tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode, boundary))
-            return _with_gradients(values, meta, functional_inputs, tangents, boundary)
+            with jagged.dispatch_for(boundary):
+                return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
     primals = fakes if boundary is None else boundary.flat_inputs
     try:
@@ -186,7 +190,7 @@ def joint_function(
         inputs, tangents = args[:num_inputs], args[num_inputs:]
         if boundary is not None:
             inputs = boundary.rebuild_inputs(inputs)
-        with functionalization():
+        with functionalization(), jagged.dispatch_for(boundary):
             functional_inputs = [to_functional(t) for t in inputs]
             mutable_inputs = _clone_mutated(functional_inputs, meta)
             flat_outputs = pytree.tree_leaves(fn(*mutable_inputs))

@@ -21,7 +21,9 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
+from .._core.jagged import is_jagged
 from .._core.user_stack import user_frames_of_stack
+from . import jagged
 from .views import ViewChain, input_size_names, relative_chain, view_chain
 
 
@@ -148,9 +150,14 @@ def functionalization_paused():
 
 
 def to_functional(value: Any) -> Any:
-    """Wrap a tensor for functionalization, keeping its requires_grad."""
+    """Wrap a tensor for functionalization, keeping its requires_grad. A jagged nested tensor is
+    made again around wrapped inner tensors: autograd cannot take a functional wrapper of a
+    nested tensor (it would ask the wrapper for nested sizes the subclass does not give), so
+    functionalization sees its inner tensors and autograd the subclass, as in PyTorch."""
     if not isinstance(value, torch.Tensor):
         return value
+    if is_jagged(value):
+        return jagged.with_inner(value, to_functional)
     wrapped = torch._to_functional_tensor(value)
     torch._mirror_autograd_meta_to(value, wrapped)
     return wrapped
@@ -173,7 +180,10 @@ def from_functional(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and torch._is_functional_tensor(value):
         torch._sync(value)
         return torch._from_functional_tensor(value)
+    if jagged.holds_functional(value):
+        return jagged.with_inner(value, from_functional)
     return value
+
 
 
 def describe_run(
@@ -252,6 +262,9 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
     mutated = []
     for i, t in enumerate(functional_inputs):
         if not isinstance(t, torch.Tensor):
+            continue
+        if is_jagged(t):
+            jagged.refuse_mutation(t, i)
             continue
         if torch._functionalize_has_metadata_mutation(t):
             raise BackendError(

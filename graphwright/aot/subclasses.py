@@ -29,6 +29,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts
 from .._core.errors import BackendError, BackendRefusal, TraceError
+from .._core.jagged import RUNTIME_RAGGED_SIZE, is_ragged_size
 from .._core.subclass_protocol import (
     context_pattern,
     flatten_signature,
@@ -206,6 +207,8 @@ class Rebuilder:
     def _source(self, value: Any, layout: SubclassLayout) -> int | str:
         if isinstance(value, int):
             return value
+        if is_ragged_size(value):  # a jagged tensor's: never a number, its offsets decide
+            return RUNTIME_RAGGED_SIZE
         expr = value.node.expr
         if expr.is_number:
             return int(expr)

@@ -47,6 +47,7 @@ from .symbolic_sizes import (
     DataDependence,
     SymbolicSizes,
     holds_symbol,
+    marked_dims,
     may_be_symbolic,
 )
 
@@ -138,9 +139,10 @@ def _has_unbacked_symbols(result: Any) -> bool:
 
 
 def _sparse_tensor(result: Any) -> torch.Tensor | None:
-    """A tensor of `result` (an operator's output) that is not strided, if any."""
+    """A tensor of `result` (an operator's output) that is not strided, if any (a jagged nested
+    tensor is a wrapper subclass around strided ones)."""
     if isinstance(result, torch.Tensor):
-        return result if result.layout is not torch.strided else None
+        return result if result.layout is not torch.strided and not is_wrapper_subclass(result) else None
     if isinstance(result, (tuple, list)):
         return next((found for item in result if (found := _sparse_tensor(item)) is not None), None)
     return None
@@ -269,7 +271,7 @@ class GraphBuilder:
     def _fake_input(self, real: torch.Tensor, source: Source) -> torch.Tensor:
         dims = set(range(real.dim())) if self.dynamic_all else set(self.dynamic_dims.get(source, ()))
         marked = getattr(real, "_dynamo_dynamic_indices", set())  # mark_dynamic
-        dims |= marked | getattr(real, "_dynamo_weak_dynamic_indices", set())  # maybe_mark_dynamic
+        dims |= marked_dims(real)
         dims -= getattr(real, "_dynamo_static_indices", set())  # mark_static
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)

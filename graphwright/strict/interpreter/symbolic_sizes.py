@@ -60,12 +60,22 @@ class _InputName(ShapeEnvSource):
         return GuardSource.LOCAL
 
 
+PROPAGATED_MARK = "_dynamo_propagated_dynamic_indices"
+"""PyTorch's unguarded mark of dimensions that are symbolic by nature: a jagged nested tensor
+sets it on itself (its ragged dimension) and on its values (their summed lengths)."""
+
+
+def marked_dims(tensor: torch.Tensor) -> set[int]:
+    """The dimensions of `tensor` marked dynamic: `mark_dynamic`, `maybe_mark_dynamic`, and the
+    ragged dimensions a jagged nested tensor marks."""
+    return set(getattr(tensor, "_dynamo_dynamic_indices", ())) \
+        | set(getattr(tensor, "_dynamo_weak_dynamic_indices", ())) | set(getattr(tensor, PROPAGATED_MARK, ()))
+
+
 def has_marked_tensor(values: Any) -> bool:
-    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`
-    or `maybe_mark_dynamic`."""
-    return any(isinstance(leaf, torch.Tensor) and (getattr(leaf, "_dynamo_dynamic_indices", None)
-                                                   or getattr(leaf, "_dynamo_weak_dynamic_indices", None))
-               for leaf in pytree.tree_leaves(values))
+    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`,
+    `maybe_mark_dynamic`, or is a jagged nested tensor (whose ragged size is always symbolic)."""
+    return any(isinstance(leaf, torch.Tensor) and marked_dims(leaf) for leaf in pytree.tree_leaves(values))
 
 
 def holds_symbol(value: Any) -> bool:
@@ -171,13 +181,15 @@ class SymbolicSizes:
 def _symbolic_context(real: torch.Tensor, dims: frozenset[int], ranges: dict[int, tuple[int, int | None]],
                       source: ShapeEnvSource | None) -> StatelessSymbolicContext:
     """How the fake of `real` is made symbolic. A tensor subclass's inner tensors are symbolic in
-    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), and
-    static otherwise (a scale)."""
+    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), in
+    those marked on them (a jagged tensor's values and sequence-length tensors), and static
+    otherwise (a scale, a jagged tensor's offsets)."""
     sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
     constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
     if not is_wrapper_subclass(real):
         return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-    inner = {name: _symbolic_context(tensor, dims if tensor.dim() == real.dim() else frozenset(),
+    inner = {name: _symbolic_context(tensor, (dims if tensor.dim() == real.dim() else frozenset())
+                                     | frozenset(marked_dims(tensor)),
                                      ranges if tensor.dim() == real.dim() else {}, _InputName(f"{source.name}.{name}"))
              for name, tensor in inner_tensors(real)}
     return SubclassSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints, inner_contexts=inner,
