@@ -92,6 +92,7 @@ class SubclassBoundary:
         self._fakes = list(fakes)
         # a jagged tensor is functionalized through its inner tensors (`jagged.py`)
         self.may_hold_jagged = makes_subclasses or any(is_jagged(value) for value in fakes)
+        self.jagged_seen = False
         self.input_layouts = [layout_of(value) for value in fakes]
         flat = flatten_values(fakes, self.input_layouts)
         plain = {id(value) for value, layout in zip(fakes, self.input_layouts) if layout is None}

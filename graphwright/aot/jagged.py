@@ -33,6 +33,8 @@ from .._core.subclass_protocol import flatten_signature, inner_tensors
 from .._core.user_stack import user_frames_of_stack
 
 _FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
+# the backward they run calls operators on functional wrappers, which must stay functionalized
+_NOT_OPERATORS = frozenset({torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward})
 
 
 def with_inner(value: torch.Tensor, convert: Callable[[Any], Any]) -> torch.Tensor:
@@ -65,13 +67,29 @@ def refuse_mutation(value: torch.Tensor, index: int) -> None:
 
 def dispatch_for(boundary: Any) -> contextlib.AbstractContextManager:
     """The modes a trace whose subclass `boundary` may hold jagged tensors runs under, else nothing
-    (a mode costs every operator a Python call)."""
+    (a mode costs every operator a Python call). The boundary's `jagged_seen` says afterwards
+    whether a jagged tensor was operated on."""
     if boundary is None or not boundary.may_hold_jagged:
         return contextlib.nullcontext()
     stack = contextlib.ExitStack()
-    stack.enter_context(JaggedDispatch())
+    stack.enter_context(JaggedDispatch(boundary))
     stack.enter_context(JaggedCalls())
     return stack
+
+
+def refuse_training() -> BackendRefusal:
+    """Differentiating through jagged tensors is not compiled ahead of time: autograd's backward
+    calls operators on them from C++, where functionalization would wrap jagged results in
+    functional wrappers autograd cannot take."""
+    return BackendRefusal(
+        "AOT autograd does not compile the backward of a graph that operates on a NestedTensor "
+        "(jagged layout) while a value requires grad",
+        explanation="The backward of operators on jagged nested tensors runs below functionalization in "
+        "PyTorch's design; graphwright's ahead-of-time autograd compiles such graphs for inference only.",
+        hints=["With fullgraph=False the graph runs as captured, gradients included; backend='eager' "
+               "compiles it without refusing."],
+        user_stack=user_frames_of_stack(),
+    )
 
 
 class JaggedCalls(TorchFunctionMode):
@@ -81,7 +99,7 @@ class JaggedCalls(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not any(is_jagged(leaf) for leaf in pytree.tree_leaves((args, kwargs))):
+        if func in _NOT_OPERATORS or not any(is_jagged(leaf) for leaf in pytree.tree_leaves((args, kwargs))):
             return func(*args, **kwargs)
         with _functionalization(included=False):
             return func(*args, **kwargs)
@@ -92,11 +110,16 @@ class JaggedDispatch(TorchDispatchMode):
     with functionalization on, and sends an operator on functional wrappers that reached here
     with functionalization skipped (by `JaggedCalls`) back through it."""
 
+    def __init__(self, boundary: Any) -> None:
+        super().__init__()
+        self._boundary = boundary
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         jagged = next((cls for cls in types if _jagged_class(cls)), None)
         if jagged is not None:  # the calls it makes on jagged tensors come here too
-            with _functionalization(included=True), JaggedDispatch():
+            self._boundary.jagged_seen = True
+            with _functionalization(included=True), JaggedDispatch(self._boundary):
                 return jagged.__torch_dispatch__(func, types, args, kwargs)
         if torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE) and any(
                 isinstance(leaf, torch.Tensor) and torch._is_functional_tensor(leaf)

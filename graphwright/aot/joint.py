@@ -68,6 +68,8 @@ def trace_signature(
                 values = meta.forward_values(functional_inputs, flat_outputs)
                 if not any(meta.forward_requires_grad):
                     return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
+                if boundary is not None and boundary.jagged_seen:
+                    raise jagged.refuse_training()
                 if boundary is not None:  # the tangents' layouts, for this trace or the one after it
                     boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
                 if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):

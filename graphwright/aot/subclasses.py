@@ -146,11 +146,12 @@ def _rebuild_from(layout: SubclassLayout, values: Iterator[Any], outer_stride: t
 
 
 def contiguous_strides(size: Sequence[Any]) -> tuple:
-    """The strides of a contiguous tensor of `size` (sizes may be symbolic)."""
+    """The strides of a contiguous tensor of `size` (sizes may be symbolic, or ragged: a nested
+    int, which is never 0 or 1)."""
     strides, step = [], 1
     for dim in reversed(tuple(size)):
         strides.append(step)
-        step = step * torch.sym_max(dim, 1)
+        step = step * (dim if is_ragged_size(dim) else torch.sym_max(dim, 1))
     return tuple(reversed(strides))
 
 
