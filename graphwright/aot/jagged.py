@@ -77,6 +77,24 @@ def dispatch_for(boundary: Any) -> contextlib.AbstractContextManager:
     return stack
 
 
+def refuse_static(fakes: Any) -> None:
+    """Raise `BackendRefusal` for a jagged input traced with a real nested int for its ragged size
+    (PyTorch's meta dummy that `nested_tensor`, `as_nested_tensor` and `nested_tensor_from_jagged`
+    read when they make a jagged tensor in the region): its size cannot be desugared."""
+    for value in fakes:
+        if is_jagged(value) and any(isinstance(size, torch.SymInt) and size.node.is_nested_int()
+                                    for size in value.shape):
+            raise BackendRefusal(
+                "AOT autograd does not compile a graph that makes a NestedTensor (jagged layout) from "
+                "dense tensors (`torch.nested.nested_tensor`, `as_nested_tensor`, `nested_tensor_from_jagged`)",
+                explanation="The graph reads PyTorch's meta NestedTensor that those constructors dispatch on, "
+                "whose ragged size is not symbolic.",
+                hints=["With fullgraph=False the graph runs as captured; make the nested tensor outside the "
+                       "compiled region and pass it in, or compile with backend='eager'."],
+                user_stack=user_frames_of_stack(),
+            )
+
+
 def refuse_training() -> BackendRefusal:
     """Differentiating through jagged tensors is not compiled ahead of time: autograd's backward
     calls operators on them from C++, where functionalization would wrap jagged results in

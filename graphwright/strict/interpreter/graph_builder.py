@@ -35,6 +35,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
+from ..._core.jagged import is_jagged
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -193,7 +194,7 @@ class GraphBuilder:
         self.torch_function: Callable[..., Value] | None = None
         self._torch_function_off = 0
         self.dynamic_dims = dynamic_dims or {}
-        captures = data_dependence.scalars or data_dependence.shapes
+        captures = data_dependence.scalars or data_dependence.shapes or data_dependence.sizes
         shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
             else None
         # symbolic sizes from the start; with only data-dependent capture, from the first
@@ -256,9 +257,11 @@ class GraphBuilder:
         except ConstraintViolationError:
             raise
         except Exception as error:  # a layout fake tensors cannot represent (a strided nested tensor...)
-            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
+            brk = self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
                                  name=source.name(), tensor=tensor_kind(real),
                                  error=f"{type(error).__name__}: {error}")
+            brk.needs_sizes = self._shape_env is None and is_jagged(real)
+            raise brk
         node = self._placeholder(source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)

@@ -31,6 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
+from ..._core.jagged import is_jagged
 from ..._core.subclass_protocol import inner_tensors, is_wrapper_subclass
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -96,6 +97,9 @@ class DataDependence:
 
     scalars: bool = False
     shapes: bool = False
+    sizes: bool = False
+    """A ShapeEnv from the start even for static inputs: a jagged tensor made in the region needs
+    one for its ragged size (a graph break says so, `GraphBreak.needs_sizes`)."""
 
     def new_shape_env(self) -> ShapeEnv:
         return ShapeEnv(allow_scalar_outputs=self.scalars, allow_dynamic_output_shape_ops=self.shapes)
@@ -171,10 +175,15 @@ class SymbolicSizes:
             return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
         # a tensor subclass's inner tensors have sizes of their own, named `L['t<i>'].<attribute>`;
         # given contexts, every input must be given (its static sizes are guarded twice then)
-        sources = [_InputName(f"L['t{index}']") for index in range(len(fakes))]
+        # a jagged tensor traced static (PyTorch's meta dummy behind `nested_view_from_values_offsets`)
+        # has a real nested int for its ragged size, which its tensor guard checks: left out
+        pairs = [(fake, _InputName(f"L['t{index}']")) for index, fake in enumerate(fakes)
+                 if not (is_jagged(fake) and any(isinstance(size, torch.SymInt) and size.node.is_nested_int()
+                                                 for size in fake.shape))]
+        fakes, sources = [fake for fake, _ in pairs], [source for _, source in pairs]
         contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
                     for fake, source in zip(fakes, sources)]
-        guards = self.shape_env.produce_guards(list(fakes), sources, input_contexts=contexts, ignore_static=False)
+        guards = self.shape_env.produce_guards(fakes, sources, input_contexts=contexts, ignore_static=False)
         return " and ".join(guards) if guards else None
 
 
