@@ -32,13 +32,20 @@ def is_jagged(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.layout is torch.jagged
 
 
+def is_static_ragged_size(size: Any) -> bool:
+    """A real nested int: the ragged size of a jagged tensor traced without a symbol for it."""
+    from torch.nested._internal.nested_int import NestedIntNode
+
+    return isinstance(size, torch.SymInt) and isinstance(size.node, NestedIntNode)
+
+
 def is_ragged_size(size: Any) -> bool:
     """Whether `size` (a size or stride) is made of a nested int: a real one, or a symbol whose
     value in its ShapeEnv is a `SingletonInt`."""
     if not isinstance(size, torch.SymInt):
         return False
     node = size.node
-    if node.is_nested_int():
+    if is_static_ragged_size(size):
         return True
     shape_env = getattr(node, "shape_env", None)
     if shape_env is None:

@@ -36,7 +36,7 @@ import sympy
 import torch
 
 from .._core.errors import BackendError
-from .._core.jagged import is_jagged, is_ragged_size
+from .._core.jagged import is_jagged, is_ragged_size, is_static_ragged_size
 from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass
 from .._core.user_stack import user_frames_of_stack
 from .jagged import refuse_static
@@ -278,7 +278,7 @@ def _symbols_of(value: Any) -> set:
     if not isinstance(value, torch.Tensor):
         return set()
     numbers = (*value.shape, *value.stride(), value.storage_offset())
-    return {n.node.expr for n in numbers if isinstance(n, torch.SymInt) and not n.node.is_nested_int()
+    return {n.node.expr for n in numbers if isinstance(n, torch.SymInt) and not is_static_ragged_size(n)
             and isinstance(n.node.expr, sympy.Symbol)}
 
 

@@ -28,7 +28,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core.errors import BackendRefusal
-from .._core.jagged import bind_ragged_size, is_jagged, ragged_source
+from .._core.jagged import bind_ragged_size, is_jagged, is_static_ragged_size, ragged_source
 from .._core.subclass_protocol import flatten_signature, inner_tensors
 from .._core.user_stack import user_frames_of_stack
 
@@ -82,8 +82,7 @@ def refuse_static(fakes: Any) -> None:
     (PyTorch's meta dummy that `nested_tensor`, `as_nested_tensor` and `nested_tensor_from_jagged`
     read when they make a jagged tensor in the region): its size cannot be desugared."""
     for value in fakes:
-        if is_jagged(value) and any(isinstance(size, torch.SymInt) and size.node.is_nested_int()
-                                    for size in value.shape):
+        if is_jagged(value) and any(is_static_ragged_size(size) for size in value.shape):
             raise BackendRefusal(
                 "AOT autograd does not compile a graph that makes a NestedTensor (jagged layout) from "
                 "dense tensors (`torch.nested.nested_tensor`, `as_nested_tensor`, `nested_tensor_from_jagged`)",

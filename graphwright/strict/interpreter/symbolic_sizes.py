@@ -31,7 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
-from ..._core.jagged import is_jagged
+from ..._core.jagged import is_jagged, is_static_ragged_size
 from ..._core.subclass_protocol import inner_tensors, is_wrapper_subclass
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -178,8 +178,7 @@ class SymbolicSizes:
         # a jagged tensor traced static (PyTorch's meta dummy behind `nested_view_from_values_offsets`)
         # has a real nested int for its ragged size, which its tensor guard checks: left out
         pairs = [(fake, _InputName(f"L['t{index}']")) for index, fake in enumerate(fakes)
-                 if not (is_jagged(fake) and any(isinstance(size, torch.SymInt) and size.node.is_nested_int()
-                                                 for size in fake.shape))]
+                 if not (is_jagged(fake) and any(is_static_ragged_size(size) for size in fake.shape))]
         fakes, sources = [fake for fake, _ in pairs], [source for _, source in pairs]
         contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
                     for fake, source in zip(fakes, sources)]
