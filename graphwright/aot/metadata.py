@@ -234,6 +234,22 @@ def _tensor_spec(value: Any, stride: tuple | None) -> TensorSpec | None:
     return TensorSpec(tuple(value.shape), value.dtype, value.device, stride)
 
 
+def _same_sizes(recorded: Any, value: torch.Tensor) -> bool:
+    """Whether the tracer's `recorded` tensor is known to have `value`'s sizes, without a guard
+    (a size that depends on data cannot be asked; a symbol of another shape environment
+    is not known equal)."""
+    if not isinstance(recorded, torch.Tensor) or recorded.dim() != value.dim():
+        return False
+    for a, b in zip(recorded.shape, value.shape):
+        if isinstance(a, torch.SymInt) or isinstance(b, torch.SymInt):
+            if not (isinstance(a, torch.SymInt) and isinstance(b, torch.SymInt)
+                    and a.node.shape_env is b.node.shape_env and statically_known_true(a == b)):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
 class _EagerStrides:
     """The strides eager gives the outputs and their bases.
 
@@ -253,12 +269,11 @@ class _EagerStrides:
         for out, recorded in zip(flat_outputs, eager):
             if not isinstance(out, torch.Tensor):
                 continue
-            same = isinstance(recorded, torch.Tensor) and recorded.shape == out.shape
+            same = _same_sizes(recorded, out)
             self._record(out, recorded if same else out)
             base, recorded_base = out._base, recorded._base if same else None
             if isinstance(base, torch.Tensor):
-                same_base = isinstance(recorded_base, torch.Tensor) and recorded_base.shape == base.shape
-                self._record(base, recorded_base if same_base else base)
+                self._record(base, recorded_base if _same_sizes(recorded_base, base) else base)
 
     def _record(self, t: torch.Tensor, laid_out_as: torch.Tensor) -> None:
         self._seen.setdefault(id(t), (t, tuple(laid_out_as.stride())))
