@@ -139,6 +139,9 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
+    switch = markers.break_switch_class(target)
+    if switch is not None:
+        return contexts.break_switch(tracer, switch, args, kwargs)
     if is_cached_function(target):
         return _call_cached(tracer, target, args, kwargs)
     if _is_dynamo_generation_tag(target):

@@ -44,6 +44,8 @@ class GraphBreak(Exception):
         # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
         # the function then runs as eager Python, its callees uncompiled too.
         self.rejected_arguments = False
+        # the `error_on_graph_break` switch where the break happened: an error, as under fullgraph
+        self.error_on_graph_break = False
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "

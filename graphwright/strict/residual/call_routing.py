@@ -73,6 +73,9 @@ _ROUTED_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
 # ...but for the learning-rate schedulers, which TorchDynamo never traces: their step counts and
 # epochs change on every call, so a trace of them would recompile on every training step.
+# `torch._dynamo.external_utils.wrap_dunder_call_ctx_manager`'s wrapper: a context manager of
+# torch's used as a decorator runs the function inside its block
+_TORCH_CONTEXT_DECORATOR = "wrap_dunder_call_ctx_manager.<locals>.inner"
 _NEVER_TRACED_FILES = frozenset({os.path.join(_TORCH_DIR, "optim", "lr_scheduler.py")})
 
 
@@ -208,9 +211,13 @@ class CallRouter:
 
     def _wrapper_body(self, fn: types.FunctionType) -> Callable | None:
         """A decorator's wrapper from code that is not compiled (torch's `no_grad()` as a
-        decorator, a standard-library one): it runs as it is, but the function it wraps is
-        compiled when it calls it, as a frame hook would see that function's frame."""
-        if getattr(fn, "__wrapped__", None) is None or fn.__code__.co_flags & _GENERATOR_FLAGS:
+        decorator, a standard-library one, the wrapper of torch's context-manager decorators,
+        `torch._dynamo.error_on_graph_break(...)` among them, which keeps no `__wrapped__`): it
+        runs as it is, but the function it wraps is compiled when it calls it, as a frame hook
+        would see that function's frame."""
+        wraps = getattr(fn, "__wrapped__", None) is not None or \
+            fn.__code__.co_qualname == _TORCH_CONTEXT_DECORATOR and _is_torch_code(fn)
+        if not wraps or fn.__code__.co_flags & _GENERATOR_FLAGS:
             return None
         return self._uncompiled_body(fn)
 
