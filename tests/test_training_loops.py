@@ -216,3 +216,19 @@ def test_scheduler_step_under_fullgraph_names_the_scheduler():
         graphwright.compile(step, backend="eager", fullgraph=True)(torch.ones(2))
     assert "LRScheduler.step" in str(raised.value) and "torch.optim.lr_scheduler" in str(raised.value)
     assert "test_training_loops.py" in str(raised.value)
+
+
+def test_a_spec_the_number_cannot_take_raises_at_the_f_string_as_eager():
+    """A spec that fails on the number (`d` for a float) is formatted while tracing, so the
+    program raises at the f-string, before anything after it runs, as eager does."""
+    def bad(x, rate, log):
+        text = f"{rate:d}"
+        log.append(text)
+        return x + 1
+
+    compiled = graphwright.compile(bad, backend="eager")
+    for rate in (0.1, 0.2, 0.3):
+        log = []
+        with pytest.raises(ValueError, match="Unknown format code 'd'"):
+            compiled(torch.ones(2), rate, log)
+        assert log == []

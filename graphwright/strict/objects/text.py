@@ -56,7 +56,21 @@ class FormattedNumber:
     def text(self) -> str:
         """The text, made from the number's value now (a guard fixes the symbol to it)."""
         symbol = self.number.value
-        value = symbol.node.pytype(symbol)
+        return self._format(symbol.node.pytype(symbol))
+
+    def formats_every_value(self) -> bool:
+        """Whether formatting can wait: the spec suits the number's type whatever its value (it
+        formats the value traced, unguarded; `c` takes only some ints), so the residual code
+        never raises where eager would have raised earlier."""
+        if self.spec.endswith("c"):
+            return False
+        try:
+            self._format(self.number.value.node.hint)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def _format(self, value: int | float) -> str:
         return format(value if self.conversion is None else self.conversion(value), self.spec)
 
 
@@ -90,7 +104,9 @@ def format_later(value: Value, conversion: Callable | None, spec: str) -> Format
     other value (formatted now)."""
     if isinstance(value, ConstantValue) and not isinstance(value, FormattedText) \
             and type(value.value) in _FORMATTED_LATER and conversion in (None, str, repr):
-        return FormattedText([FormattedNumber(value, conversion, spec)])
+        field = FormattedNumber(value, conversion, spec)
+        if field.formats_every_value():
+            return FormattedText([field])
     return None
 
 
@@ -132,9 +148,13 @@ def format_method_later(tracer: "Tracer", template: str, args: list[Value],
         convert = {None: None, "s": str, "r": repr}[conversion]
         if is_number(value):
             parts.append(FormattedNumber(value, convert, spec or ""))
-        else:
-            shown = value.value if convert is None else convert(value.value)
-            parts.append(format(shown, spec or ""))
+            if not parts[-1].formats_every_value():
+                return None
+            continue
+        try:
+            parts.append(format(value.value if convert is None else convert(value.value), spec or ""))
+        except Exception:
+            return None  # formatted now, by the call itself, which raises as eager does
     return FormattedText(parts)
 
 
