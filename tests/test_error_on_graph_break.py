@@ -180,3 +180,15 @@ def test_a_break_inside_an_allowed_block_resumes_inside_it():
     counter = CompileCounter()
     torch.testing.assert_close(graphwright.compile(steps, backend=counter)(torch.ones(2)), steps(torch.ones(2)))
     assert counter.frame_count == 3
+
+
+def test_switch_takes_a_bool_in_eager_code_and_in_a_region():
+    with pytest.raises(TypeError, match="True or False"):
+        graphwright.error_on_graph_break("yes")
+
+    def region(x):
+        with graphwright.error_on_graph_break("yes"):
+            return x + 1
+
+    with pytest.raises(TypeError, match="True or False"):
+        graphwright.compile(region, backend="eager")(torch.ones(2))

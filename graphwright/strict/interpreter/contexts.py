@@ -87,7 +87,11 @@ def break_switch(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
     value = args[0] if args else kwargs.get("error_on_graph_break", kwargs.get("value"))
     if value is None or len(args) + len(kwargs) != 1:
         raise tracer.user_error(TypeError("error_on_graph_break() takes exactly one argument"))
-    return ContextValue("error_on_graph_break", (bool(operations.python_value(tracer, value)),), cls)
+    setting = operations.python_value(tracer, value)
+    if not isinstance(setting, bool):
+        raise tracer.user_error(TypeError(f"error_on_graph_break() takes True or False, not "
+                                          f"{type(setting).__name__}"))
+    return ContextValue("error_on_graph_break", (setting,), cls)
 
 
 def _decorated(make_context: Any, function: Any) -> Any:

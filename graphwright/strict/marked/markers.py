@@ -142,7 +142,9 @@ class ErrorOnGraphBreak:
     its block runs, and a decorator that runs the function inside that block."""
 
     def __init__(self, value: bool) -> None:
-        self.error_on_graph_break = bool(value)
+        if not isinstance(value, bool):
+            raise TypeError(f"error_on_graph_break() takes True or False, not {type(value).__name__}")
+        self.error_on_graph_break = value
         self._saved: list[bool | None] = []
 
     def __enter__(self) -> None:
