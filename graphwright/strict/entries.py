@@ -108,9 +108,10 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
             return _python_entry(fn, result.guards, CallRouter(compile_function))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
-        if settings.fullgraph and isinstance(brk.user_error, ImportError):
+        errors = settings.fullgraph or brk.error_on_graph_break
+        if errors and isinstance(brk.user_error, ImportError):
             raise import_error(brk) from None
-        if settings.fullgraph:
+        if errors:
             events.compile_failed(fn, brk)
             raise brk.to_unsupported() from brk.user_error  # the program's own exception, if any
         if brk.kind is gb.INTERNAL_ERROR:
