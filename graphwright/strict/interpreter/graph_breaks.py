@@ -199,8 +199,16 @@ UNRECONSTRUCTIBLE_VALUE = define_kind(
     "Return tensors, Python constants, lists, tuples or dicts instead.")
 MODULE_HOOKS = define_kind(
     "GB018", "Module with hooks",
-    "`{name}` has forward hooks or pre-hooks, which the tracer does not model.",
-    "Remove the hooks, or compile a function that runs after them.")
+    "`{name}` has {hooks}: autograd must wrap the call itself, so the call runs in Python (as "
+    "`nn.Module.__call__` runs it) with its hooks and `forward` compiled separately.",
+    "Register forward hooks or pre-hooks (inlined into the graph) instead, or tensor hooks "
+    "(`register_hook`) on the inputs or outputs of the compiled region.")
+LAZY_MODULE = define_kind(
+    "GB024", "Uninitialized lazy module",
+    "`{name}` has not inferred the shapes of its parameters yet: its first call runs in Python, "
+    "where `initialize_parameters` sees the real inputs as in eager, and the next call compiles "
+    "the initialized module.",
+    "Run the model once on an example input before compiling it to capture it on the first call.")
 UNSUPPORTED_CONTEXT_MANAGER = define_kind(
     "GB019", "Unsupported context manager",
     "The tracer cannot enter a `{type}` context manager.",

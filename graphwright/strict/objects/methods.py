@@ -320,9 +320,9 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
 
     real = module.module
     if name == "__call__":  # nn.Module's, reached by super() from a class's own __call__
-        from ..interpreter import calls
+        from ..interpreter import module_calls
 
-        return calls.module_call(tracer, module, args, kwargs)
+        return module_calls.module_call(tracer, module, args, kwargs)
     if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
         key = operations.python_value(tracer, args[0])
         found = attributes.module_table_entry(tracer, module, key)
