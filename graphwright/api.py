@@ -81,10 +81,15 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
-        if hasattr(mod, "_initialize_hook"):
-            # a lazy module infers its parameters from the first inputs, eagerly as in eager
-            # (its pre-hook removes itself); the initialized module is compiled
-            mod._infer_parameters(mod, args, kwargs)
+        if "_lazy_settled" not in self.__dict__:
+            if hasattr(mod, "_initialize_hook"):
+                # a lazy module infers its parameters from the first inputs, eagerly as in eager
+                # (its pre-hook removes itself); the initialized module is compiled
+                mod._infer_parameters(mod, args, kwargs)
+            if any(hasattr(module, "_initialize_hook") for module in mod.modules()):
+                # lazy submodules infer theirs from the inputs they see: this call runs as in eager
+                return mod(*args, **kwargs)
+            self.__dict__["_lazy_settled"] = True  # the walk over submodules is not repeated
         forward = type(mod).forward  # read at each call: the class's method may be replaced
         if is_module_wrapper(mod) or mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks \
                 or mod._backward_pre_hooks or global_module_hooks() or "forward" in mod.__dict__ \
