@@ -20,6 +20,7 @@ from .backends.registry import configured_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.residual.call_routing import CallRouter
+from .strict.residual.callees import module_call, needs_python_call
 from .strict.residual.module_wrappers import is_module_wrapper
 from .strict.explain import ExplainOutput, explain_call, explain_wrapper_call
 from .strict.guards.guards import global_module_hooks
@@ -61,6 +62,9 @@ class OptimizedModule(torch.nn.Module):
             self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
             # with hooks of its own, the module is called as a whole, so its hooks are traced too
             self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
+            # with hooks that autograd must wrap around the call, nn.Module's protocol runs as
+            # Python around the compiled forward, each hook compiled on its own
+            self.__dict__["_hooked_call"] = module_call(self._compiled_forward, CallRouter(compile_fn).route)
 
     @property
     def training(self) -> bool:  # type: ignore[override]
@@ -91,6 +95,9 @@ class OptimizedModule(torch.nn.Module):
                 return mod(*args, **kwargs)
             self.__dict__["_lazy_settled"] = True  # the walk over submodules is not repeated
         forward = type(mod).forward  # read at each call: the class's method may be replaced
+        if needs_python_call(mod) and "forward" not in mod.__dict__ and type(forward) is types.FunctionType \
+                and not is_module_wrapper(mod):
+            return self._hooked_call(mod, *args, **kwargs)
         if is_module_wrapper(mod) or mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks \
                 or mod._backward_pre_hooks or global_module_hooks() or "forward" in mod.__dict__ \
                 or type(forward) is not types.FunctionType:

@@ -35,6 +35,15 @@ def module_call(compiled_forward: Callable, route: Callable[[Any], Callable]) ->
     return call
 
 
+def needs_python_call(module: torch.nn.Module) -> bool:
+    """Whether a call of `module` needs what a graph cannot hold: backward hooks (of the module or
+    registered for every module), which autograd wraps around the call, or forward hooks that
+    must run when the forward raises (`always_call=True`)."""
+    return bool(module._backward_hooks or module._backward_pre_hooks or _GLOBAL._global_backward_hooks
+                or _GLOBAL._global_backward_pre_hooks or module._forward_hooks_always_called
+                or _GLOBAL._global_forward_hooks_always_called)
+
+
 class _HookedCall:
     """One call of a module with hooks, in the order `nn.Module.__call__` runs them."""
 
