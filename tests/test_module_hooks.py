@@ -259,3 +259,28 @@ def test_dir_state_dict_and_parameters_of_the_compiled_module_are_the_originals(
     assert compiled.training is reference.training is False
     compiled.train()
     assert net.training and net.lin.training
+
+
+def test_layers_with_alike_hooks_share_one_graph_and_a_changed_hook_recompiles():
+    def shift(inputs):
+        return (inputs[0] + 1,)
+
+    counter = CompileCounter()
+    layers = []
+    for _ in range(10):
+        layer = nn.Linear(4, 4)
+        layer.register_forward_pre_hook(lambda module, inputs: shift(inputs))
+        layers.append((layer, graphwright.compile(layer, backend=counter)))
+    x = torch.randn(2, 4)
+    for layer, compiled in layers:
+        torch.testing.assert_close(compiled(x), layer(x))
+    assert counter.frame_count == 1  # as torch.compile: the hooks' code is guarded, not their ids
+    layer, compiled = layers[0]
+    layer.register_forward_pre_hook(lambda module, inputs: (inputs[0] * 3,), with_kwargs=False)
+    torch.testing.assert_close(compiled(x), layer(x))
+    layer._forward_pre_hooks.popitem()
+    handle = layer.register_forward_pre_hook(lambda module, args, kwargs: ((args[0] - 1,), kwargs), with_kwargs=True)
+    torch.testing.assert_close(compiled(x), layer(x))
+    handle.remove()
+    torch.testing.assert_close(compiled(x), layer(x))
+    assert counter.frame_count == 3

@@ -8,20 +8,21 @@ What needs autograd to wrap the call itself (full backward hooks and backward
 pre-hooks, the deprecated non-full backward hooks), forward hooks that must run
 on an exception (`always_call=True`), and a lazy module that has not inferred
 its parameters yet are a graph break at the call: the residual code runs it
-with `residual.callees`, its hooks and forward compiled separately. Every hook
-table read is guarded on its keys, so adding or removing a hook after a
-compile recompiles. This module does not decide what a call of the forward
-itself means (that is `calls.call_value`).
+with `residual.callees`, its hooks and forward compiled separately. Hooks are
+read by position and guarded on how many a table holds and how each is called,
+so adding or removing a hook after a compile recompiles. This module does not
+decide what a call of the forward itself means (that is `calls.call_value`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..._core import config
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
-from ..guards.sources import AttrSource, FunctionSource, GlobalSource, ItemSource, Source
+from ..guards.sources import AttrSource, ExprWriter, FunctionSource, GlobalSource, ItemSource, Source
 from ..marked import markers
 from ..objects import operations
 from ..objects.values import DictValue, ModuleValue, SequenceValue, Value
@@ -98,7 +99,7 @@ def _call_forward(tracer: "Tracer", module: ModuleValue, args: list[Value], kwar
 
 def _global_hooks(tracer: "Tracer", name: str) -> tuple[list[tuple[Any, Value]], list[tuple[Any, Value]]]:
     """The forward pre-hooks and forward hooks registered for every module, read by source
-    (guarded on their keys); a graph break where autograd must wrap the call (global backward
+    (guarded as `_table_items` says); a graph break where autograd must wrap the call (global backward
     hooks), where a hook must run on an exception, or where the region changed the tables."""
     if any(_changed_in_region(tracer, getattr(_GLOBAL, table)) for table in GLOBAL_HOOK_TABLES):
         raise tracer.graph_break(gb.MODULE_HOOKS, f"global hooks changed before calling {name}", name=name,
@@ -120,7 +121,7 @@ def _global_hooks(tracer: "Tracer", name: str) -> tuple[list[tuple[Any, Value]],
 
 class _ModuleHooks:
     """A module's hook tables as the call sees them. While the region has changed none of them
-    (`untouched`), they are read from the module, guarded on their keys; once it has (a hook
+    (`untouched`), they are read from the module by position (`_table_items`); once it has (a hook
     registered or removed in the region), from the values the region changed, so that a hook
     registered earlier in the same call runs."""
 
@@ -136,8 +137,8 @@ class _ModuleHooks:
         return bool(self._table(table).items)
 
     def guard(self) -> None:
-        """Guard the keys of every table the call reads (the module has hooks): a hook of any
-        kind added or removed later recompiles."""
+        """Guard every table the call reads (the module has hooks): a hook of any kind added or
+        removed later recompiles."""
         if self.untouched:
             for table in _CALLED_HOOK_TABLES:
                 self.items(table)
@@ -145,7 +146,7 @@ class _ModuleHooks:
     def items(self, table: str) -> list[tuple[Any, Value]]:
         if self.untouched:
             source = None if self.module.source is None else AttrSource(self.module.source, table)
-            return _table_items(self.tracer, getattr(self.module.module, table), source)
+            return _table_items(self.tracer, getattr(self.module.module, table), source, self.module.module)
         return list(self._table(table).items.items())
 
     def marked(self, table: str, hook_id: Any) -> bool:
@@ -171,8 +172,61 @@ def _changed_in_region(tracer: "Tracer", real: Any) -> bool:
     return known is not None and known[0] is real and getattr(known[1], "mutated", False)
 
 
-def _table_items(tracer: "Tracer", real: dict, source: Source | None) -> list[tuple[Any, Value]]:
-    """The hooks of one table, read by source so that adding or removing one recompiles."""
-    tracer.add_guard(source, "keys", tuple(real))
-    return [(hook_id, tracer.wrap(hook, None if source is None else ItemSource(source, hook_id)))
-            for hook_id, hook in real.items()]
+def _table_items(tracer: "Tracer", real: dict, source: Source | None, owner: Any = None) -> list[tuple[Any, Value]]:
+    """The hooks of one table of `owner` (a module, or None for those registered for every
+    module), read by position: the guard checks how many there are and how each is called, and
+    each hook's own guards check what it is, so that modules whose hooks are alike (the same
+    code on each layer) share their graphs while adding or removing a hook recompiles."""
+    if source is None:
+        return [(hook_id, tracer.wrap(hook, None)) for hook_id, hook in real.items()]
+    tracer.add_guard(_HookLayoutSource(source, owner is None), "const", hook_layout(real, owner))
+    hooks = _HookListSource(source)
+    return [(hook_id, tracer.wrap(hook, ItemSource(hooks, index)))
+            for index, (hook_id, hook) in enumerate(real.items())]
+
+
+def hook_layout(table: dict, owner: Any) -> tuple:
+    """For each hook of `table`, in order, the tables of its owner (None: every module's) that
+    hold its id: whether it takes keyword arguments, whether it runs when forward raises."""
+    flags = (_GLOBAL._global_forward_hooks_with_kwargs, _GLOBAL._global_forward_hooks_always_called) \
+        if owner is None else (owner._forward_pre_hooks_with_kwargs, owner._forward_hooks_with_kwargs,
+                               owner._forward_hooks_always_called)
+    return tuple(tuple(hook_id in flag for flag in flags) for hook_id in table)
+
+
+@dataclass(frozen=True)
+class _HookListSource(Source):
+    """The hooks of a table as a list, in the order they run."""
+
+    table: Source
+
+    def gen(self, writer: ExprWriter) -> str:
+        return f"{writer.ref(list)}({writer.expr(self.table)}.values())"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        return list(self.table.read(fn, local_values).values())
+
+    def name(self) -> str:
+        return f"the hooks of {self.table.name()}"
+
+
+@dataclass(frozen=True)
+class _HookLayoutSource(Source):
+    """`hook_layout` of a table: an AttrSource of its module, or a global table."""
+
+    table: Source
+    is_global: bool
+
+    def _owner(self) -> Source | None:
+        return None if self.is_global else self.table.base
+
+    def gen(self, writer: ExprWriter) -> str:
+        owner = self._owner()
+        return f"{writer.ref(hook_layout)}({writer.expr(self.table)}, {'None' if owner is None else writer.expr(owner)})"
+
+    def read(self, fn: Any, local_values: dict[str, Any]) -> Any:
+        owner = self._owner()
+        return hook_layout(self.table.read(fn, local_values), None if owner is None else owner.read(fn, local_values))
+
+    def name(self) -> str:
+        return f"the layout of {self.table.name()}"
