@@ -44,6 +44,9 @@ class GraphBreak(Exception):
         # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
         # the function then runs as eager Python, its callees uncompiled too.
         self.rejected_arguments = False
+        # Why no split at this break is sound (the function then runs as Python, its callees
+        # compiled); empty when one may be
+        self.unsplittable = ""
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "

@@ -140,7 +140,14 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
     if name in _TENSOR_AUTOGRAD:
-        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        brk = tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        if name == "register_hook" and tensor.source is None and tensor.node.users:
+            # A hook sees the whole gradient of the tensor, from every use. Split here, the graph
+            # before would keep the uses it already made inside its own backward, out of the
+            # hook's reach.
+            brk.unsplittable = ("a hook registered on a tensor the graph computed and already used: the "
+                                "function runs in plain Python (the functions it calls are compiled)")
+        raise brk
     if name == "__iter__" and not args and not kwargs:
         return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:

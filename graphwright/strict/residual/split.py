@@ -64,6 +64,8 @@ class SplitPlan:
 
 def plan_split(brk: GraphBreak) -> SplitPlan:
     """How to split the compiled function at `brk`, from the trace that hit it."""
+    if brk.unsplittable:
+        return SplitPlan("skip", reason=brk.unsplittable)
     if brk.kind is gb.OBSERVED_EXCEPTION:
         return SplitPlan("skip", reason="the function runs in plain Python, which raises the exception only if "
                                         "eager Python does (the functions it calls are compiled)")
