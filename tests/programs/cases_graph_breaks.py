@@ -994,8 +994,9 @@ def _(x):
     return x + obj.add(x) + obj.forward(x)
 
 
-_HOOKS_ON_INTERMEDIATES = ("PyTorch captures a hook on an intermediate in the graph (a function "
-                           "applying it in the backward); graphwright breaks there")
+_HOOKS_ON_INTERMEDIATES = ("PyTorch captures a hook on an intermediate in the graph, uses before it "
+                           "included; graphwright captures it only before any use, else runs the "
+                           "function in Python")
 
 
 @program("hook_on_an_intermediate_used_before_it_is_registered", lambda: rand(3, requires_grad=True),
@@ -1009,10 +1010,21 @@ def _(x):
     return (z + y * 3).sum()
 
 
-@program("hook_on_an_intermediate_before_any_use", lambda: rand(3, requires_grad=True),
-         grad=True, fullgraph=False, frames=2,
-         reference=dict(fullgraph=True, frames=1, why=_HOOKS_ON_INTERMEDIATES))
+@program("hook_on_an_intermediate_before_any_use", lambda: rand(3, requires_grad=True), grad=True)
 def _(x):
+    # captured: the hook's work runs in the graph's backward
     y = x.sin()
     y.register_hook(lambda grad: grad + 1)
     return (y * y).sum()
+
+
+_scale = {"by": 3.0}
+
+
+@program("hooks_on_intermediates_reading_a_global_or_returning_none", lambda: rand(3, requires_grad=True),
+         grad=True)
+def _(x):
+    y = x * 2
+    y.register_hook(lambda grad: grad * _scale["by"])
+    y.cos().register_hook(lambda grad: None)
+    return y.sum()

@@ -139,6 +139,12 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return torch_functions.as_subclass(tracer, tensor, args[0])
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
+    if name == "register_hook" and len(args) == 1 and not kwargs:
+        from ..operators import tensor_hooks
+
+        handle = tensor_hooks.register_hook(tracer, tensor, args[0])
+        if handle is not None:
+            return handle
     if name in _TENSOR_AUTOGRAD:
         brk = tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
         if name == "register_hook" and tensor.source is None and tensor.node.users:
