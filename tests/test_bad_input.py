@@ -163,6 +163,11 @@ def calls_a_module_with_a_backward_hook(x):
     return _HOOKED(x) + 1  # bad:hooked
 
 
+@bad("GB024", "lazy", inputs=lambda: (torch.ones(2, 3), nn.LazyLinear(2)))
+def calls_a_lazy_module_not_initialized_yet(x, lazy):
+    return lazy(x) + 1  # bad:lazy
+
+
 @bad("GB019", "context")
 def enters_inference_mode(x):
     with torch.inference_mode():  # bad:context
