@@ -440,3 +440,20 @@ def test_a_hook_on_an_intermediate_not_used_yet_is_captured_in_the_graph():
     graphwright.compile(fn, backend=counter, fullgraph=True)(x_compiled).backward()
     torch.testing.assert_close(x_compiled.grad, x_eager.grad)
     assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_tensor_with_a_captured_hook_may_change_in_place_afterwards(backend):
+    def fn(x):
+        y = x * 2
+        y.register_hook(lambda grad: grad * 3)
+        y.mul_(2)
+        return (y * y).sum()
+
+    x_eager = torch.randn(3, requires_grad=True)
+    x_compiled = x_eager.detach().clone().requires_grad_()
+    fn(x_eager).backward()
+    counter = CompileCounterWithBackend(backend)
+    graphwright.compile(fn, backend=counter, fullgraph=True)(x_compiled).backward()
+    torch.testing.assert_close(x_compiled.grad, x_eager.grad)
+    assert counter.frame_count == 1
