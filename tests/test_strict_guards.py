@@ -303,7 +303,8 @@ def test_an_int_argument_that_changes_becomes_symbolic_under_dynamic_none():
     assert counter.frame_count == 3
 
 
-def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
+@pytest.mark.parametrize("unspecialized", [False, True])
+def test_a_counter_kept_on_a_module_is_specialized_as_in_pytorch_unless_allowed(unspecialized, monkeypatch):
     class Stepper(nn.Module):
         def __init__(self):
             super().__init__()
@@ -313,14 +314,16 @@ def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
             self.steps += 1
             return x * self.steps
 
+    monkeypatch.setattr(graphwright.config, "allow_unspec_int_on_nn_module", unspecialized)
     module = Stepper()
     counter = CompileCounter()
     compiled = graphwright.compile(module, backend=counter, fullgraph=True)
     for expected in range(1, 7):
         assert compiled(torch.ones(1)).item() == expected
     assert module.steps == 6 and type(module.steps) is int
-    # 1 specialised, then one symbolic graph (torch.compile: 6, it specialises the ints of modules)
-    assert counter.frame_count == 2
+    # PyTorch's default specialises the ints of modules (6 graphs, as torch.compile); allowed,
+    # 1 specialised graph then one symbolic graph
+    assert counter.frame_count == (2 if unspecialized else 6)
 
 
 def test_a_conjugate_view_recompiles_and_says_its_dispatch_keys_changed():

@@ -463,6 +463,13 @@ class GraphBuilder:
             self._first_op = node
         return node
 
+    def rebind(self, value: TensorValue, replacement: TensorValue) -> None:
+        """From now on `value` (the one object every reference in the region shares) stands for
+        `replacement`'s node and fake tensor."""
+        self._by_fake.pop(id(value.fake), None)
+        value.node, value.fake = replacement.node, replacement.fake
+        self._by_fake[id(value.fake)] = value
+
     def _wrap_result(self, node: torch.fx.Node, result: Any) -> Value:
         node.meta["example_value"] = result
         if isinstance(result, torch.Tensor):

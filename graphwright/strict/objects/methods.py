@@ -140,8 +140,21 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return torch_functions.as_subclass(tracer, tensor, args[0])
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
+    if name == "register_hook" and len(args) == 1 and not kwargs:
+        from ..operators import tensor_hooks
+
+        handle = tensor_hooks.register_hook(tracer, tensor, args[0])
+        if handle is not None:
+            return handle
     if name in _TENSOR_AUTOGRAD:
-        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        brk = tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        if name == "register_hook" and tensor.source is None and tensor.node.users:
+            # A hook sees the whole gradient of the tensor, from every use. Split here, the graph
+            # before would keep the uses it already made inside its own backward, out of the
+            # hook's reach.
+            brk.unsplittable = ("a hook registered on a tensor the graph computed and already used: the "
+                                "function runs in plain Python (the functions it calls are compiled)")
+        raise brk
     if name == "__iter__" and not args and not kwargs:
         return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:
@@ -325,9 +338,9 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
 
     real = module.module
     if name == "__call__":  # nn.Module's, reached by super() from a class's own __call__
-        from ..interpreter import calls
+        from ..interpreter import module_calls
 
-        return calls.module_call(tracer, module, args, kwargs)
+        return module_calls.module_call(tracer, module, args, kwargs)
     if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
         key = operations.python_value(tracer, args[0])
         found = attributes.module_table_entry(tracer, module, key)
