@@ -129,7 +129,7 @@ class CompiledFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _profiler._is_profiler_enabled:
+        if _profiler._is_profiler_enabled:  # without a profiler, one attribute read per call
             return self.call_as(self._fn, *args, **kwargs)
         # `_first_hit` spelled out: one Python frame less on every compiled call
         fn = self._fn
@@ -145,7 +145,10 @@ class CompiledFunction:
 
     def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
         """Call through this cache as function `fn` (the same code, its own closure cells)."""
-        result = _first_hit(_runnable(self._entries), fn, args, kwargs)
+        entries = self._entries
+        if _profiler._is_profiler_enabled:
+            entries = _in_regions(entries)
+        result = _first_hit(entries, fn, args, kwargs)
         return self._miss(args, kwargs, fn) if result is MISS else result
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -239,8 +242,10 @@ def _profiler_range(name: str) -> Any:
 
 def _runnable(entries: list[Callable]) -> list[Callable]:
     """`entries`, or under the profiler their twins that run in a range naming the entry."""
-    if not _profiler._is_profiler_enabled:
-        return entries
+    return _in_regions(entries) if _profiler._is_profiler_enabled else entries
+
+
+def _in_regions(entries: list[Callable]) -> list[Callable]:
     return [in_region(entry, entry.region_name) for entry in entries]
 
 
