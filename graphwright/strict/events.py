@@ -1,11 +1,11 @@
 """What compiling reports as it goes: graphs, graph breaks, recompiles and cache entries.
 
 `counters` are updated here, the log channels, the dump and the compile trace
-are fed here (see `_core.logs`, `_core.dump`, `_core.structured_trace`), and listeners (`graphwright.explain`, the
-`python -m graphwright explain` command, a report) are told, with the
-compiled function each event belongs to. Resume functions and callees
-compiled for the residual code report under their own function;
-`user_function` names the user's function behind a resume function.
+are fed here (see `_core.logs`, `_core.dump`, `_core.structured_trace`), and
+listeners (`graphwright.explain`, the `python -m graphwright explain` command,
+a report) are told, with the compiled function each event belongs to. Resume
+functions and callees compiled for the residual code report under their own
+function; `user_function` names the user's function behind a resume function.
 
 Everything here runs on the compile path only; with the channels off, no
 dump, no trace and no listener, each event costs a few level checks.
@@ -104,9 +104,8 @@ def recompile_wanted() -> bool:
     return bool(_LISTENERS) or logs.enabled("recompiles") or structured_trace.on
 
 
-def recompiling(fn: types.FunctionType, reasons: list[str], entries: list[Callable] = ()) -> None:
-    """`fn` compiles another entry: `reasons[i]` is why entry i (newest first) refused the call
-    (`entries[i]`, for their compile ids in the trace)."""
+def recompiling(fn: types.FunctionType, reasons: list[str], entries: list[Callable]) -> None:
+    """`fn` compiles another entry: `reasons[i]` is why `entries[i]` (newest first) refused the call."""
     if logs.enabled("recompiles"):
         code = original_code(fn.__code__)
         failures = "\n".join(f"    - entry {len(reasons) - 1 - i}: {reason}" for i, reason in enumerate(reasons))
@@ -114,9 +113,8 @@ def recompiling(fn: types.FunctionType, reasons: list[str], entries: list[Callab
                                f"{code.co_filename}:{code.co_firstlineno}\n"
                                f"    triggered by the following guard failure(s):\n{failures}")
     if structured_trace.on:
-        ids = [str(getattr(getattr(entry, "compile_scope", None), "compile_id", "?")) for entry in entries]
-        structured_trace.artifact("recompile_reasons", [f"{compile_id}: {reason}" for compile_id, reason
-                                                        in zip(ids, reasons)], "json")
+        structured_trace.artifact("recompile_reasons", [f"{entry.compile_scope.compile_id}: {reason}"
+                                                        for entry, reason in zip(entries, reasons)], "json")
     for listener in _LISTENERS:
         listener.recompile(fn, reasons)
 
