@@ -79,7 +79,8 @@ def _records(path: str) -> list[tuple[dict, str | None]]:
         for line in file:
             if line.startswith("\t"):
                 metadata, payload = records[-1]
-                records[-1] = (metadata, line[1:].rstrip("\n") if payload is None else payload + "\n" + line[1:].rstrip("\n"))
+                text = line[1:].rstrip("\n")
+                records[-1] = (metadata, text if payload is None else f"{payload}\n{text}")
                 continue
             assert re.match(r"V\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ \S+:\d+\] \{", line), line
             records.append((json.loads(line.split("] ", 1)[1]), None))
@@ -137,7 +138,8 @@ def test_tlparse_lists_every_frame_its_breaks_its_recompile_and_graphs(tmp_path)
     assert json.loads(recompile.read_text()) == ["0/0: tensor 'x' dimensionality mismatch: expected 1, actual 2"]
     (graph,) = (out / "-_1_0_0").glob("dynamo_output_graph_*.txt")
     assert "mul" in graph.read_text() and "sin" not in graph.read_text()  # the graph between the breaks
-    restarts = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", (out / "failures_and_restarts.html").read_text())).split())
+    page = (out / "failures_and_restarts.html").read_text()
+    restarts = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
     for compile_id in ("[0/0]", "[1/0]", "[0/1]", "[1/1]"):
         assert f"{compile_id} RestartAnalysis Call to `print`" in restarts
 
