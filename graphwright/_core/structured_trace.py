@@ -55,14 +55,13 @@ class _TraceFile(logging.Handler):
     def __init__(self, folder: str) -> None:
         super().__init__(logging.DEBUG)
         self.folder = os.path.abspath(folder)
-        self.path: str | None = None
         self._stream = None
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             if self._stream is None:
                 os.makedirs(self.folder, exist_ok=True)
-                handle, self.path = tempfile.mkstemp(suffix=".log", prefix=FILE_PREFIX, dir=self.folder)
+                handle, _ = tempfile.mkstemp(suffix=".log", prefix=FILE_PREFIX, dir=self.folder)
                 self._stream = os.fdopen(handle, "w")
             self._stream.write(_line(record) + "\n")
             self._stream.flush()
@@ -97,7 +96,7 @@ def _relative(path: str) -> str:
 
 
 def start(folder: str | os.PathLike) -> str:
-    """Write the records from now on to a new file in `folder` (its path is `path()` once written)."""
+    """Write the records from now on to a new file in `folder`, made on the first record."""
     global on, _handler
     stop()
     _handler = _TraceFile(os.fspath(folder))
@@ -117,11 +116,6 @@ def stop() -> None:
         _handler.close()
         _handler = None
     on = bool(os.environ.get(TORCH_ENV_VAR))
-
-
-def path() -> str | None:
-    """The file written by `start`, once a record is in it."""
-    return None if _handler is None else _handler.path
 
 
 def emit(kind: str, metadata: dict | None = None, payload: Any = None,
