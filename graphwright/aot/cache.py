@@ -40,7 +40,7 @@ import torch
 import torch.fx as fx
 import torch.utils._pytree as pytree
 
-from .._core import artifacts, config, logs
+from .._core import artifacts, config, logs, structured_trace
 from .._core.counters import counters
 from .metadata import GraphMetadata
 
@@ -178,6 +178,8 @@ def counted(outcome: str, detail: str) -> None:
     if logs.enabled("caches"):
         owner = artifacts.scope_name() or "a graph"
         logs.log("caches", f"AOT cache {outcome} for {owner}: {detail}")
+    if structured_trace.on:
+        structured_trace.artifact(f"aotautograd_cache_{outcome}", {"detail": detail}, "json")
 
 
 def bypassed(why: str) -> None:

@@ -296,7 +296,7 @@ class AOTCompiledGraph:
         if any(is_wrapper_subclass(value) for value in fakes):
             aot_cache.bypassed("a tensor subclass is among its inputs (the key does not describe subclasses)")
             return None
-        if artifacts.wanted("aot_graphs") or artifacts.wanted("output_code"):
+        if artifacts.shown("aot_graphs") or artifacts.shown("output_code"):
             aot_cache.bypassed("its AOT graphs or generated code are logged or dumped (a hit would have none)")
             return None
         try:
@@ -424,7 +424,8 @@ class AOTCompiledGraph:
 def _publish(gm: torch.fx.GraphModule, kind: str) -> None:
     if artifacts.wanted("aot_graphs"):
         owner = artifacts.scope_name() or "a graph"
-        artifacts.publish_graph("aot_graphs", f"AOT {kind.upper()} GRAPH of {owner}", gm, f"aot_{kind}")
+        artifacts.publish_graph("aot_graphs", f"AOT {kind.upper()} GRAPH of {owner}", gm, f"aot_{kind}",
+                                record=f"aot_{kind}_graph")
 
 
 def _user_output_indices(meta) -> list[int]:

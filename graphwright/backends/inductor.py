@@ -80,7 +80,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
         outcome = _fx_graph_cache_outcome(compiled, started)
     if outcome is not None:
         counters["inductor"][outcome] += 1
-    if artifacts.wanted("output_code"):
+    if artifacts.shown("output_code"):  # a compile trace has Inductor's own record of the code
         _publish_output_code(compiled, kind)
     return compiled
 
