@@ -181,9 +181,11 @@ class GradientOrigins:
 
     def __init__(self) -> None:
         self._by_sequence_nr: dict[int, dict] = {}
+        self.started = False  # whether any forward operation was seen (else no lookups)
 
     def forward_meta(self, meta: dict) -> None:
         """Called as a forward operation is recorded: the autograd node just made (if any) is its."""
+        self.started = True
         self._by_sequence_nr.setdefault(torch.autograd._get_sequence_nr() - 1, meta)
 
     def backward_meta(self) -> dict | None:
@@ -217,3 +219,28 @@ class LiveStack:
         if frame is None:  # the entry is not on the stack: not inside the traced call
             return ""
         return "".join(reversed(frames))
+
+
+class Rerun(torch.fx.Interpreter):
+    """Runs a graph node by node with each node's meta `current` (nested in the meta current
+    when it started: a recorded body run from a call) while the operations it runs are traced."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.extra_traceback = False  # errors read as they do from the graph's own code
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        with running(nested(current, node.meta)):
+            return super().run_node(node)
+
+
+class RerunModule(torch.nn.Module):
+    """`gm` as a module run by `Rerun`, whose state `torch.func.functional_call` can swap (the
+    names of `gm`'s state are prefixed with `gm.`)."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__()
+        self.gm = gm
+
+    def forward(self, *args: Any) -> Any:
+        return Rerun(self.gm).run(*args)
