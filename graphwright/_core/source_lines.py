@@ -244,3 +244,34 @@ class RerunModule(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         return Rerun(self.gm).run(*args)
+
+
+def innermost_frame(stack_trace: str | None) -> tuple[str, str, str, str] | None:
+    """The innermost frame of a stack_trace text: (file, line, function, code)."""
+    lines = (stack_trace or "").rstrip("\n").split("\n")
+    for index in range(len(lines) - 1, -1, -1):
+        head = lines[index].strip()
+        if head.startswith('File "'):
+            filename, _, rest = head[len('File "'):].partition('", line ')
+            lineno, _, function = rest.partition(", in ")
+            code = lines[index + 1].strip() if index + 1 < len(lines) else ""
+            return filename, lineno, function, code
+    return None
+
+
+def innermost_line(node: torch.fx.Node) -> str:
+    """The innermost frame of a node's stack_trace as `file:line in function: code` ('' if none)."""
+    frame = innermost_frame(node.meta.get(STACK_TRACE))
+    if frame is None:
+        return ""
+    filename, lineno, function, code = frame
+    return f"{filename}:{lineno} in {function}" + (f": {code}" if code else "")
+
+
+def comment(stack_trace: str | None) -> str:
+    """`# File: model.py:7 in forward, code: y = self.l(x)`, as torch.fx prints it above a node."""
+    frame = innermost_frame(stack_trace)
+    if frame is None:
+        return ""
+    filename, lineno, function, code = frame
+    return f"# File: {filename}:{lineno} in {function}, code: {code}"
