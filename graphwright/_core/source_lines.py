@@ -13,7 +13,7 @@ owns those three entries and how they travel:
   objects and lines, the module stack: cheap to take), turned into the three
   entries once, when the graph is finished (`annotate`);
 - when a captured graph is traced again into aten operations (ahead-of-time
-  autograd), `running(node)` makes the node being run the `current` one; the
+  autograd), `running(node)` makes the node being run the `current()` one; the
   non-strict recorder copies its entries onto every aten node it records
   (`copy_onto`), and a backward operation gets those of the forward operation
   whose gradient it computes (`GradientOrigins`);
@@ -31,6 +31,7 @@ import contextlib
 import linecache
 import os
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -141,19 +142,26 @@ def module_key(path: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in path).strip("_") or "module"
 
 
-# Re-tracing a captured graph: the meta of the node being run, read by the non-strict recorder.
-current: dict | None = None
+class _Running(threading.local):
+    meta: dict | None = None  # the meta of the node being run while a graph is traced again
+
+
+_running = _Running()
+
+
+def current() -> dict | None:
+    """The meta of the graph node whose operations this thread is tracing now, if any."""
+    return _running.meta
 
 
 @contextlib.contextmanager
 def running(meta: dict | None) -> Iterator[None]:
     """Make `meta` (a node's) the one that operations recorded meanwhile copy."""
-    global current
-    previous, current = current, meta
+    previous, _running.meta = _running.meta, meta
     try:
         yield
     finally:
-        current = previous
+        _running.meta = previous
 
 
 def copy_onto(node: torch.fx.Node, meta: dict) -> None:
@@ -230,7 +238,7 @@ class Rerun(torch.fx.Interpreter):
         self.extra_traceback = False  # errors read as they do from the graph's own code
 
     def run_node(self, node: torch.fx.Node) -> Any:
-        with running(nested(current, node.meta)):
+        with running(nested(_running.meta, node.meta)):
             return super().run_node(node)
 
 

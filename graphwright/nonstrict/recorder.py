@@ -288,7 +288,7 @@ class GraphRecorder(TorchDispatchMode):
         gradients = self._gradient_origins
         meta = gradients.backward_meta() if gradients.started else None
         if meta is None:
-            meta = source_lines.current
+            meta = source_lines.current()
             if meta is not None:
                 gradients.forward_meta(meta)
         if meta is not None:
