@@ -64,6 +64,8 @@ class Origin(NamedTuple):
 
 def _shown(code: types.CodeType) -> bool:
     filename = code.co_filename
+    if filename.startswith("<"):  # generated code (a dataclass's __init__) unless linecache has it
+        return bool(linecache.getline(filename, code.co_firstlineno))
     return not (filename.startswith(_TORCH_DIR) or is_graphwright_file(filename))
 
 
