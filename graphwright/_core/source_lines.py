@@ -243,6 +243,24 @@ class Rerun(torch.fx.Interpreter):
         with running(nested(_running.meta, node.meta)):
             return super().run_node(node)
 
+    def fetch_args_kwargs_from_env(self, node: torch.fx.Node) -> tuple[tuple, dict]:
+        # the arguments as the graph's generated code passes them: plain lists and dicts (fx
+        # holds them as immutable ones, which a callee that checks types or mutates them tells apart)
+        return tuple(self._load(arg) for arg in node.args), {key: self._load(arg) for key, arg in node.kwargs.items()}
+
+    def _load(self, arg: Any) -> Any:
+        if isinstance(arg, torch.fx.Node):
+            return self.env[arg]
+        if isinstance(arg, list):
+            return [self._load(item) for item in arg]
+        if type(arg) is tuple:
+            return tuple(self._load(item) for item in arg)
+        if isinstance(arg, dict):
+            return {key: self._load(item) for key, item in arg.items()}
+        if isinstance(arg, slice):
+            return slice(self._load(arg.start), self._load(arg.stop), self._load(arg.step))
+        return arg
+
 
 class RerunModule(torch.nn.Module):
     """`gm` as a module run by `Rerun`, whose state `torch.func.functional_call` can swap (the
