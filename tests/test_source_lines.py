@@ -7,7 +7,6 @@ import inspect
 import logging
 import os
 import re
-from pathlib import Path
 
 import pytest
 import torch
