@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
-from .._core import artifacts, dump
+from .._core import artifacts, dump, source_lines
 from .._core.counters import phase
 from .._core.errors import BackendRefusal, TraceError
 from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
@@ -210,12 +210,14 @@ class AOTCompiledGraph:
         it, where the subclasses the graph makes are made by `SubclassCalls`, which checks
         each run."""
         gm = self._constructions.graph_module if traced else self._gm
-        run = gm
+        # traced, node by node: each aten node records the lines of the node it comes from
+        module, prefix = (source_lines.RerunModule(gm), "gm.") if traced else (gm, "")
+        run = module
         if self._state_names:
-            names, n = self._state_names, self._num_user_inputs
+            names, n = [prefix + name for name in self._state_names], self._num_user_inputs
 
             def run(*inputs):
-                return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
+                return torch.func.functional_call(module, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
 
         if gm is self._gm:
             return run

@@ -4,8 +4,11 @@ argument that is not contiguous) come back as eager made them."""
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from .harness import program_decorator, rand
+import graphwright
+
+from .harness import module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -61,3 +64,42 @@ def _(x):
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(False)
     return x + 1, before
+
+
+# AOT autograd traces the captured graph node by node, so that each aten node records the user's
+# line of its node (graphwright/_core/source_lines.py): what the graph computes must not change,
+# in-place updates of inputs, hooks' effects and a nonstrict_trace body's replay included.
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.inner.register_forward_hook(lambda module, args, out: out * 0.5)
+
+    def forward(self, x, buffer):
+        buffer.add_(1)  # an input updated in place
+        steps = (self.inner(x + k) for k in range(2))
+        return sum(steps) + buffer.mean(), buffer
+
+
+@graphwright.nonstrict_trace
+def _normalised(x, eps):
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return centred / (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt()
+
+
+class _WithNonstrictBody(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _normalised(self.linear(x), 1e-5) * _normalised(x, 1e-3)
+
+
+PROGRAMS.append(module_program(
+    "aot_node_by_node_trace_keeps_hooks_generators_and_input_updates", _Scaled,
+    lambda: (rand(3, 4, requires_grad=True), torch.zeros(4)), backend="aot_eager", grad=True))
+PROGRAMS.append(module_program(
+    "aot_nonstrict_trace_body_replayed_with_its_own_lines", _WithNonstrictBody,
+    lambda: rand(3, 4, requires_grad=True), backend="aot_eager", grad=True))

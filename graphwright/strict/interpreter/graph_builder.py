@@ -34,6 +34,7 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
+from ..._core import source_lines
 from ..._core.opaque_objects import opaque_kind
 from ..._core.jagged import is_jagged
 from ..._core.subclass_protocol import is_wrapper_subclass
@@ -193,6 +194,8 @@ class GraphBuilder:
         # `__torch_function__` (`objects/torch_functions.py`), unless switched off
         self.torch_function: Callable[..., Value] | None = None
         self._torch_function_off = 0
+        # `origin()`: where a node made now comes from (the tracer's frames and module calls)
+        self.origin: Callable[[], source_lines.Origin] | None = None
         self.dynamic_dims = dynamic_dims or {}
         captures = data_dependence.scalars or data_dependence.shapes or data_dependence.sizes
         shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
@@ -458,6 +461,8 @@ class GraphBuilder:
         if kind == "call_function" and isinstance(target, types.MethodType):
             target = _bound_method_target(target)
         node = self.graph.create_node(kind, target, tuple(args), kwargs)
+        if self.origin is not None:
+            node.meta[source_lines.ORIGIN] = self.origin()
         self.call_count += 1
         if self._first_op is None:
             self._first_op = node
@@ -603,6 +608,7 @@ class GraphBuilder:
         leaves as a 0-d float64 tensor (`float_output`): backends return tensors and sizes."""
         self.graph.output(tuple(self._node_arg(self.float_output(value)) for value in outputs))
         self.graph.lint()
+        source_lines.annotate(self.graph)
         root = torch.nn.Module()
         for name, module in self.submodules.items():
             root.add_module(name, module)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..._core import config
+from ..._core import config, source_lines
 from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, ExprWriter, FunctionSource, GlobalSource, ItemSource, Source
 from ..marked import markers
@@ -40,7 +40,18 @@ _HOOK_TABLES = (*_CALLED_HOOK_TABLES, "_forward_pre_hooks_with_kwargs", "_forwar
 
 def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """nn.Module's `__call__`: forward pre-hooks, forward, forward hooks, as nn.Module runs them,
-    with the hooks the module has at this point of the region (those registered in it too)."""
+    with the hooks the module has at this point of the region (those registered in it too). The
+    nodes made meanwhile are under this module call (their `nn_module_stack`)."""
+    outer = tracer.module_stack
+    path = module.source.name() if module.source is not None else type(module.module).__name__
+    tracer.module_stack = {**outer, source_lines.module_key(path): (path, type(module.module))}
+    try:
+        return _module_call(tracer, module, args, kwargs)
+    finally:
+        tracer.module_stack = outer
+
+
+def _module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     from ..objects import attributes
 
     real = module.module
