@@ -20,9 +20,9 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 
 from .._core import artifacts, dump, source_lines
 from .._core.counters import phase
-from .._core.errors import BackendRefusal, TraceError
+from .._core.errors import BackendRefusal, GraphwrightError, TraceError
 from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
-from .._core.user_stack import warn_at_user_line
+from .._core.user_stack import user_frames_of_stack, warn_at_user_line
 from . import cache as aot_cache
 from . import joint
 from .cache import Entry, GraphStore
@@ -36,6 +36,7 @@ from .runtime import (
     make_training_function,
 )
 from .subclasses import fake_tensors_in, flatten_into, is_fake_value, layout_of, refuse_unsupported_subclasses
+from .view_inverses import checked_decompositions
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
@@ -186,6 +187,7 @@ class AOTCompiledGraph:
         self._compilers = compilers
         self._size_generic = size_generic
         self._decompositions = decompositions
+        self._checked_decompositions: dict | None = None
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
         self._gm = gm
@@ -279,6 +281,14 @@ class AOTCompiledGraph:
                 owner = artifacts.scope_name() or "a graph"
                 warn_at_user_line(f"graphwright runs {owner} as captured, without its backend:\n{refusal}",
                                   refusal.user_stack)
+                return CompiledSignature(self._function())
+            except GraphwrightError:
+                raise
+            except Exception as error:  # an internal failure is never the user's crash: as captured
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright could not compile {owner} with AOT autograd and runs it as "
+                                  f"captured, without its backend: {type(error).__name__}: {error}",
+                                  user_frames_of_stack())
                 return CompiledSignature(self._function())
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
@@ -412,11 +422,12 @@ class AOTCompiledGraph:
                                          enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
-    def _decomposition_table(self) -> dict | None:
+    def _decomposition_table(self) -> dict:
         # made on the first trace: a backend's table may import its whole code generator
-        if callable(self._decompositions):
-            self._decompositions = self._decompositions()
-        return self._decompositions
+        if self._checked_decompositions is None:
+            table = self._decompositions() if callable(self._decompositions) else self._decompositions
+            self._checked_decompositions = checked_decompositions(table)
+        return self._checked_decompositions
 
     def _rewrite(self, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         passes = self._compilers.graph_passes
