@@ -35,6 +35,7 @@ from . import (
     cases_nested,
     cases_new_libraries,
     cases_numpy,
+    cases_python_errors,
     cases_real_models,
     cases_side_effects,
     cases_subclasses,
@@ -62,6 +63,7 @@ ALL_PROGRAMS = [
     *cases_subclasses.PROGRAMS,
     *cases_dtensor.PROGRAMS,
     *cases_class_statements.PROGRAMS,
+    *cases_python_errors.PROGRAMS,
 ]
 
 

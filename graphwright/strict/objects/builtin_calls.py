@@ -49,6 +49,7 @@ from . import (
     torch_functions,
 )
 from .class_creation import made_class
+from .python_errors import python_raises
 from .values import (
     NONE,
     ArrayValue,
@@ -337,7 +338,10 @@ def _vars(tracer, args, kwargs):
 
 @handles(range)
 def _range(tracer, args, kwargs):
-    return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
+    bounds = [operations.python_value(tracer, arg, "range()") for arg in args]
+    named = {key: operations.python_value(tracer, arg, "range()") for key, arg in kwargs.items()}
+    with python_raises(tracer, "range()"):  # a zero step, a float bound: Python's error
+        return ConstantValue(range(*bounds, **named))
 
 
 @handles(sorted)
