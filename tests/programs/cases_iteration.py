@@ -218,3 +218,40 @@ def _(x):
     except TypeError as error:
         backwards = str(error)
     return torch.flip(x, [0]), backwards, log, list(numbers)
+
+
+class Indexed:
+    """Iterable only through `__getitem__` (Python's old sequence protocol)."""
+
+    def __init__(self, items):
+        self.items = items
+        self.reads = 0
+
+    def __getitem__(self, index):
+        self.reads += 1
+        return self.items[index]
+
+
+class CountsToThree:
+    def __getitem__(self, index):
+        if index == 3:
+            raise StopIteration
+        return index * 10
+
+
+@program("getitem_only_objects_iterate_until_index_error_or_stop_iteration", lambda: rand(3))
+def _(x):
+    indexed = Indexed([x, x * 2])
+    first, second = list(indexed)
+    total = 0
+    for value in CountsToThree():
+        total += value
+    return first + second, tuple(Indexed("ab")), total, 2 in Indexed([1, 2, 3]), indexed.reads
+
+
+@program("regular_expressions_on_constant_strings", lambda: rand(3))
+def _(x):
+    import re
+
+    match = re.compile(r"(\d+)\.(\d+)").fullmatch("2.13")
+    return x * int(match.group(2)), re.split(",", "a,b"), re.escape("a.b"), re.search("z", "abc") is None

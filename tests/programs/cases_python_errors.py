@@ -70,7 +70,9 @@ def _(x):
     return x + items.index(1, 1), items.index(2, -2), _outcome(items.index, 1, 3, 4)[0]
 
 
-@program("range_with_zero_step_and_huge_repeat_raise", lambda: rand(3))
+@program("range_with_zero_step_and_huge_repeat_raise", lambda: rand(3),
+         reference={"xfail": "`range(1, 5, 0)` returns a range instead of raising ValueError",
+                    "why": "PyTorch 2.13 builds the range without Python's check of the step"})
 def _(x):
     return x - 1, _outcome(range, 1, 5, 0)[0], _outcome(lambda: [x] * sys.maxsize)[0]
 

@@ -159,6 +159,9 @@ def _pure(*targets: Any) -> None:
 
 
 _pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+# `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
+# or a match and nothing else (the module's cache of compiled patterns is invisible)
+_pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 for _query in checks.SHAPE_QUERIES:

@@ -526,6 +526,10 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return value
     method = special_method(tracer, value, "__iter__")
+    if method is None and not hasattr(value.python_type(), "__iter__"):
+        getter = special_method(tracer, value, "__getitem__")
+        if getter is not None:
+            return _indexing_iterator(tracer, getter)
     if method is None:
         return IteratorValue(native_iterate(tracer, value))
     iterator = _call(tracer, method, [])
@@ -536,6 +540,33 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+class _Indexed:
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+_INDEXING_ITERATOR = type(iter(_Indexed()))
+
+
+def _indexing_iterator(tracer: "Tracer", getter: Value) -> LazyIteratorValue:
+    """`iter()` of an object with `__getitem__` and no `__iter__` (Python's old sequence
+    protocol): items 0, 1, 2... until `__getitem__` raises IndexError or StopIteration."""
+    position = 0
+
+    def advance() -> Value | None:
+        nonlocal position
+        try:
+            item = _call(tracer, getter, [ConstantValue(position)])
+        except UserException as raised:
+            if exceptions.caught(raised, (IndexError, StopIteration)):
+                return None
+            raise
+        position += 1
+        return item
+
+    return LazyIteratorValue(advance, _INDEXING_ITERATOR)
 
 
 def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
