@@ -94,3 +94,38 @@ def _(x):
     shorter = [Version(1)]
     return (x * 3, older < newer, older > newer, shorter <= older, (Version(2),) > (Version(1),),
             _outcome(lambda: shorter < (Version(1),))[0])
+
+
+@program("dicts_and_sets_changed_during_iteration_raise_runtime_error", lambda: rand(3))
+def _(x):
+    import collections
+
+    counts, seen, ordered = {0: x}, {1}, collections.OrderedDict(a=x, c=x)
+
+    def grow_dict():
+        for key in counts:
+            counts[key + 1] = x + key
+
+    def grow_set():
+        for item in seen:
+            seen.add(item + 1)
+
+    def grow_ordered():
+        for key in ordered:
+            ordered[key + "b"] = x
+
+    def rewrite_values():
+        for key in counts:
+            counts[key] = counts[key] * 2
+
+    outcomes = [_outcome_runtime(grow_dict), _outcome_runtime(grow_set), _outcome_runtime(grow_ordered),
+                _outcome_runtime(rewrite_values)]
+    return sum(counts.values()), sorted(seen), list(ordered), outcomes
+
+
+def _outcome_runtime(fn):
+    try:
+        fn()
+        return "ok"
+    except RuntimeError as error:
+        return type(error).__name__

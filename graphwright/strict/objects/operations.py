@@ -531,7 +531,10 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         if getter is not None:
             return _indexing_iterator(tracer, getter)
     if method is None:
-        return IteratorValue(native_iterate(tracer, value))
+        iterator = IteratorValue(native_iterate(tracer, value))
+        if isinstance(value, DictValue):
+            iterator.watch = _size_watch(tracer, value, iterator)
+        return iterator
     iterator = _call(tracer, method, [])
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
             or special_method(tracer, iterator, "__next__") is not None:
@@ -540,6 +543,32 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
+    """What a dict's or set's iterator checks at each step: that the container kept its size
+    (once it did not, every later step raises too, as CPython's iterator does). An
+    OrderedDict's iterator knows its next key before the step: past the last key it stops
+    without checking."""
+    size, changed = len(container.items), False
+    ordered = container.kind is dict and container.cls is not None \
+        and builtin_base(container.cls) is collections.OrderedDict
+    if container.kind is not dict:
+        message = "Set changed size during iteration"
+    elif ordered:
+        message = "OrderedDict mutated during iteration"
+    else:
+        message = "dictionary changed size during iteration"
+
+    def watch() -> None:
+        nonlocal changed
+        if ordered and iterator.position >= len(iterator.items):
+            return
+        changed = changed or len(container.items) != size
+        if changed:
+            raise tracer.user_error(RuntimeError(message))
+
+    return watch
 
 
 class _Indexed:
