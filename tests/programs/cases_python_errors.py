@@ -129,3 +129,11 @@ def _outcome_runtime(fn):
         return "ok"
     except RuntimeError as error:
         return type(error).__name__
+
+
+@program("builtin_dict_methods_check_their_arguments", lambda: rand(3))
+def _(x):
+    table = {"a": x}
+    kinds = [_outcome(table.get)[0], _outcome(table.get, "a", 1, 2)[0], _outcome(table.setdefault)[0],
+             _outcome(table.items, 1)[0], _outcome(table.popitem, 1)[0], _outcome(table.copy, 1)[0]]
+    return table.get("a", x) * 2, kinds, len(table)
