@@ -255,3 +255,28 @@ def _(x):
 
     match = re.compile(r"(\d+)\.(\d+)").fullmatch("2.13")
     return x * int(match.group(2)), re.split(",", "a,b"), re.escape("a.b"), re.search("z", "abc") is None
+
+
+@program("iter_of_a_callable_and_a_sentinel_and_explicit_dunder_next", lambda: rand(3),
+         reference={"xfail": "a callable iterator ended by StopIteration calls the function again",
+                    "why": "PyTorch 2.13 does not drop the callable once the iterator is exhausted"})
+def _(x):
+    pending = [1, 2, None, 3]
+    until_none = list(iter(lambda: pending.pop(0), None))
+    calls = [0]
+
+    def counter():
+        calls[0] += 1
+        if calls[0] == 3:
+            raise StopIteration
+        return calls[0]
+
+    counted = iter(counter, 99)
+    first = list(counted)
+    step = iter((x, x + 1)).__next__
+    stepped = [step(), step()]
+    try:
+        step()
+    except StopIteration:
+        stepped.append("stop")
+    return x + sum(until_none), first, list(counted), calls[0], pending, stepped

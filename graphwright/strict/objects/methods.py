@@ -47,6 +47,7 @@ from .values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -122,6 +123,14 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return contexts.exit_context(tracer, receiver)
     if isinstance(receiver, ObjectValue) and isinstance(receiver.obj, logging.Logger):
         return output_calls.call_logger_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__"):
+        check_arguments(tracer, type(iter(())), name, args, kwargs)
+        if name == "__iter__":
+            return receiver
+        item = operations.next_item(tracer, receiver)
+        if item is None:
+            raise tracer.user_error(StopIteration())
+        return item
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
                              type=receiver.python_type().__name__)
 
