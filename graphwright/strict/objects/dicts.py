@@ -186,7 +186,7 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
     """A method of a dict, OrderedDict or defaultdict, as its class defines it."""
     base = _base(mapping)
     if name in vars(dict) and name not in ("fromkeys", "__init__", "__new__"):
-        check_arguments(tracer, dict, name, args, kwargs)
+        check_arguments(tracer, base, name, args, kwargs)  # OrderedDict's popitem takes `last`
     if name in _NO_ARGUMENTS and (args or kwargs):
         raise tracer.user_error(TypeError(f"{base.__name__}.{name}() takes no arguments ({len(args)} given)"))
     if name in _AT_LEAST_ONE and not args:
