@@ -37,6 +37,7 @@ from . import (
     cases_new_libraries,
     cases_numpy,
     cases_observing,
+    cases_python_errors,
     cases_real_models,
     cases_side_effects,
     cases_subclasses,
@@ -66,6 +67,7 @@ ALL_PROGRAMS = [
     *cases_dtensor.PROGRAMS,
     *cases_nested_jagged.PROGRAMS,
     *cases_class_statements.PROGRAMS,
+    *cases_python_errors.PROGRAMS,
 ]
 
 

@@ -45,6 +45,8 @@ from .values import (
     FrameValue,
     FunctionValue,
     GeneratorValue,
+    IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -118,6 +120,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
+    if isinstance(value, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__"):
+        return MethodValue(value, name)  # any builtin iterator's own (methods.call_method)
     if isinstance(value, StorageValue):
         return storages.attribute(tracer, value, name)
     if isinstance(value, TracebackValue):
