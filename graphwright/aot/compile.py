@@ -21,6 +21,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 from .._core import artifacts, dump
 from .._core.counters import phase
 from .._core.errors import BackendRefusal, TraceError
+from .._core.specialised_values import VALUE_KEY, carry_value
 from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
 from .._core.user_stack import warn_at_user_line
 from . import cache as aot_cache
@@ -185,6 +186,10 @@ class AOTCompiledGraph:
         all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
+        placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+        for fake, node in zip(self._fake_inputs, placeholders):
+            if VALUE_KEY in node.meta:  # the graph is specialised on this tensor's value (guarded)
+                carry_value(fake, node.meta[VALUE_KEY])
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
         self._enables_grad = _enables_grad(gm)

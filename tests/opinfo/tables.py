@@ -22,13 +22,7 @@ METADATA_ONLY = {
 """Ops whose values are not defined by their inputs: compared by dtype, sizes, strides and
 storage offset only, as PyTorch's own consistency tests skip their values."""
 
-# Refused where torch.compile compiles:
-_TENSOR_SECTIONS = ("GB002: tensor_split's sections given as a 0-dim tensor: how many outputs depends "
-                    "on its value; TorchDynamo specialises on the value (a graph per value), "
-                    "graphwright has no guard on tensor data (under aot_eager both refuse)")
-
 XFAIL: dict[tuple[str, str], str] = {
-    ("tensor_split", "eager"): _TENSOR_SECTIONS,
     ("narrow", "inductor"): ("Inductor lowers the backward's slice at a data-dependent start by "
                              "guarding on the start's sign (GuardOnDataDependentSymNode)"),
 }

@@ -35,6 +35,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
+from ..._core.specialised_values import VALUE_KEY, carried_value, carry_value
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -189,6 +190,9 @@ class GraphBuilder:
         # `torch_function(classes, kind, target, args, kwargs)`: the tracer runs the subclasses'
         # `__torch_function__` (`objects/torch_functions.py`), unless switched off
         self.torch_function: Callable[..., Value] | None = None
+        # `input_value(tensor)`: the value of a small integer tensor input, guarded by the tracer
+        # from then on; None for any other tensor
+        self.input_value: Callable[[TensorValue], int | bool | None] | None = None
         self._torch_function_off = 0
         self.dynamic_dims = dynamic_dims or {}
         captures = data_dependence.scalars or data_dependence.shapes
@@ -330,8 +334,12 @@ class GraphBuilder:
         except DynamicOutputShapeException:
             raise self._on_break(gb.DYNAMIC_SHAPE_OPERATOR, f"op {name}", op=name)
         except DataDependentOutputException:
+            if self._specialise_values([*args, *kwargs.values()]):
+                return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name}", what=name)
         except GuardOnDataDependentSymNode as error:
+            if self._specialise_values([*args, *kwargs.values()]):
+                return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.DATA_DEPENDENT_BRANCH, f"op {name}: {error}".splitlines()[0])
         except Exception as error:  # the operator rejected its inputs: eager would too
             brk = self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
@@ -498,6 +506,25 @@ class GraphBuilder:
             cls = type(result) if _is_structseq(result) else None
             return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
         return ConstantValue(result)
+
+    def _specialise_values(self, arguments: list[Value]) -> bool:
+        """Give each small integer tensor input among `arguments` (in containers too) its value,
+        for an operator that read it on fakes (`specialised_values.py`); False when none was
+        left to give."""
+        specialised = False
+        pending = list(arguments)
+        while pending:
+            value = pending.pop()
+            if isinstance(value, SequenceValue):
+                pending.extend(value.items)
+            elif isinstance(value, TensorValue) and self.input_value is not None \
+                    and carried_value(value.fake) is None:
+                number = self.input_value(value)
+                if number is not None:
+                    carry_value(value.fake, number)
+                    value.node.meta[VALUE_KEY] = number
+                    specialised = True
+        return specialised
 
     @staticmethod
     def _holds_tensor(result: Any) -> bool:

@@ -1,0 +1,37 @@
+"""Small integer tensors whose value a graph is specialised on, and how a fake tensor carries it.
+
+An operator that needs the value of a 0-dim integer tensor to know its output's shape (the
+number of sections given to `tensor_split` as a tensor) cannot run on that tensor's fake: the
+value is data. When such a tensor is an input of the graph, the strict tracer specialises on
+its value, as TorchDynamo does (a graph per value, a guard that reads the value again on every
+call): the fake carries the value as its answer to `.item()`, and the placeholder records it
+under `VALUE_KEY`, for the fakes ahead-of-time autograd makes of the same input. It lives in
+layer 1 so that every layer reaches it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+VALUE_KEY = "graphwright_specialised_value"
+"""`node.meta` key of a placeholder whose tensor's value the graph is specialised on."""
+
+
+def may_specialise(tensor: torch.Tensor) -> bool:
+    """A tensor whose value is one cheap number to read in a guard: 0-dim, integer or bool,
+    on the CPU, a plain tensor, not an inference tensor (a fake of one keeps no value)."""
+    return (type(tensor) is torch.Tensor and tensor.dim() == 0 and tensor.device.type == "cpu"
+            and (not tensor.is_floating_point() and not tensor.is_complex()) and not tensor.is_inference())
+
+
+def carry_value(fake: Any, value: int | bool) -> None:
+    """Make the fake tensor answer `.item()` (and every operator that reads it) with `value`;
+    an in-place write to the fake forgets it."""
+    fake.item_memo = value
+
+
+def carried_value(fake: Any) -> int | bool | None:
+    """The value `carry_value` gave the fake, if it still holds."""
+    memo = getattr(fake, "item_memo", None)
+    return memo if type(memo) in (int, bool) else None
