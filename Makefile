@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-breadth test-opinfo test-browser test-corpus-reference test-pytorch-suite fuzz bench docs clean
+.PHONY: demo test test-quick test-breadth test-opinfo test-browser test-corpus-reference test-pytorch-suite fuzz fuzz-summary bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,11 +67,18 @@ test-pytorch-suite: $(STAMP)
 	$(PY) -m tools.pytorch_suite $(PYTORCH_TESTS) $(PYTORCH_TEST_FILES)
 
 # A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;
-# shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`.
+# shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`;
+# `RECORD=FILE` appends each program's outcome to FILE and `FIRST=K` starts at program K
+# (a campaign in chunks); `make fuzz-summary RECORD=FILE` summarizes what was recorded.
 N ?= 1000
 SEED ?= random
+FIRST ?= 0
+RECORD ?=
 fuzz: $(STAMP)
-	PYTHONPATH=tests $(PY) -m fuzz --programs $(N) --seed $(SEED)
+	PYTHONPATH=tests $(PY) -m fuzz --programs $(N) --seed $(SEED) --first $(FIRST) $(if $(RECORD),--record $(RECORD))
+
+fuzz-summary: $(STAMP)
+	PYTHONPATH=tests $(PY) -m fuzz --summarize $(RECORD) --features
 
 # Fixed glibc malloc thresholds: otherwise, depending on a process's heap history,
 # large per-call buffers are unmapped and faulted back in on every call (seen as

@@ -166,6 +166,47 @@ def test_one_tensor_passed_as_two_inputs_sees_its_own_mutation():
     torch.testing.assert_close(compiled(*distinct), torch.zeros(3))
 
 
+def test_wrapper_subclass_input_mutated_in_place_is_written_back():
+    # A TwoTensor has no storage of its own: the overlap guard reads its inner tensors'.
+    # Found by the program generator (a TwoTensor input changed under no_grad).
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def fn(x, pair):
+        with torch.no_grad():
+            pair.clamp_(-0.5, 0.5)
+        return x * 2 + pair
+
+    def run(compiled):
+        torch.manual_seed(0)
+        x, pair = torch.randn(3, requires_grad=True), TwoTensor(torch.randn(3), torch.randn(3))
+        out = graphwright.compile(fn, backend="aot_eager")(x, pair) if compiled else fn(x, pair)
+        return out, pair
+
+    (actual, pair), (expected, eager_pair) = run(compiled=True), run(compiled=False)
+    assert type(actual) is TwoTensor and type(pair) is TwoTensor
+    for got, want in ((actual.a, expected.a), (actual.b, expected.b), (pair.a, eager_pair.a), (pair.b, eager_pair.b)):
+        torch.testing.assert_close(got, want)
+
+
+def test_wrapper_subclass_sharing_memory_with_a_mutated_input_sees_the_mutation():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def fn(buf, pair):
+        buf.mul_(2)
+        return pair + 1
+
+    def run(compiled):
+        buf = torch.arange(3.0)
+        pair = TwoTensor(buf, torch.ones(3))  # its first half is `buf` itself
+        out = graphwright.compile(fn, backend="aot_eager")(buf, pair) if compiled else fn(buf, pair)
+        return out, buf
+
+    (actual, buf), (expected, eager_buf) = run(compiled=True), run(compiled=False)
+    torch.testing.assert_close(actual.a, expected.a)
+    torch.testing.assert_close(actual.b, expected.b)
+    torch.testing.assert_close(buf, eager_buf)
+
+
 def test_traced_graph_that_still_mutates_an_input_is_refused_but_scratch_buffers_are_fine():
     from graphwright.aot.joint import _check_functional
 

@@ -231,3 +231,74 @@ def test_fake_that_raises_is_a_clear_error_at_the_users_line_in_the_fake():
         fn(torch.randn(2))
     assert "Error in the fake implementation of a leaf_function" in str(info.value)
     assert info.value.user_stack[-1].line.startswith("return x.new_empty(int(x.sum()))")
+
+
+@graphwright.leaf_function
+def _doubled_if_positive(t):
+    CALLS.append(type(t).__name__)
+    return (t * 2,) if t.sum() > 0 else (t * 3,)
+
+
+@_doubled_if_positive.register_fake
+def _doubled_if_positive_fake(t):
+    return (torch.empty_like(t),)
+
+
+def test_tensor_subclass_argument_is_a_graph_break_and_the_function_runs_once_on_it():
+    # As an operator, a TwoTensor's __torch_dispatch__ would run the function once per
+    # half, each half taking its own branch (found by the program generator).
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def fn(x, pair):
+        return _doubled_if_positive(pair)[0] + x
+
+    def pair():
+        return TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([-5.0, 1.0]))
+
+    with pytest.raises(graphwright.Unsupported, match="Tensor subclass passed to leaf_function"):
+        graphwright.compile(fn, backend="eager", fullgraph=True)(torch.zeros(2), pair())
+    expected = fn(torch.zeros(2), pair())
+    for backend in ("eager", "aot_eager"):
+        graphwright.reset()
+        CALLS.clear()
+        out = graphwright.compile(fn, backend=backend)(torch.zeros(2), pair())
+        assert CALLS == ["TwoTensor"]
+        assert type(out) is TwoTensor
+        torch.testing.assert_close(out.a, expected.a)
+        torch.testing.assert_close(out.b, expected.b)
+
+
+@graphwright.leaf_function
+def _halved(t):
+    return (t * 0.5,)
+
+
+@_halved.register_fake
+def _halved_fake(t):
+    return (torch.empty_like(t),)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_gradient_that_is_a_tensor_subclass_runs_the_kept_graph_once_per_inner_tensor(backend):
+    # The leaf's output meets a TwoTensor later, so the gradient reaching the leaf's backward
+    # operator is one, and its __torch_dispatch__ calls that operator once per half: the
+    # local graph must survive the first (found by the program generator: "backward through
+    # the graph a second time").
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    weight = TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+
+    def fn(x):
+        return _halved(x.sin())[0] * weight
+
+    def grad(compiled):
+        graphwright.reset()
+        x = torch.tensor([0.3, -0.7], requires_grad=True)
+        out = graphwright.compile(fn, backend=backend)(x) if compiled else fn(x)
+        out.sum().backward()
+        return x.grad
+
+    actual, expected = grad(compiled=True), grad(compiled=False)
+    assert type(actual) is type(expected) is TwoTensor
+    torch.testing.assert_close(actual.a, expected.a)
+    torch.testing.assert_close(actual.b, expected.b)

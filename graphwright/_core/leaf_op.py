@@ -359,9 +359,11 @@ def leaf_call_backward(handle: int, ticket: torch.Tensor, likes: list[torch.Tens
     wanted = [leaf for leaf in grad_leaves if leaf is not None]
     found: Sequence[torch.Tensor | None] = [None] * len(wanted)
     if pairs and wanted:
+        # The graph stays until the ticket dies: a gradient that is a tensor subclass (a
+        # TwoTensor) runs this operator once per tensor it holds, on the same graph.
         with _autograd_reenabled():
             found = torch.autograd.grad([out for out, _ in pairs], wanted, [grad for _, grad in pairs],
-                                        allow_unused=True)
+                                        allow_unused=True, retain_graph=True)
     by_leaf = dict(zip(map(id, wanted), found))
     computed = [_zeros_if_none(by_leaf.get(id(leaf)), like) for leaf, like in zip(grad_leaves, likes)]
     return _unaliased(computed, [ticket, *likes, *grads])

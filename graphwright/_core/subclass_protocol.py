@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 
@@ -44,6 +45,15 @@ def is_wrapper_subclass_type(cls: type) -> bool:
 def has_own_dispatch(cls: type) -> bool:
     """Whether tensors of `cls` run Python of their own (`__torch_dispatch__`) on every aten op."""
     return cls.__torch_dispatch__ is not torch.Tensor.__torch_dispatch__
+
+
+def dispatches_itself(value: Any) -> bool:
+    """Whether `value` is a tensor whose class runs Python of its own on every aten op (TwoTensor,
+    DTensor, a jagged nested tensor): a custom operator called with one runs once per tensor it
+    holds. Plain and fake tensors, `nn.Parameter` and subclasses without a dispatch do not."""
+    if not isinstance(value, torch.Tensor) or type(value) is torch.Tensor or isinstance(value, FakeTensor):
+        return False
+    return has_own_dispatch(type(value))
 
 
 def flatten_signature(tensor: torch.Tensor) -> tuple[tuple[str, ...], Any]:

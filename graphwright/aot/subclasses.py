@@ -32,7 +32,7 @@ from .._core.errors import BackendError, BackendRefusal, TraceError
 from .._core.subclass_protocol import (
     context_pattern,
     flatten_signature,
-    has_own_dispatch,
+    dispatches_itself,
     inner_tensors,
     is_wrapper_subclass,
     opaque_attributes,
@@ -319,9 +319,7 @@ def _fake_value(node: torch.fx.Node) -> Any:
 
 
 def _unsupported(value: Any) -> bool:
-    if not isinstance(value, torch.Tensor) or type(value) is torch.Tensor or isinstance(value, FakeTensor):
-        return False
-    return has_own_dispatch(type(value)) and not is_wrapper_subclass(value)
+    return dispatches_itself(value) and not is_wrapper_subclass(value)
 
 
 def _operation(node: torch.fx.Node | None) -> str:

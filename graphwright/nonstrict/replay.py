@@ -47,7 +47,7 @@ def replayable(outputs: Sequence[Any], inputs: Sequence[Any]) -> bool:
     stops = set()
     for tensor in inputs:
         if isinstance(tensor, torch.Tensor) and tensor.requires_grad:
-            node = torch.autograd.graph.get_gradient_edge(tensor).node
+            node = _gradient_node(tensor)
             if node is not None:
                 stops.add(node)
     seen: set = set()
@@ -61,3 +61,12 @@ def replayable(outputs: Sequence[Any], inputs: Sequence[Any]) -> bool:
             return False  # a custom backward, or a leaf the body made or captured
         work += [next_node for next_node, _ in node.next_functions]
     return True
+
+
+def _gradient_node(tensor: torch.Tensor) -> Any:
+    """The autograd node a gradient of `tensor` goes to; None for a view made under no_grad
+    of a tensor that requires grad: it requires grad too, but autograd keeps no node for it
+    (a gradient reaching it stops there, as at a leaf the body captured)."""
+    if tensor.grad_fn is None and tensor._base is not None:
+        return None
+    return torch.autograd.graph.get_gradient_edge(tensor).node

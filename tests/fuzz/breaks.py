@@ -43,7 +43,7 @@ def item_call(b: Builder) -> None:
     shape = some_shape(b)
     source = expression(b, shape, b.integer(0, 1))
     value = b.fresh("s")
-    if b.chance(50) or not shape:
+    if b.chance(50) or not shape or b.subclass:  # a subclass has no .tolist()
         b.emit(f"{value} = {operand(source.code)}.sum().item()")
         b.feature("break_item")
     else:
@@ -70,7 +70,10 @@ def data_dependent_branch(b: Builder) -> None:
 def unsupported_call(b: Builder) -> None:
     shape = some_shape(b)
     source = expression(b, shape, b.integer(0, 1))
-    call = b.choice(["torch.as_tensor(np.tanh(np.asarray({e}.detach())))", "copy.deepcopy({e}.detach())"])
+    calls = ["copy.deepcopy({e}.detach())"]
+    if not b.subclass:  # a subclass has no .numpy()
+        calls.append("torch.as_tensor(np.tanh(np.asarray({e}.detach())))")
+    call = b.choice(calls)
     b.assign(call.format(e=operand(source.code)), shape, source.dtype, False)
     b.plant_break("GB005", "break_unsupported_call")
 

@@ -72,6 +72,8 @@ class Builder:
         self.observed: list[str] = []  # module-level state compared after every call
         self.modules: list[str] = []  # module-level `nn.Module`s (always compared)
         self.mutations: list[str] = []  # lines of `mutate()`, run between calls
+        self.outputs: list[str] = []  # values of `f`'s body returned besides tensors in scope
+        self.subclass = False  # a tensor subclass (TwoTensor) is among the values
         self.allow_breaks = False  # whether graph breaks may be planted
         self.depth = 0  # nested blocks (if, for, with) around the current statement
         self.nesting = 0  # nested function bodies around the current statement
@@ -180,6 +182,16 @@ class Builder:
             yield
         finally:
             self.tensors = tensors + [t for t in self.tensors if t not in tensors]
+
+    @property
+    def top_level(self) -> bool:
+        """True in `f`'s own body outside any block: a name made here is defined at its return."""
+        return self.depth == 0 and self.nesting == 0
+
+    def output(self, name: str) -> None:
+        """Return `name` from `f` (it must be made at the top level)."""
+        if self.top_level and name not in self.outputs:
+            self.outputs.append(name)
 
     def is_input(self, var: TensorVar) -> bool:
         return var.name in self.inputs

@@ -34,6 +34,7 @@ def tensor_list(b: Builder) -> None:
         b.emit(f"{result} = sum({name})")
     elif use == "index":
         b.emit(f"{result} = {name}[0] * {name}[-1]")
+        dtype = promoted(items[0].dtype, items[-1].dtype)
     elif use == "loop":
         item = b.fresh("t")
         b.emit(f"{result} = {name}[0]")
@@ -41,7 +42,7 @@ def tensor_list(b: Builder) -> None:
         b.emit(f"    {result} = {result} + {item}.sin()")
     elif use == "append":
         extra = expression(b, shape, b.integer(0, 1))
-        dtype, grad = promoted(dtype, extra.dtype), grad or extra.grad
+        dtype, grad = promoted(items[0].dtype, extra.dtype), grad or extra.grad
         b.emit(f"{name}.append({extra.code})")
         b.emit(f"{result} = {name}[len({name}) - 1] + {name}[0]")
     elif use == "comprehension":
@@ -51,6 +52,7 @@ def tensor_list(b: Builder) -> None:
         last = b.fresh("last")
         b.emit(f"{last} = {name}.pop()")
         b.emit(f"{result} = {last} - {name}[0] * len({name})")
+        dtype = promoted(items[0].dtype, items[-1].dtype)
     elif use == "stack":
         dim = b.choice([0, -1])
         b.emit(f"{result} = torch.stack({name}, dim={dim})")
@@ -64,10 +66,12 @@ def tensor_list(b: Builder) -> None:
     elif use == "extend":
         b.emit(f"{name}.extend([{name}[0] * 2, {name}[-1]])")
         b.emit(f"{result} = {name}[-2] + {name}[len({name}) // 2]")
+        dtype = promoted(items[0].dtype, (items + items[:1])[2].dtype)  # [-2] is items[0] * 2
     elif use == "slice":
         b.emit(f"{result} = sum({name}[::2]) - sum({name}[1:])")
     elif use == "len":
         b.emit(f"{result} = {name}[0] * len({name}) + {name}[1]")
+        dtype = promoted(items[0].dtype, items[1].dtype)
     else:
         b.emit(f"{result} = torch.cat({name}, dim=0)")
         out_shape = (dim_product((len(items), shape[0])),) + shape[1:]
@@ -86,15 +90,18 @@ def tensor_tuple(b: Builder) -> None:
         rest = ", ".join(b.fresh("c") for _ in items[2:])
         b.emit(f"{first}, {second}{', ' + rest if rest else ''} = {name}")
         b.emit(f"{result} = {first} - {second}")
+        dtype = promoted(items[0].dtype, items[1].dtype)
     elif use == "index":
         b.emit(f"{result} = {name}[1] * {name}[0] + {name}[-1]")
     elif use == "swap":
         b.emit(f"{first}, {second} = {name}[0], {name}[1]")
         b.emit(f"{first}, {second} = {second}, {first} * 2")
         b.emit(f"{result} = {first} - {second}")
+        dtype = promoted(items[0].dtype, items[1].dtype)
     elif use == "starred":
         b.emit(f"{first}, *{second} = {name}")
         b.emit(f"{result} = {first} + {second}[-1] * len({second})")
+        dtype = promoted(items[0].dtype, items[-1].dtype)
     else:
         b.emit(f"{result} = sum(({name} + ({name}[0],))[1:])")
     b.add_tensor(result, shape, dtype, grad)
@@ -126,6 +133,7 @@ def tensor_dict(b: Builder) -> None:
     elif use == "comprehension":
         key, value = b.fresh("key"), b.fresh("val")
         b.emit(f'{result} = {{{key}: {value}.sin() for {key}, {value} in {name}.items()}}["b"]')
+        dtype = items[1].dtype
     elif use == "update":
         b.emit(f'{name}.update({{"b": {name}["a"] * 0.5, "e": {name}["b"]}})')
         b.emit(f'{result} = {name}["b"] + {name}["e"]')
@@ -133,8 +141,10 @@ def tensor_dict(b: Builder) -> None:
         b.emit(f'{result} = {name}.pop("a") + {name}["b"] * len({name})')
     elif use == "in":
         b.emit(f'{result} = {name}["a"] if "a" in {name} else {name}["b"]')
+        dtype = items[0].dtype
     else:
         b.emit(f'{result} = {name}[sorted({name}.keys())[-1]] * 2')
+        dtype = items[1].dtype
     b.add_tensor(result, shape, dtype, grad)
     b.feature(f"dict_{use}")
     b.feature("dict")

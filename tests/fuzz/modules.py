@@ -3,7 +3,8 @@
 A module is one of: a block of its own class (a Linear, a Python attribute it reads, and
 optionally a call counter, a buffer it updates in place, a branch on `self.training`),
 an `nn.Sequential`, an `nn.LayerNorm`, a residual stack over an `nn.ModuleList`, or a
-module holding a bare `nn.Parameter`. Parameters are float32, so the input is cast to
+module holding a bare `nn.Parameter`, or one whose parameter is a `TwoTensor` (a tensor
+subclass). Parameters are float32, so the input is cast to
 float32. Each module's state (state_dict, plain attributes, training) is compared after
 every call; `mutate()` may change an attribute it reads or its training mode.
 """
@@ -44,8 +45,9 @@ def module_call(b: Builder) -> None:
         return
     shape = b.choice(shapes)
     features_in = shape[-1]
-    kind = b.choice(["block", "sequential", "layer_norm", "stack", "parameter"])
-    features_out = features_in if kind in ("layer_norm", "stack", "parameter") else b.choice([2, 3, 4])
+    kind = b.choice(["block", "sequential", "layer_norm", "stack", "parameter", "subclass_parameter"])
+    features_out = features_in if kind in ("layer_norm", "stack", "parameter", "subclass_parameter") \
+        else b.choice([2, 3, 4])
     name = b.fresh("mod")
     if kind == "block":
         cls = name.capitalize()
@@ -60,9 +62,14 @@ def module_call(b: Builder) -> None:
     elif kind == "stack":
         b.define("Stack", STACK)
         b.define(name, f"{name} = Stack({features_in})")
-    else:
+    elif kind == "parameter":
         b.define("Gain", GAIN)
         b.define(name, f"{name} = Gain({features_in})")
+    else:
+        b.define("TwoTensor", TWO_TENSOR)
+        b.define("TwoGain", TWO_GAIN)
+        b.define(name, f"{name} = TwoGain({features_in})")
+        b.subclass = True
     b.modules.append(name)
     argument = expression(b, shape, b.integer(0, 2))
     code = operand(argument.code) if argument.dtype == "float32" else f"{operand(argument.code)}.float()"
@@ -80,6 +87,18 @@ STACK = '''class Stack(nn.Module):
         for layer in self.layers:
             t = t + layer(t).relu()
         return t'''
+
+TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor"
+
+TWO_GAIN = '''class TwoGain(nn.Module):
+    """A parameter that is a tensor subclass: each op runs on both of its tensors."""
+
+    def __init__(self, features):
+        super().__init__()
+        self.weight = nn.Parameter(TwoTensor(torch.linspace(0.5, 1.5, features), torch.linspace(-1.0, 1.0, features)))
+
+    def forward(self, t):
+        return t * self.weight + self.weight.sum()'''
 
 GAIN = '''class Gain(nn.Module):
     def __init__(self, features):

@@ -3,14 +3,14 @@
 Autograd forbids changing in place a value that an earlier operation saved for backward,
 so only variables not read since they were made are changed (`TensorVar.mutable`); an
 input is changed only when it does not require grad (a buffer the caller passes). Views
-(`view`, `t()`, slicing, `unsqueeze`, `narrow`, `select`, `diagonal`...) are made of such
-variables and changed in place, so that the base must see the change.
+changed in place (the base must see the change) are drawn by `views`, with the changes
+written here.
 """
 from __future__ import annotations
 
 from .builder import Builder, TensorVar
 from .expressions import Expr, expression, operand, some_shape
-from .shapes import broadcast_operands, dim_minus_one
+from .shapes import broadcast_operands
 
 INPLACE = ("{t}.mul_({k})", "{t}.add_({e})", "{t}.sub_({e}, alpha=0.5)", "{t}.clamp_(-1.0, 1.0)",
            "{t}.copy_({e})", "{t}.addcmul_({e}, {e}, value=0.5)", "{t}.masked_fill_({e} > 0, 0.5)",
@@ -27,7 +27,7 @@ def _operand(b: Builder, target: TensorVar, detach: bool) -> Expr:
         return Expr(b.number(), target.dtype, False)
     shape = b.choice(shapes)
     expr = expression(b, shape, b.integer(0, 2))
-    if detach and expr.grad:
+    if detach:  # even when `expr` does not require grad: in a loop, it may from the second turn on
         return Expr(f"{operand(expr.code)}.detach()", expr.dtype, False)
     return expr
 
@@ -77,45 +77,9 @@ def fresh_inplace(b: Builder) -> None:
     var.mutable = False
 
 
-def view_of(b: Builder, var: TensorVar) -> tuple[str, tuple] | None:
-    """A view of `var`: (code, shape)."""
-    shape = var.shape
-    options = [(f"{var.name}.view({var.name}.shape)", shape)]
-    if shape:
-        options += [(f"{var.name}[0]", shape[1:]), (f"{var.name}.unsqueeze(0)", (1,) + shape),
-                    (f"{var.name}.view(-1)", None), (f"{var.name}.narrow(0, 0, 1)", (1,) + shape[1:]),
-                    (f"{var.name}.select(-1, 0)", shape[:-1])]
-        if shape[0] in b.symbols or isinstance(shape[0], int) and shape[0] >= 2:  # never empty
-            options.append((f"{var.name}[1:]", (dim_minus_one(shape[0]),) + shape[1:]))
-    if len(shape) >= 2:
-        options += [(f"{var.name}.t()" if len(shape) == 2 else f"{var.name}.transpose(0, 1)",
-                     (shape[1], shape[0]) + shape[2:]),
-                    (f"{var.name}[:, :1]", (shape[0], 1) + shape[2:]),
-                    (f"{var.name}.diagonal()", None)]
-    code, view_shape = b.choice(options)
-    if view_shape is None:
-        return code, None
-    return code, view_shape
-
-
-def view_mutation(b: Builder) -> None:
-    """A view of a fresh clone, changed in place; base and view both stay in scope."""
-    shape = some_shape(b)
-    expr = expression(b, shape, b.integer(0, 2))
-    base = b.assign(f"{operand(expr.code)}.clone(memory_format=torch.contiguous_format)", shape, expr.dtype,
-                    expr.grad, mutable=True, prefix="u")
-    code, view_shape = view_of(b, base)
-    name = b.fresh("w")
-    b.emit(f"{name} = {code}")
-    view = TensorVar(name, view_shape if view_shape is not None else (), base.dtype, base.grad, True)
-    if view_shape is None:  # a flattening or diagonal: changed as a whole, not kept in scope
-        b.emit(b.choice(["{w}.mul_(2.0)", "{w}.add_(1.0)", "{w}.clamp_(max=0.5)", "{w}.zero_()"]).format(w=name))
-    else:
-        _change(b, view, name, detach=False, base=base.name)
-        b.add_tensor(name, view_shape, view.dtype, view.grad or base.grad)
-    base.grad = base.grad or view.grad
-    base.mutable = False
-    b.feature("view_mutation")
+def change_view(b: Builder, view: TensorVar, base: TensorVar, detach: bool) -> None:
+    """One in-place change of `view`, a view of `base` (its operands read neither)."""
+    _change(b, view, view.name, detach, base=base.name)
 
 
 def input_mutation(b: Builder) -> None:

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from hypothesis import strategies as st
 
 from .builder import Builder
+from .modules import TWO_TENSOR
 from .statements import statement
 
 HEADER = '''import copy
 import dataclasses
 import functools
+import itertools
 
 import numpy as np
 import torch
@@ -52,6 +54,17 @@ def _tensor_input(b: Builder, name: str, shape, dtype: str, grad: bool) -> Input
     return Input(name, f"torch.randn({sizes}{extra})")
 
 
+def _subclass_input(b: Builder, shape, grad: bool) -> Input:
+    """A `TwoTensor` (a wrapper subclass holding two tensors, every op applied to both)."""
+    b.define("TwoTensor", TWO_TENSOR)
+    sizes = ", ".join(str(d) for d in shape)
+    b.add_tensor("tt", shape, "float32", grad, mutable=not grad)
+    b.inputs.add("tt")
+    b.subclass = True
+    b.feature("input_subclass")
+    return Input("tt", f"TwoTensor(torch.randn({sizes}), torch.randn({sizes})){'.requires_grad_()' if grad else ''}")
+
+
 def draw_inputs(b: Builder) -> list[Input]:
     width, other = b.choice([3, 4, 2]), b.choice([4, 2, 3])
     inputs = [_tensor_input(b, "x", ("A", width), "float32", True)]
@@ -72,6 +85,8 @@ def draw_inputs(b: Builder) -> list[Input]:
         b.lists.add("items")
         inputs.append(Input("items", f"[torch.randn({width}), torch.randn({width})]"))
         b.feature("input_list")
+    if b.chance(12):
+        inputs.append(_subclass_input(b, b.choice([("A", width), (width,)]), b.chance(50)))
     if b.chance(60):
         b.ints.append("n")
         inputs.append(Input("n", "n"))
@@ -83,7 +98,7 @@ def _returned(b: Builder) -> str:
     last = b.tensors[-1].name
     others = [t.name for t in b.tensors[:-1]]
     chosen = [last] + [b.choice(others) for _ in range(b.integer(0, 2)) if others]
-    chosen = list(dict.fromkeys(chosen))
+    chosen = list(dict.fromkeys(chosen + b.outputs))
     if b.chance(25):
         chosen.append(b.choice(["x.shape[0]", "n" if "n" in b.ints else "1", "x.dim() * 1.5"]))
         b.feature("return_python_value")

@@ -84,15 +84,28 @@ class Outcome:
         text = self.detail.strip()
         if self.status == MISMATCH:
             field = re.match(r"call \d+ (\w+)", text)
-            how = text.split(": ", 1)[1] if ": " in text else ""
-            how = "values" if how.startswith("Tensor-likes") or " != " in how and how[:1].isdigit() else how.split(" ")[0]
-            return f"{self.status}: {field.group(1) if field else '?'} {how}"
+            return f"{self.status}: {field.group(1) if field else '?'} {_difference_kind(text)}"
         if self.status == INTERNAL:
             error = re.search(r"(\w+(?:Error|Exception)\b)", text)
             where = re.search(r"\[(\S+?):\d+ (\w+)\]", text)
             return (f"{self.status}: {error.group(1) if error else text.split(':')[0]}"
                     f"{' in ' + where.group(1) + ' ' + where.group(2) if where else ''}")
         return f"{self.status}: {text.split(' ')[0]}"
+
+
+_METADATA = ("type", "dtype", "shape", "device", "requires_grad", "length", "keys")
+
+
+def _difference_kind(text: str) -> str:
+    """What kind of difference `harness.assert_same` reported: a metadata word, `strides`, or
+    `values` (a tensor's, or a Python value's: the values themselves stay out of a signature)."""
+    location, _, how = text.partition(": ")
+    word = how.split(" ")[0]
+    if ".stride" in location:
+        return "strides"
+    if location.endswith(".requires_grad"):
+        return "requires_grad"
+    return word if word in _METADATA else "values"
 
 
 @dataclasses.dataclass

@@ -13,11 +13,13 @@ from . import (
     containers,
     control_flow,
     exceptions,
+    iterators,
     markers,
     modules,
     mutation,
     python_objects,
     side_effects,
+    views,
 )
 from .builder import Builder
 from .expressions import new_value
@@ -46,9 +48,12 @@ PLAIN: list[Kind] = [
     ("global_object", python_objects.global_object, 1),
     ("context_manager", python_objects.user_context_manager, 1),
     ("generator", python_objects.generator_call, 1),
-    ("module_call", modules.module_call, 3),
+    ("module_call", modules.module_call, 4),
     ("inplace", mutation.fresh_inplace, 2),
-    ("view_mutation", mutation.view_mutation, 2),
+    ("view_mutation", views.written_view, 5),
+    ("view_returned", views.returned_view, 5),
+    ("out_target", views.out_target, 3),
+    ("iterator", iterators.consume, 14),
     ("input_mutation", mutation.input_mutation, 2),
     ("view", mutation.view_statement, 1),
     ("nonstrict_trace", markers.nonstrict_call, 1),
@@ -59,8 +64,8 @@ PLAIN: list[Kind] = [
     ("global_counter", side_effects.global_counter, 1),
     ("global_tensor", side_effects.global_tensor, 1),
     ("object_attribute", side_effects.object_attribute, 1),
-    ("module_attribute", side_effects.module_attribute, 1),
-    ("argument_list", side_effects.argument_list, 1),
+    ("module_attribute", side_effects.module_attribute, 3),
+    ("argument_list", side_effects.argument_list, 3),
     ("exception_across_frames", exceptions.raise_across_frames, 1),
     ("exception_in_loop", exceptions.raise_in_loop, 1),
     ("exception_suppressed", exceptions.suppressed_by_with, 1),
@@ -84,6 +89,8 @@ BREAKS: list[Kind] = [
     ("observed_exception", exceptions.raised_only_when_compiling, 1),
 ]
 MAX_BLOCK_DEPTH = 2
+SUBCLASS_FAILS = {"dynamic_shape"}
+"""Kinds eager PyTorch cannot run on a TwoTensor (each half would get its own output shape)."""
 
 
 def statement(b: Builder) -> None:
@@ -91,7 +98,7 @@ def statement(b: Builder) -> None:
     if b.depth < MAX_BLOCK_DEPTH:
         kinds += BLOCKS
     if b.allow_breaks:
-        kinds += BREAKS
+        kinds += [kind for kind in BREAKS if not (b.subclass and kind[0] in SUBCLASS_FAILS)]
     names = [name for name, _, weight in kinds for _ in range(weight)]
     chosen = b.choice(names)
     dict((name, write) for name, write, _ in kinds)[chosen](b)

@@ -15,7 +15,7 @@ SEED = 0
 
 
 def test_generated_programs_match_eager():
-    summary = run_campaign(PROGRAMS, SEED, QUICK_CONFIGS, max_statements=6, shrink=False, save=False,
+    summary = run_campaign(PROGRAMS, SEED, QUICK_CONFIGS, max_statements=5, shrink=False, save=False,
                            rotate=True, log=lambda line: None)
     print(summary.format())
     assert summary.programs == PROGRAMS

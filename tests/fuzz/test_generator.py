@@ -1,6 +1,7 @@
 """The generator's own tests: it makes what it claims, its programs are valid Python that
 eager PyTorch runs, and the comparison can fail (a deliberately wrong backend is caught,
-and its failure shrinks to a smaller program)."""
+and its failure shrinks to a smaller program); a campaign run in chunks into a record
+file summarizes as the whole campaign does, and failure signatures leave values out."""
 from __future__ import annotations
 
 import collections
@@ -8,9 +9,9 @@ import collections
 import pytest
 import torch
 
-from fuzz.campaign import program_rng, shrink_failure
+from fuzz.campaign import program_rng, read_records, run_campaign, shrink_failure, summarize
 from fuzz.program import random_program
-from fuzz.runner import MISMATCH, OK, Config, check, load
+from fuzz.runner import MISMATCH, OK, Config, Outcome, check, load
 
 # What the issue asks the generator to mix, by the features it records.
 REQUIRED_FEATURES = {
@@ -32,6 +33,22 @@ REQUIRED_FEATURES = {
     "side effects": ["side_effect_list", "side_effect_dict", "side_effect_global", "side_effect_global_tensor",
                      "side_effect_object", "side_effect_module", "side_effect_argument"],
     "calls": ["mutate_between_calls", "dynamic_True", "dynamic_False"],
+    "iterator sources": ["iter_source_generator", "iter_source_class", "iter_source_iterable", "iter_source_genexp",
+                         "iter_source_map", "iter_source_filter", "iter_source_list_iterator",
+                         "iter_source_local_generator", "iter_source_halts", "iter_items_int", "iter_items_tensor",
+                         "iter_items_mixed", "iter_next_before", "iter_consumed_twice", "iter_rest_observed",
+                         "iter_caught_in_f", "iter_caught_in_callee"],
+    "iterator consumers": ["iter_any", "iter_all", "iter_min_max", "iter_sorted_sum", "iter_zip", "iter_map_filter",
+                           "iter_constructor", "iter_update_method", "iter_membership", "iter_pull",
+                           "iter_itertools_slicing", "iter_itertools_combining", "iter_predicate_raises",
+                           "iter_reduce_tensors", "iter_collect_tensors", "iter_cat_tensors", "iter_pick_tensor",
+                           "iter_by_rank", "iter_rank_predicate", "iter_data_predicate"],
+    "views": ["view_returned", "view_mutation", "view_of_input_written", "out_target", "out_target_input",
+              "out_unary", "out_binary", "out_reduction", "out_mm", "view_transpose", "view_permute",
+              "view_diagonal", "view_narrow", "view_select", "view_expand", "view_unbind", "view_split",
+              "view_chunk", "view_step_slice", "view_unfold", "view_as_strided", "view_dtype_view", "view_complex",
+              "view_index", "view_slice", "view_unsqueeze", "view_view"],
+    "tensor subclasses": ["input_subclass", "module_subclass_parameter"],
 }
 SAMPLE = 400
 MIN_SHARE = 0.01  # of programs
@@ -100,3 +117,29 @@ def test_a_wrong_backend_failure_shrinks_to_a_smaller_program():
     shrunk, source = shrink_failure(choices, outcome, program.source, 6, seconds=240)
     assert shrunk.status == MISMATCH and shrunk.signature == outcome.signature
     assert _body_lines(source) <= _body_lines(program.source) // 2, source
+
+
+def test_a_campaign_recorded_in_chunks_summarizes_as_one(tmp_path):
+    record = tmp_path / "record.jsonl"
+    config = [Config("eager", False)]
+    whole = run_campaign(4, 9, config, max_statements=3, shrink=False, save=False, log=lambda line: None)
+    for first in (0, 2):
+        run_campaign(2, 9, config, max_statements=3, shrink=False, save=False, log=lambda line: None,
+                     first=first, record=record)
+    summary = summarize([record])
+    assert summary.programs == 4 and [r["index"] for r in read_records(record)] == [0, 1, 2, 3]
+    assert summary.statuses == whole.statuses and summary.features == whole.features
+    record.write_text(record.read_text() + '{"seed": 9, "index": 4, "feat')  # a line cut short is skipped
+    assert summarize([record]).programs == 4
+
+
+def test_a_mismatch_signature_names_the_kind_of_difference_not_the_values():
+    def signature(detail):
+        return Outcome(Config("eager", False), MISMATCH, detail).signature
+
+    assert signature("call 0 observed['TRACE'][1][0]: 's0' != 'all'") == "mismatch: observed values"
+    assert signature("call 3 observed['TRACE'][2]: 7 != 8") == "mismatch: observed values"
+    assert signature("call 0 output.stride[0]: 2 != 1") == "mismatch: output strides"
+    assert signature("call 0 output[1].value: dtype torch.float64 != torch.int64") == "mismatch: output dtype"
+    assert signature("call 2 output.requires_grad: True != False") == "mismatch: output requires_grad"
+    assert signature("call 0 observed['TRACE']: length 7 != 8") == "mismatch: observed length"

@@ -49,6 +49,57 @@ def _(x):
     return t * n
 
 
+@nonstrict_trace
+def _tripled(x):
+    return x * 3
+
+
+@program("nonstrict_call_under_no_grad_on_a_view_of_a_tensor_that_requires_grad",
+         lambda: rand(4, 2, requires_grad=True), grad=True)
+def _(x):
+    doubled = x * 2
+    with torch.no_grad():
+        row = _tripled(doubled[0])
+    return row, doubled.sin()
+
+
+@leaf_function
+def _scaled_by_sign(x):
+    return (x * 2,) if x.sum() > 0 else (x * 3,)  # needs data: runs at run time only
+
+
+@_scaled_by_sign.register_fake
+def _(x):
+    return (torch.empty_like(x),)
+
+
+def _two_tensor_argument():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return rand(2), TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([-5.0, 1.0]))
+
+
+@program("leaf_call_on_a_tensor_subclass_runs_once_on_it", _two_tensor_argument, fullgraph=False,
+         reference={"why": "torch.compile's leaf function operator refuses the subclass",
+                    "xfail": "no rule for HOP invoke_leaf_function and subclass TwoTensor (NotImplementedError)"})
+def _(x, pair):
+    return _scaled_by_sign(pair)[0] + x
+
+
+def _two_tensor_weight():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return rand(2, requires_grad=True), TwoTensor(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+
+
+@program("leaf_call_backward_on_a_gradient_that_is_a_tensor_subclass", _two_tensor_weight, grad=True,
+         fullgraph=False,  # AOT refuses the graph holding the subclass: it runs as captured
+         reference={"why": "torch.compile's leaf function operator refuses the subclass",
+                    "xfail": "no rule for HOP invoke_leaf_function and subclass TwoTensor (NotImplementedError)"})
+def _(x, weight):
+    return _scaled_by_sign(x.sin())[0] * weight
+
+
 _LEAF_CALLS = []
 
 

@@ -261,6 +261,19 @@ def _(x):
     return x * 2 + 1
 
 
+def _two_tensor_pair():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return rand(3, requires_grad=True), TwoTensor(rand(3), rand(3))
+
+
+@program("wrapper_subclass_input_changed_in_place", _two_tensor_pair, grad=True)
+def _(x, pair):
+    with torch.no_grad():
+        pair.clamp_(-0.5, 0.5)
+    return x * 2 + pair
+
+
 def _inference_tensor():
     with torch.inference_mode():
         return rand(3)

@@ -25,6 +25,7 @@ from ..._core.leaf_function import (
     named_input_tensors,
 )
 from ..._core.leaf_op import LeafCall
+from ..._core.subclass_protocol import dispatches_itself
 from ..interpreter.contexts import set_grad_mode
 from ..objects.values import TensorValue, Value
 from . import marking_breaks as mb
@@ -59,6 +60,10 @@ def call_leaf(tracer: "Tracer", fn: Callable, args: list[Value], kwargs: dict[st
         mutated, names = _mutated_and_named(info, flat, fakes)
     except (InvalidMarkingError, TypeError) as error:
         raise tracer.user_error(error, raised_eagerly=True) from None
+    for fake, input_name in zip(fakes, names):
+        if dispatches_itself(fake):
+            raise tracer.graph_break(mb.LEAF_SUBCLASS_INPUT, f"input {input_name} of {name}", name=name,
+                                     what=f"input `{input_name}`", type=type(fake).__qualname__)
     sizes = [index for index, value in enumerate(inputs) if not isinstance(value, TensorValue)]
     site = LeafCall(info.fn, info.fake, info.name, flat.in_spec, flat.leaves, flat.input_positions,
                     flat.module_states, mutated, names, sizes)

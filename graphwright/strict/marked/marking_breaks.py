@@ -57,6 +57,13 @@ LEAF_INVALID_IO = define_kind(
     "`{name}`: {what} is a `{type}`; leaf functions take and return tensors, numbers, strings, "
     "None, lists, tuples, dicts and registered pytree classes.",
     _REGISTER_HINT.replace("{type}", "the class"))
+LEAF_SUBCLASS_INPUT = define_kind(
+    "GB112", "Tensor subclass passed to leaf_function",
+    "`{name}`: {what} is a `{type}`, a tensor subclass with a `__torch_dispatch__` of its own; "
+    "as an operator in the graph the leaf function would run once per tensor the subclass holds "
+    "(each with its own branches and side effects), where eagerly it runs once on the subclass.",
+    "Call the leaf function on plain tensors (the subclass's inner tensors), or outside the "
+    "compiled region.")
 ALLOW_IN_GRAPH_INVALID_OUTPUT = define_kind(
     "GB108", "Invalid output type for allow_in_graph-ed function",
     "`{name}` returned a `{type}`; allow_in_graph functions return tensors, numbers, None and "
