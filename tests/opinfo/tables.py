@@ -22,10 +22,7 @@ METADATA_ONLY = {
 """Ops whose values are not defined by their inputs: compared by dtype, sizes, strides and
 storage offset only, as PyTorch's own consistency tests skip their values."""
 
-XFAIL: dict[tuple[str, str], str] = {
-    ("narrow", "inductor"): ("Inductor lowers the backward's slice at a data-dependent start by "
-                             "guarding on the start's sign (GuardOnDataDependentSymNode)"),
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """(op id, backend) -> the mechanism that makes it fail; the test expects the failure."""
 
 FAST_SLICE = (

@@ -35,7 +35,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
-from ..._core.specialised_values import VALUE_KEY, carried_value, carry_value
+from ..._core.specialised_values import VALUE_KEY, carry_value
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -322,6 +322,8 @@ class GraphBuilder:
         fake_args = [self._fake(arg, target, kind) for arg in args]
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
+        unread = self._value_candidates([*args, *kwargs.values()])
+        pending = self._pending_symbols()
         try:
             # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
             # ones, and those whose C++ version reads data (istft checks its window with
@@ -334,11 +336,11 @@ class GraphBuilder:
         except DynamicOutputShapeException:
             raise self._on_break(gb.DYNAMIC_SHAPE_OPERATOR, f"op {name}", op=name)
         except DataDependentOutputException:
-            if self._specialise_values([*args, *kwargs.values()]):
+            if self._specialise_values(unread, pending):
                 return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name}", what=name)
         except GuardOnDataDependentSymNode as error:
-            if self._specialise_values([*args, *kwargs.values()]):
+            if self._specialise_values(unread, pending):
                 return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.DATA_DEPENDENT_BRANCH, f"op {name}: {error}".splitlines()[0])
         except Exception as error:  # the operator rejected its inputs: eager would too
@@ -347,6 +349,13 @@ class GraphBuilder:
             brk.rejected_arguments = isinstance(error, TypeError)
             brk.user_error = error
             raise brk
+        # An operator that read an input's value inside (narrow's start given as a tensor) made
+        # it an unbacked symbol, which a backend may have to branch on (Inductor lowers the
+        # backward's slice by the start's sign): the value is given and guarded instead. An
+        # explicit `.item()` returns no tensor and keeps its symbol.
+        read = [value for value in unread if getattr(value.fake, "item_memo", None) is not None]
+        if read and self._holds_tensor(result) and self._specialise_values(read, pending):
+            return self.call(kind, target, args, kwargs, effectful)
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors
             raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
@@ -507,23 +516,38 @@ class GraphBuilder:
             return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
         return ConstantValue(result)
 
-    def _specialise_values(self, arguments: list[Value]) -> bool:
-        """Give each small integer tensor input among `arguments` (in containers too) its value,
-        for an operator that read it on fakes (`specialised_values.py`); False when none was
-        left to give."""
-        specialised = False
-        pending = list(arguments)
+    def _value_candidates(self, arguments: list[Value]) -> list[TensorValue]:
+        """The 0-dim integer tensors among `arguments` (in containers too) whose fake has no value
+        yet, neither given nor symbolic: those an operator may read (`specialised_values.py`)."""
+        if self.input_value is None:
+            return []
+        found, pending = [], list(arguments)
         while pending:
             value = pending.pop()
             if isinstance(value, SequenceValue):
                 pending.extend(value.items)
-            elif isinstance(value, TensorValue) and self.input_value is not None \
-                    and carried_value(value.fake) is None:
-                number = self.input_value(value)
-                if number is not None:
-                    carry_value(value.fake, number)
-                    value.node.meta[VALUE_KEY] = number
-                    specialised = True
+            elif isinstance(value, TensorValue) and value.fake.dim() == 0 and not value.fake.is_floating_point() \
+                    and not value.fake.is_complex() and getattr(value.fake, "item_memo", None) is None:
+                found.append(value)
+        return found
+
+    def _pending_symbols(self) -> int:
+        shape_env = self.fake_mode.shape_env
+        return 0 if shape_env is None else len(shape_env.pending_fresh_unbacked_symbols)
+
+    def _specialise_values(self, tensors: list[TensorValue], pending: int) -> bool:
+        """Give each of `tensors` that is a small integer input its value, for an operator that
+        read it on fakes; the unbacked symbols that call made are dropped (it runs again). False
+        when none could be given."""
+        specialised = False
+        for value in tensors:
+            number = self.input_value(value)
+            if number is not None:
+                carry_value(value.fake, number)
+                value.node.meta[VALUE_KEY] = number
+                specialised = True
+        if specialised and self.fake_mode.shape_env is not None:
+            del self.fake_mode.shape_env.pending_fresh_unbacked_symbols[pending:]
         return specialised
 
     @staticmethod
