@@ -2,11 +2,13 @@
 
 An operator that needs the value of a 0-dim integer tensor to know its output's shape (the
 number of sections given to `tensor_split` as a tensor) cannot run on that tensor's fake: the
-value is data. When such a tensor is an input of the graph, the strict tracer specialises on
-its value, as TorchDynamo does (a graph per value, a guard that reads the value again on every
-call): the fake carries the value as its answer to `.item()`, and the placeholder records it
-under `VALUE_KEY`, for the fakes ahead-of-time autograd makes of the same input. It lives in
-layer 1 so that every layer reaches it.
+value is data; one that reads it inside its kernel (narrow's start given as a tensor) leaves
+an unbacked symbol that a backend may have to branch on. When such a tensor is an input of the
+graph, the strict tracer specialises on its value instead (a graph per value, a guard that
+reads the value again on every call; TorchDynamo guards a symbol for it): the fake carries the
+value as its answer to `.item()`, and the placeholder records it under `VALUE_KEY`, for the
+fakes ahead-of-time autograd makes of the same input. It lives in layer 1 so that every layer
+reaches it.
 """
 from __future__ import annotations
 
