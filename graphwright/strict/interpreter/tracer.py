@@ -133,8 +133,8 @@ class Tracer:
         """The value of a small integer tensor input the graph has not written, which an operator
         needs (`specialised_values.py`): read from the real input and guarded from now on."""
         real = self.real_tensors.get(id(tensor))
-        if real is None or tensor.fake._version != 0 or not may_specialise(real):
-            return None
+        if real is None or tensor.source is None or tensor.fake._version != 0 or not may_specialise(real):
+            return None  # without a source, no guard could read the value again
         number = real.item()
         self.add_guard(tensor.source, "call", ("item", (), number))
         return number
