@@ -434,29 +434,6 @@ def test_a_0_dim_float_input_is_not_specialised_on_its_value():
     assert counter.frame_count == 1
 
 
-def _narrow(x, start):
-    return torch.narrow(x, 1, start, 2) * 2
-
-
-@pytest.mark.parametrize("backend", ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
-def test_an_operator_reading_an_integer_input_inside_specialises_on_its_value(backend):
-    # narrow reads its tensor start inside its kernel: an unbacked symbol there made Inductor's
-    # lowering of the backward's slice branch on the start's sign, which it cannot
-    counter = graphwright.testing.CompileCounterWithBackend(backend)
-    compiled = graphwright.compile(_narrow, backend=counter, fullgraph=True)
-    for value, frames in [(2, 1), (2, 1), (-2, 2), (1, 3)]:
-        x = torch.randn(4, 5, 3, requires_grad=True)
-        reference = x.detach().clone().requires_grad_()
-        actual, expected = compiled(x, torch.tensor(value)), _narrow(reference, torch.tensor(value))
-        assert actual.shape == expected.shape and actual.stride() == expected.stride()
-        torch.testing.assert_close(actual, expected)
-        cotangent = torch.randn_like(expected)
-        actual.backward(cotangent)
-        expected.backward(cotangent)
-        torch.testing.assert_close(x.grad, reference.grad)
-        assert counter.frame_count == frames
-
-
 def test_an_explicit_item_of_an_integer_input_stays_symbolic():
     def fn(x, n):
         return x * n.item()

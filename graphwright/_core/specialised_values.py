@@ -2,19 +2,23 @@
 
 An operator that needs the value of a 0-dim integer tensor to know its output's shape (the
 number of sections given to `tensor_split` as a tensor) cannot run on that tensor's fake: the
-value is data; one that reads it inside its kernel (narrow's start given as a tensor) leaves
-an unbacked symbol that a backend may have to branch on. When such a tensor is an input of the
-graph, the strict tracer specialises on its value instead (a graph per value, a guard that
-reads the value again on every call; TorchDynamo guards a symbol for it): the fake carries the
-value as its answer to `.item()`, and the placeholder records it under `VALUE_KEY`, for the
-fakes ahead-of-time autograd makes of the same input. It lives in layer 1 so that every layer
-reaches it.
+value is data. When such a tensor is an input of the graph, the strict tracer specialises on
+its value, as TorchDynamo does (a graph per value, a guard that reads the value again on every
+call): the fake carries the value as its answer to `.item()`, and the placeholder records it
+under `VALUE_KEY`, for the fakes ahead-of-time autograd makes of the same input.
+
+An operator that only reads the value inside its kernel (narrow's start given as a tensor)
+leaves an unbacked symbol, one graph for every value. A backend that cannot branch on such a
+symbol (Inductor) has its aten graphs compiled once per value instead (`value_read` finds the
+inputs, `aot/compile.py`'s `_PerValueGraph` compares their values on every call). It lives in
+layer 1 so that every layer reaches it.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 VALUE_KEY = "graphwright_specialised_value"
 """`node.meta` key of a placeholder whose tensor's value the graph is specialised on."""
@@ -37,3 +41,11 @@ def carried_value(fake: Any) -> int | bool | None:
     """The value `carry_value` gave the fake, if it still holds."""
     memo = getattr(fake, "item_memo", None)
     return memo if type(memo) in (int, bool) else None
+
+
+def value_read(fake: Any) -> bool:
+    """Whether an operator read the value of the fake of a small integer CPU tensor while
+    tracing: its answer to `.item()` is an unbacked symbol then."""
+    return isinstance(fake, torch.Tensor) and fake.dim() == 0 and fake.device.type == "cpu" \
+        and not fake.is_floating_point() and not fake.is_complex() \
+        and bool(free_unbacked_symbols(getattr(fake, "item_memo", None)))

@@ -349,13 +349,6 @@ class GraphBuilder:
             brk.rejected_arguments = isinstance(error, TypeError)
             brk.user_error = error
             raise brk
-        # An operator that read an input's value inside (narrow's start given as a tensor) made
-        # it an unbacked symbol, which a backend may have to branch on (Inductor lowers the
-        # backward's slice by the start's sign): the value is given and guarded instead. An
-        # explicit `.item()` returns no tensor and keeps its symbol.
-        read = [value for value in unread if getattr(value.fake, "item_memo", None) is not None]
-        if read and self._holds_tensor(result) and self._specialise_values(read, pending):
-            return self.call(kind, target, args, kwargs, effectful)
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors
             raise self._on_break(gb.UNSUPPORTED_TENSOR, f"op {name} returned a {sparse.layout} tensor",
