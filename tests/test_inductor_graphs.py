@@ -63,3 +63,15 @@ def test_a_start_read_from_an_integer_input_is_compiled_once_per_value():
     assert graphwright.counters["inductor"]["fxgraph_cache_miss"] + \
         graphwright.counters["inductor"]["fxgraph_cache_hit"] + \
         graphwright.counters["inductor"]["fxgraph_cache_bypass"] >= 6  # forward and backward per value
+
+
+@pytest.mark.slow
+def test_values_past_the_cache_size_limit_run_the_graph_as_captured(monkeypatch):
+    monkeypatch.setattr(graphwright.config, "cache_size_limit", 2)
+    compiled = graphwright.compile(_narrowed, backend="inductor", fullgraph=True)
+    x = torch.randn(4, 5, 3)
+    for value in (0, 1):
+        torch.testing.assert_close(compiled(x, torch.tensor(value)), _narrowed(x, torch.tensor(value)))
+    with pytest.warns(UserWarning, match="as captured, without its backend, for values of its integer inputs"):
+        torch.testing.assert_close(compiled(x, torch.tensor(3)), _narrowed(x, torch.tensor(3)))
+    torch.testing.assert_close(compiled(x, torch.tensor(1)), _narrowed(x, torch.tensor(1)))

@@ -18,7 +18,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
-from .._core import artifacts, dump
+from .._core import artifacts, config, dump
 from .._core.counters import phase
 from .._core.errors import BackendRefusal, TraceError
 from .._core.specialised_values import VALUE_KEY, carry_value, value_read
@@ -639,18 +639,26 @@ def aot_compile(
                                                  values=values),
         )
 
-    return _PerValueGraph(build) if compilers.specialises_values else build({})
+    if not compilers.specialises_values:
+        return build({})
+    generic = build({})
+    aot = generic.generic if isinstance(generic, _SizeGenericGraph) else generic
+    return _PerValueGraph(build, generic, aot._function())
 
 
 class _PerValueGraph:
     """A graph compiled once for every value of the small integer inputs its operators read,
     for a backend that wants them as numbers (`GraphCompilers.specialises_values`): the first
     compile finds which inputs those are (`ValuesRead`); from then on every call reads their
-    values again and picks, or compiles, the graph for them."""
+    values again and picks, or compiles, the graph for them; past `config.cache_size_limit`
+    values, the graph runs as captured (with a warning)."""
 
-    def __init__(self, build: Callable[[dict[int, int | bool]], Callable[..., Any]]) -> None:
+    def __init__(self, build: Callable[[dict[int, int | bool]], Callable[..., Any]], generic: Callable[..., Any],
+                 captured: Callable[..., Any]) -> None:
         self._build = build
-        self.generic = build({})
+        self.generic = generic
+        self._captured = captured
+        self._warned = False
         self.read: list[int] | None = None
         self.per_value: dict[tuple, Callable[..., Any]] = {}
         self._scope = dump.current()
@@ -663,6 +671,14 @@ class _PerValueGraph:
                 self.read = read.indices
         values = tuple(args[index].item() for index in self.read)
         compiled = self.per_value.get(values)
+        if compiled is None and len(self.per_value) >= config.cache_size_limit:
+            if not self._warned:
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright runs {owner} as captured, without its backend, for values of its "
+                                  f"integer inputs {self.read} beyond the first {config.cache_size_limit} (the "
+                                  "backend compiles it once per value; graphwright.config.cache_size_limit)", [])
+                self._warned = True
+            return self._captured(*args)
         if compiled is None:
             with dump.within(self._scope):
                 compiled = self.per_value[values] = self._build(dict(zip(self.read, values)))
