@@ -36,7 +36,7 @@ FAST_SLICE = (
     # ops whose failures were fixed (each fix also has its own test)
     "scatter", "split_with_sizes_copy", "histogramdd", "nonzero",
     "nn.functional.triplet_margin_with_distance_loss", "narrow_copy", "_native_batch_norm_legit",
-    "linalg.matrix_rank",
+    "linalg.matrix_rank", "tensor_split",
 )
 """The ops `make test` sweeps (`GW_OPINFO=all` sweeps every op)."""
 
