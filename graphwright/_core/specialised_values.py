@@ -24,11 +24,16 @@ VALUE_KEY = "graphwright_specialised_value"
 """`node.meta` key of a placeholder whose tensor's value the graph is specialised on."""
 
 
+def small_integer(tensor: torch.Tensor) -> bool:
+    """0-dim, integer or bool: a tensor whose value may be specialised on."""
+    return tensor.dim() == 0 and not tensor.is_floating_point() and not tensor.is_complex()
+
+
 def may_specialise(tensor: torch.Tensor) -> bool:
-    """A tensor whose value is one cheap number to read in a guard: 0-dim, integer or bool,
-    on the CPU, a plain tensor, not an inference tensor (a fake of one keeps no value)."""
-    return (type(tensor) is torch.Tensor and tensor.dim() == 0 and tensor.device.type == "cpu"
-            and (not tensor.is_floating_point() and not tensor.is_complex()) and not tensor.is_inference())
+    """A tensor whose value is one cheap number to read in a guard: a small integer on the
+    CPU, a plain tensor, not an inference tensor (a fake of one keeps no value)."""
+    return (type(tensor) is torch.Tensor and small_integer(tensor) and tensor.device.type == "cpu"
+            and not tensor.is_inference())
 
 
 def carry_value(fake: Any, value: int | bool) -> None:
@@ -46,6 +51,5 @@ def carried_value(fake: Any) -> int | bool | None:
 def value_read(fake: Any) -> bool:
     """Whether an operator read the value of the fake of a small integer CPU tensor while
     tracing: its answer to `.item()` is an unbacked symbol then."""
-    return isinstance(fake, torch.Tensor) and fake.dim() == 0 and fake.device.type == "cpu" \
-        and not fake.is_floating_point() and not fake.is_complex() \
+    return isinstance(fake, torch.Tensor) and small_integer(fake) and fake.device.type == "cpu" \
         and bool(free_unbacked_symbols(getattr(fake, "item_memo", None)))

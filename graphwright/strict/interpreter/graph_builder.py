@@ -35,7 +35,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
-from ..._core.specialised_values import VALUE_KEY, carry_value
+from ..._core.specialised_values import VALUE_KEY, carry_value, small_integer
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -519,8 +519,8 @@ class GraphBuilder:
             value = pending.pop()
             if isinstance(value, SequenceValue):
                 pending.extend(value.items)
-            elif isinstance(value, TensorValue) and value.fake.dim() == 0 and not value.fake.is_floating_point() \
-                    and not value.fake.is_complex() and getattr(value.fake, "item_memo", None) is None:
+            elif isinstance(value, TensorValue) and small_integer(value.fake) \
+                    and getattr(value.fake, "item_memo", None) is None:
                 found.append(value)
         return found
 
