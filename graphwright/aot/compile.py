@@ -291,7 +291,8 @@ class AOTCompiledGraph:
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
             if self._compilers.specialises_values:
-                read = [index for index, fake in enumerate(fakes)
+                # the user's inputs only: `_PerValueGraph` reads them from the call's arguments
+                read = [index for index, fake in enumerate(fakes[:self._num_user_inputs])
                         if index not in self._values and index not in self._explicitly_read and value_read(fake)]
                 if read:
                     raise ValuesRead(read)
