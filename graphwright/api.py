@@ -25,6 +25,7 @@ from .strict.explain import ExplainOutput, explain_call, explain_wrapper_call
 from .strict.marked.markers import (
     disable,
     disable_mark,
+    error_on_graph_break,
     graph_break,
     is_disabled,
     mark_dynamic,
@@ -32,7 +33,8 @@ from .strict.marked.markers import (
     maybe_mark_dynamic,
 )
 
-__all__ = ["compile", "explain", "reset", "graph_break", "disable", "mark_dynamic", "maybe_mark_dynamic",
+__all__ = ["compile", "explain", "reset", "graph_break", "error_on_graph_break", "disable", "mark_dynamic",
+           "maybe_mark_dynamic",
            "mark_static",
            "OptimizedModule"]
 

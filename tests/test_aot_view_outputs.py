@@ -208,14 +208,21 @@ def test_an_intermediate_written_through_an_out_view_keeps_eagers_layout(backend
         r = torch.maximum(y, y * 2, out=o.permute(1, 0))
         return o, r
 
-    for fn in (written_through, and_returned):
+    def read_then_viewed(x, y):
+        # reading `o` after the write syncs it: its functional value ends transposed
+        o = (1.0 * x).detach().clone()
+        r = torch.maximum(y, y * 2, out=o.permute(1, 0))
+        first = o.amax().clone()
+        return r, o.contiguous().view(torch.int32), first.view(torch.int32)
+
+    for fn in (written_through, and_returned, read_then_viewed):
         compiled = graphwright.compile(fn, backend=backend, fullgraph=True, dynamic=dynamic)
         for rows in (2, 5):
             x, y = torch.randn(rows, 3), torch.randn(3, rows)
             expected, actual = fn(x, y), compiled(x, y)
             for e, a in zip(expected if isinstance(expected, tuple) else (expected,),
                             actual if isinstance(actual, tuple) else (actual,)):
-                assert (a.shape, a.stride()) == (e.shape, e.stride())
+                assert (a.shape, a.stride(), a.dtype) == (e.shape, e.stride(), e.dtype)
                 torch.testing.assert_close(a, e)
         if fn is and_returned:
             assert actual[1].untyped_storage().data_ptr() == actual[0].untyped_storage().data_ptr()

@@ -90,6 +90,15 @@ def example_values(gm: torch.fx.GraphModule) -> list:
     return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
 
 
+def recorded_outputs(gm: torch.fx.GraphModule) -> list | None:
+    """The values the tracer recorded for the graph's flat outputs (None where it recorded none)."""
+    output = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
+    if output is None:
+        return None
+    return [n.meta.get("example_value", n.meta.get("val")) if isinstance(n, torch.fx.Node) else None
+            for n in pytree.tree_leaves(output.args[0])]
+
+
 def _static_strides(strides) -> tuple[int, ...] | None:
     try:
         return tuple(int(s) for s in strides)
@@ -370,7 +379,8 @@ class AOTCompiledGraph:
                          cache_key: str | None) -> CompiledSignature:
         boundary = SubclassBoundary.of(fakes, self._constructions.made_in_graph)
         meta, traced = joint.trace_signature(fn, fakes, self._fake_mode, self._decomposition_table(),
-                                             grad_enabled=grad_enabled, boundary=boundary)
+                                             grad_enabled=grad_enabled, boundary=boundary,
+                                             eager_outputs=recorded_outputs(self._gm))
         mutates = tuple(meta.mutated_inputs)
         user_outputs = _user_output_indices(meta)
         if boundary is not None:

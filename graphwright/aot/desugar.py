@@ -36,8 +36,10 @@ import sympy
 import torch
 
 from .._core.errors import BackendError
+from .._core.jagged import is_jagged, is_ragged_size, is_static_ragged_size
 from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass
 from .._core.user_stack import user_frames_of_stack
+from .jagged import refuse_static
 from .partition import Partition
 from .subclasses import (
     LeafSpec,
@@ -87,8 +89,12 @@ def _starts(layouts: Sequence[SubclassLayout | None]) -> list[int]:
 class SubclassBoundary:
     """The desugaring of one call signature (`fakes`: its fake inputs, subclasses among them)."""
 
-    def __init__(self, fakes: Sequence[Any]) -> None:
+    def __init__(self, fakes: Sequence[Any], makes_subclasses: bool = False) -> None:
+        refuse_static(fakes)
         self._fakes = list(fakes)
+        # a jagged tensor is functionalized through its inner tensors (`jagged.py`)
+        self.may_hold_jagged = makes_subclasses or any(is_jagged(value) for value in fakes)
+        self.jagged_seen = False
         self.input_layouts = [layout_of(value) for value in fakes]
         flat = flatten_values(fakes, self.input_layouts)
         plain = {id(value) for value, layout in zip(fakes, self.input_layouts) if layout is None}
@@ -110,7 +116,7 @@ class SubclassBoundary:
         """The boundary of a signature with subclass inputs, or of a graph that makes subclasses;
         None when neither."""
         if makes_subclasses or any(is_wrapper_subclass(value) for value in fakes):
-            return SubclassBoundary(fakes)
+            return SubclassBoundary(fakes, makes_subclasses)
         return None
 
     # --- while tracing -------------------------------------------------------------------------
@@ -251,7 +257,8 @@ def _outer_size_inputs(fakes: Sequence[Any], layouts: Sequence[SubclassLayout | 
         for path, tensor in _subclass_tensors(fake, layout, ()):
             for kind in ("size", "stride"):
                 for dim, value in enumerate(getattr(tensor, kind)()):
-                    if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol) \
+                    if isinstance(value, torch.SymInt) and not is_ragged_size(value) \
+                            and isinstance(value.node.expr, sympy.Symbol) \
                             and value.node.expr not in bound:
                         bound.add(value.node.expr)
                         found.append((index, path, kind, dim, value))
@@ -271,7 +278,8 @@ def _symbols_of(value: Any) -> set:
     if not isinstance(value, torch.Tensor):
         return set()
     numbers = (*value.shape, *value.stride(), value.storage_offset())
-    return {n.node.expr for n in numbers if isinstance(n, torch.SymInt) and isinstance(n.node.expr, sympy.Symbol)}
+    return {n.node.expr for n in numbers if isinstance(n, torch.SymInt) and not is_static_ragged_size(n)
+            and isinstance(n.node.expr, sympy.Symbol)}
 
 
 def _size_reader(index: int, path: tuple[str, ...], kind: str, dim: int) -> Callable[[Sequence[Any]], int]:

@@ -20,10 +20,12 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core.errors import BackendRefusal
 from .._core.user_stack import user_frames_of_stack
 from ..nonstrict.make_fx import LateInputs, trace_aten_graph
+from . import jagged
 from .desugar import SubclassBoundary
 from .out_calls import OutCallWatcher
 from .metadata import (
@@ -40,7 +42,7 @@ from .metadata import (
 
 def trace_signature(
     fn: Callable[..., Any], fakes: Sequence[Any], fake_mode, decompositions, *, grad_enabled: bool,
-    boundary: SubclassBoundary | None = None,
+    boundary: SubclassBoundary | None = None, eager_outputs: Sequence[Any] | None = None,
 ) -> tuple[GraphMetadata, torch.fx.GraphModule]:
     """What `fn` does on `fakes`, and its aten graph for one call signature.
 
@@ -50,7 +52,7 @@ def trace_signature(
     whether the signature differentiates at all. With a `boundary` (tensor
     subclasses among `fakes`), the graph takes and returns the subclasses'
     plain tensors (`desugar.py`), while `fn`, the metadata and autograd see
-    the subclasses.
+    the subclasses. `eager_outputs`: the strict tracer's values of the flat outputs, if known.
 
     >>> meta, gm = trace_signature(gm, fakes, fake_mode, None, grad_enabled=True)
     >>> any(meta.forward_requires_grad)  # True: gm is the joint graph
@@ -62,19 +64,25 @@ def trace_signature(
         nonlocal meta
         inputs = args if boundary is None else boundary.rebuild_inputs(args)
         with functionalization():
-            functional_inputs = [to_functional(t) for t in inputs]
-            with OutCallWatcher():
-                flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
-            meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled)
-            values = meta.forward_values(functional_inputs, flat_outputs)
-            if not any(meta.forward_requires_grad):
-                return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
-            if boundary is not None:  # the tangents' layouts, for this trace or the one after it
-                boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
-            if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
-                raise _MutatesDifferentiableInput()
+            with jagged.dispatch_for(boundary):
+                functional_inputs = [to_functional(t) for t in inputs]
+                with OutCallWatcher():
+                    flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
+                meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled,
+                                    eager_outputs=eager_outputs)
+                values = meta.forward_values(functional_inputs, flat_outputs)
+                if not any(meta.forward_requires_grad):
+                    return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
+                if boundary is not None and boundary.jagged_seen:
+                    raise jagged.refuse_training()
+                if boundary is not None:  # the tangents' layouts, for this trace or the one after it
+                    boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
+                if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
+                    raise _MutatesDifferentiableInput()
+            # the late inputs are added by the recorder, the innermost mode
             tangents = late.add(lambda: _fake_tangents(meta.tangent_specs, fake_mode, boundary))
-            return _with_gradients(values, meta, functional_inputs, tangents, boundary)
+            with jagged.dispatch_for(boundary):
+                return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
     primals = fakes if boundary is None else boundary.flat_inputs
     try:
@@ -160,14 +168,13 @@ def _unwrapped_values(values: Sequence[Any], meta: GraphMetadata, boundary: Subc
 
     A functional wrapper has eager's strides, its value may not: a tensor written through a
     view (`out=` into `o.t()`) is rebuilt from the view's new value, transposed. Such a value
-    is copied into eager's layout, where the runtime rebuilds views from it as eager made them.
+    is copied into eager's layout, where the runtime rebuilds views from it as eager made them
+    (a plain tensor's: a subclass's inner tensors are laid out by its own operations).
     """
     inner = [from_functional(v) for v in values]
-    if boundary is not None:
-        return inner
     for i in range(len(meta.mutated_inputs), len(values)):
         spec = meta.forward_specs[i]
-        if spec is not None and laid_out_otherwise(spec.stride, inner[i]):
+        if spec is not None and isinstance(inner[i], FakeTensor) and laid_out_otherwise(spec.stride, inner[i]):
             with functionalization_paused():
                 inner[i] = torch.empty_strided(inner[i].shape, spec.stride, dtype=inner[i].dtype,
                                                device=inner[i].device).copy_(inner[i])
@@ -189,7 +196,7 @@ def joint_function(
         inputs, tangents = args[:num_inputs], args[num_inputs:]
         if boundary is not None:
             inputs = boundary.rebuild_inputs(inputs)
-        with functionalization():
+        with functionalization(), jagged.dispatch_for(boundary):
             functional_inputs = [to_functional(t) for t in inputs]
             mutable_inputs = _clone_mutated(functional_inputs, meta)
             with OutCallWatcher():

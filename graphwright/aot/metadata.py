@@ -21,7 +21,9 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from .._core.errors import BackendError
+from .._core.jagged import is_jagged
 from .._core.user_stack import user_frames_of_stack
+from . import jagged
 from .views import ViewChain, input_size_names, relative_chain, view_chain
 
 
@@ -148,9 +150,14 @@ def functionalization_paused():
 
 
 def to_functional(value: Any) -> Any:
-    """Wrap a tensor for functionalization, keeping its requires_grad."""
+    """Wrap a tensor for functionalization, keeping its requires_grad. A jagged nested tensor is
+    made again around wrapped inner tensors: autograd cannot take a functional wrapper of a
+    nested tensor (it would ask the wrapper for nested sizes the subclass does not give), so
+    functionalization sees its inner tensors and autograd the subclass, as in PyTorch."""
     if not isinstance(value, torch.Tensor):
         return value
+    if is_jagged(value):
+        return jagged.with_inner(value, to_functional)
     wrapped = torch._to_functional_tensor(value)
     torch._mirror_autograd_meta_to(value, wrapped)
     return wrapped
@@ -173,7 +180,10 @@ def from_functional(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and torch._is_functional_tensor(value):
         torch._sync(value)
         return torch._from_functional_tensor(value)
+    if jagged.holds_functional(value):
+        return jagged.with_inner(value, from_functional)
     return value
+
 
 
 def describe_run(
@@ -183,6 +193,7 @@ def describe_run(
     out_spec: pytree.TreeSpec,
     *,
     grad_enabled: bool,
+    eager_outputs: Sequence[Any] | None = None,
 ) -> GraphMetadata:
     """What one functionalized run of the graph did, read right after it (before any sync).
 
@@ -190,12 +201,13 @@ def describe_run(
     `flat_outputs` what it returned; functionalization is still on. The run is
     made in the call's grad mode; `grad_enabled` says whether this signature
     differentiates at all (False: nothing requires grad, and every mutation
-    is written back as under `no_grad`).
+    is written back as under `no_grad`). `eager_outputs`: the values the strict
+    tracer recorded for the flat outputs, where known (their strides are eager's).
 
     >>> meta = describe_run(fakes, functional_inputs, flat_outputs, out_spec, grad_enabled=True)
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
-    strides = _strides_before_sync(flat_outputs)
+    strides = _EagerStrides(flat_outputs, eager_outputs)
     mutated = _mutated_inputs(fake_inputs, functional_inputs)
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
@@ -205,7 +217,7 @@ def describe_run(
     hidden_bases = _share_intermediate_bases(flat_outputs, outputs, chains, strides)
     meta = GraphMetadata(mutated, under_no_grad, outputs, out_spec, hidden_bases, [], [])
     forward_values = meta.forward_values(functional_inputs, flat_outputs)
-    meta.forward_specs = [_tensor_spec(v, strides.get(id(v)) if k >= len(mutated) else None)
+    meta.forward_specs = [_tensor_spec(v, strides.get(v) if k >= len(mutated) else None)
                           for k, v in enumerate(forward_values)]
     leaves = [meta.outputs[i].no_grad_view for i in meta.graph_output_indices]
     hidden = under_no_grad + leaves + [False] * (len(forward_values) - len(mutated) - len(leaves))
@@ -222,15 +234,53 @@ def _tensor_spec(value: Any, stride: tuple | None) -> TensorSpec | None:
     return TensorSpec(tuple(value.shape), value.dtype, value.device, stride)
 
 
-def _strides_before_sync(flat_outputs: Sequence[Any]) -> dict[int, tuple]:
-    """The strides of the outputs and of their bases as eager lays them out: what their
-    functional wrappers say before a sync makes them their values' (see `laid_out_otherwise`)."""
-    strides = {}
-    for out in flat_outputs:
-        for t in (out, getattr(out, "_base", None)):
-            if isinstance(t, torch.Tensor):
-                strides[id(t)] = tuple(t.stride())
-    return strides
+def _same_sizes(recorded: Any, value: torch.Tensor) -> bool:
+    """Whether the tracer's `recorded` tensor is known to have `value`'s sizes, without a guard
+    (a size that depends on data cannot be asked; a symbol of another shape environment
+    is not known equal)."""
+    if not isinstance(recorded, torch.Tensor) or recorded.dim() != value.dim():
+        return False
+    for a, b in zip(recorded.shape, value.shape):
+        if isinstance(a, torch.SymInt) or isinstance(b, torch.SymInt):
+            if not (isinstance(a, torch.SymInt) and isinstance(b, torch.SymInt)
+                    and a.node.shape_env is b.node.shape_env and statically_known_true(a == b)):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+class _EagerStrides:
+    """The strides eager gives the outputs and their bases.
+
+    Functionalization rebuilds a tensor written through a view from the view's
+    new value, and a wrapper takes its value's strides at each sync (a read of
+    the tensor in the graph syncs it): a base written by `out=` into `o.t()`
+    ends transposed. The strides eager gives are those of the values the
+    strict tracer recorded for the graph's outputs (`eager_outputs`, with their
+    `_base`), which ran the program unfunctionalized; where it recorded none,
+    what the wrappers say before the final sync. Each tensor read is kept: a base
+    no one else holds would be a new Python object on each `_base`, its `id`
+    another's."""
+
+    def __init__(self, flat_outputs: Sequence[Any], eager_outputs: Sequence[Any] | None) -> None:
+        self._seen: dict[int, tuple[torch.Tensor, tuple]] = {}
+        eager = [None] * len(flat_outputs) if eager_outputs is None else eager_outputs
+        for out, recorded in zip(flat_outputs, eager):
+            if not isinstance(out, torch.Tensor):
+                continue
+            same = _same_sizes(recorded, out)
+            self._record(out, recorded if same else out)
+            base, recorded_base = out._base, recorded._base if same else None
+            if isinstance(base, torch.Tensor):
+                self._record(base, recorded_base if _same_sizes(recorded_base, base) else base)
+
+    def _record(self, t: torch.Tensor, laid_out_as: torch.Tensor) -> None:
+        self._seen.setdefault(id(t), (t, tuple(laid_out_as.stride())))
+
+    def get(self, t: Any) -> tuple | None:
+        seen = self._seen.get(id(t))
+        return seen[1] if seen is not None and seen[0] is t else None
 
 
 def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Tensor) -> bool:
@@ -252,6 +302,9 @@ def _mutated_inputs(fake_inputs: Sequence[Any], functional_inputs: Sequence[Any]
     mutated = []
     for i, t in enumerate(functional_inputs):
         if not isinstance(t, torch.Tensor):
+            continue
+        if is_jagged(t):
+            jagged.refuse_mutation(t, i)
             continue
         if torch._functionalize_has_metadata_mutation(t) and _layout_changed(fake_inputs[i], t):
             raise BackendError(
@@ -312,7 +365,7 @@ def _describe_outputs(flat_outputs: Sequence[Any], functional_inputs: Sequence[A
 
 
 def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInfo], chains: _ViewChains,
-                              strides: dict[int, tuple]) -> list[int]:
+                              strides: _EagerStrides) -> list[int]:
     """Turn outputs that view one intermediate into INTERMEDIATE_VIEWs of a hidden base.
 
     Such outputs share the intermediate's storage; the intermediate is the autograd base of
@@ -332,7 +385,7 @@ def _share_intermediate_bases(flat_outputs: Sequence[Any], infos: list[OutputInf
         base = flat_outputs[owner]._base
         views = [(i, chains.between(flat_outputs[i], base)) for i in members]
         views = [(i, view) for i, view in views if view is not None]
-        if len(views) < 2 and not laid_out_otherwise(strides.get(id(base)), from_functional(base)):
+        if len(views) < 2 and not laid_out_otherwise(strides.get(base), from_functional(base)):
             continue  # one view: the graph computes it (a base written through a view: rebuilt)
         for i, view in views:
             infos[i] = dataclasses.replace(infos[i], kind=OutputKind.INTERMEDIATE_VIEW, index=len(hidden_bases),

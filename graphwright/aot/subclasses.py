@@ -29,6 +29,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core import artifacts
 from .._core.errors import BackendError, BackendRefusal, TraceError
+from .._core.jagged import RUNTIME_RAGGED_SIZE, is_ragged_size
 from .._core.subclass_protocol import (
     context_pattern,
     flatten_signature,
@@ -145,11 +146,12 @@ def _rebuild_from(layout: SubclassLayout, values: Iterator[Any], outer_stride: t
 
 
 def contiguous_strides(size: Sequence[Any]) -> tuple:
-    """The strides of a contiguous tensor of `size` (sizes may be symbolic)."""
+    """The strides of a contiguous tensor of `size` (sizes may be symbolic, or ragged: a nested
+    int, which is never 0 or 1)."""
     strides, step = [], 1
     for dim in reversed(tuple(size)):
         strides.append(step)
-        step = step * torch.sym_max(dim, 1)
+        step = step * (dim if is_ragged_size(dim) else torch.sym_max(dim, 1))
     return tuple(reversed(strides))
 
 
@@ -206,6 +208,8 @@ class Rebuilder:
     def _source(self, value: Any, layout: SubclassLayout) -> int | str:
         if isinstance(value, int):
             return value
+        if is_ragged_size(value):  # a jagged tensor's: never a number, its offsets decide
+            return RUNTIME_RAGGED_SIZE
         expr = value.node.expr
         if expr.is_number:
             return int(expr)

@@ -10,6 +10,7 @@ no split is possible the entry runs the whole function in Python.
 """
 from __future__ import annotations
 
+
 import inspect
 import types
 import warnings
@@ -93,23 +94,31 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
     """The entry for `fn(*args, **kwargs)`; `compile_function` compiles resume functions and
     callees that the residual code calls."""
     dynamic_all = settings.dynamic is True
+    dependence = data_dependence(settings)
     try:
-        result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims,
-                                data_dependence=data_dependence(settings))
+        try:
+            result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims, data_dependence=dependence)
+        except GraphBreak as brk:
+            if not brk.needs_sizes or dependence.sizes:
+                raise
+            # a jagged tensor made in the region: its ragged size is a symbol, traced again with a ShapeEnv
+            dependence = replace(dependence, sizes=True)
+            result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims, data_dependence=dependence)
         if not settings.fullgraph and _runs_no_operation(result):
             return _python_entry(fn, result.guards, CallRouter(compile_function))
         return _internal_errors_as_breaks(result, lambda: _graph_entry(fn, result, settings))
     except GraphBreak as brk:
-        if settings.fullgraph and isinstance(brk.user_error, ImportError):
+        errors = settings.fullgraph or brk.error_on_graph_break
+        if errors and isinstance(brk.user_error, ImportError):
             raise import_error(brk) from None
-        if settings.fullgraph:
+        if errors:
             events.compile_failed(fn, brk)
             raise brk.to_unsupported() from brk.user_error  # the program's own exception, if any
         if brk.kind is gb.INTERNAL_ERROR:
             warnings.warn(f"graphwright could not compile {fn.__qualname__}, running it eagerly:\n"
                           f"{brk.to_unsupported()}", stacklevel=5)
             return _eager_entry(fn, brk)
-        return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk)
+        return _split_entry(fn, args, kwargs, settings, dynamic_dims, CallRouter(compile_function), brk, dependence)
 
 
 def import_error(brk: GraphBreak) -> ImportError:
@@ -130,9 +139,9 @@ def data_dependence(settings: CompileSettings) -> DataDependence:
 
 
 def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
-                 router: CallRouter, brk: GraphBreak) -> Callable:
+                 router: CallRouter, brk: GraphBreak, dependence: DataDependence) -> Callable:
     try:
-        return _split(fn, args, kwargs, settings, dynamic_dims, router, brk)
+        return _split(fn, args, kwargs, settings, dynamic_dims, router, brk, dependence)
     except GraphwrightError:
         raise  # typed already (a backend's failure)
     except Exception as error:  # a bug while splitting is never the user's crash: eager, with a warning
@@ -145,7 +154,7 @@ def _split_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSetti
 
 
 def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, dynamic_dims: dict | None,
-           router: CallRouter, brk: GraphBreak) -> Callable:
+           router: CallRouter, brk: GraphBreak, dependence: DataDependence) -> Callable:
     if brk.rejected_arguments:
         brk.split_note = "an operator rejected its arguments: the function runs as eager Python, uncompiled"
         return _eager_entry(fn, brk)
@@ -153,7 +162,7 @@ def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, d
     while plan.kind != "skip":
         try:
             result = trace_function(fn, args, kwargs, settings.dynamic is True, dynamic_dims, stop_at=plan.step,
-                                    data_dependence=data_dependence(settings))
+                                    data_dependence=dependence)
         except GraphBreak:
             break  # the trace did not repeat itself: keep to plain Python
         if result.stopped is None:

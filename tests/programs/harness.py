@@ -372,6 +372,10 @@ def snapshot(value: Any) -> Any:
         return value.copy()
     if is_traceable_wrapper_subclass(value):
         names, context = value.__tensor_flatten__()
+        if value.layout is torch.jagged:  # its ragged size is a nested int, its own: the offsets say it
+            shape = tuple("ragged" if isinstance(size, torch.SymInt) else size for size in value.shape)
+            return SubclassState(type(value).__name__, context, shape, None, value.requires_grad,
+                                 {name: snapshot(getattr(value, name)) for name in names})
         return SubclassState(type(value).__name__, context, tuple(value.shape), significant_strides(value),
                              value.requires_grad, {name: snapshot(getattr(value, name)) for name in names})
     if isinstance(value, torch.Tensor):

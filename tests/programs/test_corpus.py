@@ -33,6 +33,7 @@ from . import (
     cases_models,
     cases_modules,
     cases_nested,
+    cases_nested_jagged,
     cases_new_libraries,
     cases_numpy,
     cases_real_models,
@@ -61,6 +62,7 @@ ALL_PROGRAMS = [
     *cases_aot.PROGRAMS,
     *cases_subclasses.PROGRAMS,
     *cases_dtensor.PROGRAMS,
+    *cases_nested_jagged.PROGRAMS,
     *cases_class_statements.PROGRAMS,
 ]
 

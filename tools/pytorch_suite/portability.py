@@ -40,7 +40,7 @@ RULES: list[tuple[str, re.Pattern]] = [(reason, re.compile(pattern)) for reason,
      r"_C\._dynamo|set_eval_frame|InstructionTranslator|\bcomptime\b|\bbuilder\.|ConstantSource|"
      r"GetItemSource|LocalSource|substitute_in_graph|torch\._guards|TracingContext|dont_skip_tracing|"
      r"skipfiles|is_dynamo_supported|_dynamo\.lookup_backend|register_backend|_dynamo\.list_backends|"
-     r"compiled_autograd|_dynamo\.run\b|\bsame_two_models\b|error_on_graph_break|set_stance|"
+     r"compiled_autograd|_dynamo\.run\b|\bsame_two_models\b|set_stance|"
      r"_dynamo\.disallow_in_graph|forbid_in_graph|_dynamo\.mark_static_address|"
      r"mark_unbacked|_dynamo\.maybe_mark_dynamic|mark_static_address|nested_graph_breaks"),
     ("export", r"_dynamo\.export|torch\.export|\bexport\(|\bexport=True"),

@@ -51,6 +51,7 @@ from ..objects.values import (
     Value,
 )
 from ..objects.wrap import compiled_original, function_value, is_cached_function, is_graph_operator, state_source
+from ..residual.call_routing import never_traced
 from ..residual.module_wrappers import is_module_wrapper
 from . import contexts
 from . import graph_breaks as gb
@@ -138,6 +139,9 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
     marked = marked_behaviour(tracer, target, args, kwargs)
     if marked is not None:
         return marked
+    switch = markers.break_switch_class(target)
+    if switch is not None:
+        return contexts.break_switch(tracer, switch, args, kwargs)
     if is_cached_function(target):
         return _call_cached(tracer, target, args, kwargs)
     if _is_dynamo_generation_tag(target):
@@ -460,6 +464,10 @@ def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs:
         return transformed.call(tracer, args, kwargs)
     if code.co_flags & _UNSUPPORTED_FLAGS:
         raise tracer.graph_break(gb.GENERATOR, f"call coroutine {function.name}", name=function.name)
+    if never_traced(code):
+        module = function.globals.get("__name__", code.co_filename)
+        raise tracer.graph_break(gb.NEVER_TRACED_FUNCTION, f"call {module}.{code.co_qualname}",
+                                 name=code.co_qualname, module=module)
     if function.fn is not None:
         self_args = args if function.bound_self is None else [function.bound_self, *args]
         modelled = modelled_call(tracer, function.fn, self_args, kwargs)

@@ -44,6 +44,10 @@ class GraphBreak(Exception):
         # optimizers' `_get_value` gives a tensor, not a float), which eager code never sees:
         # the function then runs as eager Python, its callees uncompiled too.
         self.rejected_arguments = False
+        # A jagged tensor met without a ShapeEnv for its ragged size: traced again with one.
+        self.needs_sizes = False
+        # the `error_on_graph_break` switch where the break happened: an error, as under fullgraph
+        self.error_on_graph_break = False
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -224,6 +228,14 @@ UNSUPPORTED_TENSOR = define_kind(
     "Convert the tensor before the compiled region (e.g. `.to_dense()`, or a nested tensor "
     "with `layout=torch.jagged`).",
     "Move the code that uses it out of the compiled region.")
+NEVER_TRACED_FUNCTION = define_kind(
+    "GB024", "Call to a function the tracer never traces",
+    "`{name}` belongs to `{module}`, which the tracer skips as torch.compile does: "
+    "a learning-rate scheduler keeps step counts and epochs that change on every call, and a trace "
+    "of it would recompile on every step. It runs in Python between two graphs; the optimizer step "
+    "it wraps is still compiled.",
+    "Nothing to do: the graphs around the call are kept.",
+    "Step the scheduler outside the compiled function to keep the graphs on either side as one.")
 SUBGRAPH_SIDE_EFFECT = define_kind(
     "GB040", "Side effect in a function traced as a subgraph",
     "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "

@@ -35,6 +35,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
+from ..._core.jagged import is_jagged
 from ..._core.specialised_values import VALUE_KEY, carry_value, small_integer
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
@@ -48,6 +49,7 @@ from .symbolic_sizes import (
     DataDependence,
     SymbolicSizes,
     holds_symbol,
+    marked_dims,
     may_be_symbolic,
 )
 
@@ -139,9 +141,10 @@ def _has_unbacked_symbols(result: Any) -> bool:
 
 
 def _sparse_tensor(result: Any) -> torch.Tensor | None:
-    """A tensor of `result` (an operator's output) that is not strided, if any."""
+    """A tensor of `result` (an operator's output) that is not strided, if any (a jagged nested
+    tensor is a wrapper subclass around strided ones)."""
     if isinstance(result, torch.Tensor):
-        return result if result.layout is not torch.strided else None
+        return result if result.layout is not torch.strided and not is_wrapper_subclass(result) else None
     if isinstance(result, (tuple, list)):
         return next((found for item in result if (found := _sparse_tensor(item)) is not None), None)
     return None
@@ -195,7 +198,7 @@ class GraphBuilder:
         self.input_value: Callable[[TensorValue], int | bool | None] | None = None
         self._torch_function_off = 0
         self.dynamic_dims = dynamic_dims or {}
-        captures = data_dependence.scalars or data_dependence.shapes
+        captures = data_dependence.scalars or data_dependence.shapes or data_dependence.sizes
         shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
             else None
         # symbolic sizes from the start; with only data-dependent capture, from the first
@@ -258,9 +261,11 @@ class GraphBuilder:
         except ConstraintViolationError:
             raise
         except Exception as error:  # a layout fake tensors cannot represent (a strided nested tensor...)
-            raise self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
+            brk = self._on_break(gb.UNSUPPORTED_TENSOR, f"fake of {source.name()}: {type(error).__name__}",
                                  name=source.name(), tensor=tensor_kind(real),
                                  error=f"{type(error).__name__}: {error}")
+            brk.needs_sizes = self._shape_env is None and is_jagged(real)
+            raise brk
         node = self._placeholder(source)
         node.meta["example_value"] = fake
         self.input_sources.append(source)
@@ -273,7 +278,7 @@ class GraphBuilder:
     def _fake_input(self, real: torch.Tensor, source: Source) -> torch.Tensor:
         dims = set(range(real.dim())) if self.dynamic_all else set(self.dynamic_dims.get(source, ()))
         marked = getattr(real, "_dynamo_dynamic_indices", set())  # mark_dynamic
-        dims |= marked | getattr(real, "_dynamo_weak_dynamic_indices", set())  # maybe_mark_dynamic
+        dims |= marked_dims(real)
         dims -= getattr(real, "_dynamo_static_indices", set())  # mark_static
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)

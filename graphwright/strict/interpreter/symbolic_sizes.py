@@ -31,6 +31,7 @@ from torch.fx.experimental.symbolic_shapes import (
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.value_ranges import ValueRanges
 
+from ..._core.jagged import is_jagged, is_static_ragged_size
 from ..._core.subclass_protocol import inner_tensors, is_wrapper_subclass
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -60,12 +61,22 @@ class _InputName(ShapeEnvSource):
         return GuardSource.LOCAL
 
 
+PROPAGATED_MARK = "_dynamo_propagated_dynamic_indices"
+"""PyTorch's unguarded mark of dimensions that are symbolic by nature: a jagged nested tensor
+sets it on itself (its ragged dimension) and on its values (their summed lengths)."""
+
+
+def marked_dims(tensor: torch.Tensor) -> set[int]:
+    """The dimensions of `tensor` marked dynamic: `mark_dynamic`, `maybe_mark_dynamic`, and the
+    ragged dimensions a jagged nested tensor marks."""
+    return set(getattr(tensor, "_dynamo_dynamic_indices", ())) \
+        | set(getattr(tensor, "_dynamo_weak_dynamic_indices", ())) | set(getattr(tensor, PROPAGATED_MARK, ()))
+
+
 def has_marked_tensor(values: Any) -> bool:
-    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`
-    or `maybe_mark_dynamic`."""
-    return any(isinstance(leaf, torch.Tensor) and (getattr(leaf, "_dynamo_dynamic_indices", None)
-                                                   or getattr(leaf, "_dynamo_weak_dynamic_indices", None))
-               for leaf in pytree.tree_leaves(values))
+    """Whether any tensor among `values` (searched through containers) carries `mark_dynamic`,
+    `maybe_mark_dynamic`, or is a jagged nested tensor (whose ragged size is always symbolic)."""
+    return any(isinstance(leaf, torch.Tensor) and marked_dims(leaf) for leaf in pytree.tree_leaves(values))
 
 
 def holds_symbol(value: Any) -> bool:
@@ -86,6 +97,9 @@ class DataDependence:
 
     scalars: bool = False
     shapes: bool = False
+    sizes: bool = False
+    """A ShapeEnv from the start even for static inputs: a jagged tensor made in the region needs
+    one for its ragged size (a graph break says so, `GraphBreak.needs_sizes`)."""
 
     def new_shape_env(self) -> ShapeEnv:
         return ShapeEnv(allow_scalar_outputs=self.scalars, allow_dynamic_output_shape_ops=self.shapes)
@@ -161,23 +175,29 @@ class SymbolicSizes:
             return self.shape_env.produce_guards_expression(placeholders, ignore_static=False)
         # a tensor subclass's inner tensors have sizes of their own, named `L['t<i>'].<attribute>`;
         # given contexts, every input must be given (its static sizes are guarded twice then)
-        sources = [_InputName(f"L['t{index}']") for index in range(len(fakes))]
+        # a jagged tensor traced static (PyTorch's meta dummy behind `nested_view_from_values_offsets`)
+        # has a real nested int for its ragged size, which its tensor guard checks: left out
+        pairs = [(fake, _InputName(f"L['t{index}']")) for index, fake in enumerate(fakes)
+                 if not (is_jagged(fake) and any(is_static_ragged_size(size) for size in fake.shape))]
+        fakes, sources = [fake for fake, _ in pairs], [source for _, source in pairs]
         contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
                     for fake, source in zip(fakes, sources)]
-        guards = self.shape_env.produce_guards(list(fakes), sources, input_contexts=contexts, ignore_static=False)
+        guards = self.shape_env.produce_guards(fakes, sources, input_contexts=contexts, ignore_static=False)
         return " and ".join(guards) if guards else None
 
 
 def _symbolic_context(real: torch.Tensor, dims: frozenset[int], ranges: dict[int, tuple[int, int | None]],
                       source: ShapeEnvSource | None) -> StatelessSymbolicContext:
     """How the fake of `real` is made symbolic. A tensor subclass's inner tensors are symbolic in
-    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), and
-    static otherwise (a scale)."""
+    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), in
+    those marked on them (a jagged tensor's values and sequence-length tensors), and static
+    otherwise (a scale, a jagged tensor's offsets)."""
     sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
     constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
     if not is_wrapper_subclass(real):
         return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-    inner = {name: _symbolic_context(tensor, dims if tensor.dim() == real.dim() else frozenset(),
+    inner = {name: _symbolic_context(tensor, (dims if tensor.dim() == real.dim() else frozenset())
+                                     | frozenset(marked_dims(tensor)),
                                      ranges if tensor.dim() == real.dim() else {}, _InputName(f"{source.name}.{name}"))
              for name, tensor in inner_tensors(real)}
     return SubclassSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints, inner_contexts=inner,

@@ -23,6 +23,7 @@ from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.specialised_values import may_specialise
 from ..guards.guards import Guard, global_state
+from ..marked.markers import errors_on_graph_break
 from ..guards.sources import (
     AttrSource,
     ConstantSource,
@@ -80,6 +81,8 @@ class Tracer:
         self.handled = exceptions.HandledExceptions()
         self.generators: list = []  # the GeneratorValues made in the region, in order
         self.asked_if_compiling = False
+        # `error_on_graph_break`, as set where the trace is now (`with` blocks switch it)
+        self.error_on_graph_break = errors_on_graph_break()
 
     def answer_is_compiling(self) -> Value:
         """`torch.compiler.is_compiling()` (and its spellings) in the region: True, remembered,
@@ -231,6 +234,7 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
         add_size_guards(tracer)
     except GraphBreak as brk:
         brk.guards = tracer.guards
+        brk.error_on_graph_break = tracer.error_on_graph_break
         raise
     except GraphwrightError:
         raise
@@ -238,6 +242,7 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
         brk = raised.to_graph_break(exceptions.describe(tracer, raised.value),
                                     exceptions.as_real(tracer, raised.value))
         brk.guards = tracer.guards
+        brk.error_on_graph_break = tracer.error_on_graph_break
         raise brk from None
     except Exception as error:
         stack = getattr(error, "graphwright_user_stack", None) or tracer.user_stack()

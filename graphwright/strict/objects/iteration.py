@@ -4,11 +4,12 @@ and `itertools`, as Python runs them.
 An iterator is an `IteratorValue` (its items already known), a `LazyIteratorValue`
 (a generator made in the region, or a helper over one: items are made when the
 consumer asks), or an instance of a user class with `__next__`. Each helper is
-written as a Python generator over the values its inputs produce (`operations.pull`), so
-it takes items in exactly the order and number Python's own helper would: an
+Python's own helper (`map`, `zip`, `itertools.islice`...) run over the values its
+inputs produce (`operations.pull`, which like a C iterator is asked again after an
+exception), so it takes items in exactly the order and number Python's would: an
 infinite `count()` or `cycle()` is fine, `zip` stops at the shortest, a function
 given to `map` runs when its result is asked for, interleaving its side effects
-with the consumer's. Restructuring helpers over containers whose items are all
+with the consumer's, and a helper whose input raised goes on where Python's goes on. Restructuring helpers over containers whose items are all
 known (and no iterator the program holds) give an `IteratorValue` right away (it
 can leave the region).
 """
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from . import classes, exceptions, operations
-from .operations import iterator_of, next_item, pull
+from .operations import Steps, iterator_of, next_item, pull
 from .values import (
     NONE,
     ConstantValue,
@@ -101,11 +102,11 @@ def _enumerate(tracer, args, kwargs):
     start = _python(tracer, args[1] if len(args) > 1 else kwargs.get("start"), 0)
     inputs = [iterator, ConstantValue(start)]
 
-    def rows() -> Iterator[Value]:
-        for index, item in zip(itertools.count(start), pull(tracer, iterator)):
-            inputs[1] = ConstantValue(index + 1)  # from here on it is `enumerate(iterator, index + 1)`
-            yield SequenceValue([ConstantValue(index), item], tuple)
-    return _result(rows(), enumerate, lazy, inputs)
+    def row(item: Value, index: int) -> Value:
+        inputs[1] = ConstantValue(index + 1)  # from here on it is `enumerate(iterator, index + 1)`
+        return SequenceValue([ConstantValue(index), item], tuple)
+    # the count after the item: an item that raises takes no number, as in CPython's enumerate
+    return _result(map(row, pull(tracer, iterator), itertools.count(start)), enumerate, lazy, inputs)
 
 
 @_handles(zip)
@@ -113,39 +114,37 @@ def _zip(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
     pulls = [pull(tracer, it) for it in iterators]
     strict = _python(tracer, kwargs.get("strict"), False)
-    rows = _strict_rows(tracer, pulls) if strict else zip(*pulls)
-    return _result((SequenceValue(list(row), tuple) for row in rows), zip, lazy, None if strict else iterators)
+    rows = Steps(lambda: _strict_row(tracer, pulls)) if strict and pulls else zip(*pulls)
+    return _result(_tuples(rows), zip, lazy, None if strict else iterators)
 
 
-def _strict_rows(tracer: "Tracer", pulls: list[Iterator[Value]]) -> Iterator[list[Value]]:
-    """zip(strict=True), pulling as CPython's does: each row from the first input on; an input
-    that ends after the first is shorter; when the first ends, each other input is asked once
-    more, and the first that gives an item is longer (that item is lost)."""
-    while pulls:
-        row = []
-        for position, items in enumerate(pulls):
-            item = next(items, None)
-            if item is None:
-                break
-            row.append(item)
-        else:
-            yield row
-            continue
-        if position:
-            raise tracer.user_error(ValueError(f"zip() argument {position + 1} is shorter than argument"
-                                               f"{'s 1-' if position > 1 else ' '}{position}"))
-        for position, items in enumerate(pulls[1:], 2):
-            if next(items, None) is not None:
-                raise tracer.user_error(ValueError(f"zip() argument {position} is longer than argument"
-                                                   f"{'s 1-' if position > 2 else ' '}{position - 1}"))
-        return
+def _strict_row(tracer: "Tracer", pulls: list[Iterator[Value]]) -> list[Value] | None:
+    """The next row of zip(strict=True), pulled as CPython's does: from the first input on; an
+    input that ends after the first is shorter; when the first ends, each other input is asked
+    once more, and the first that gives an item is longer (that item is lost). None at the end."""
+    row = []
+    for position, items in enumerate(pulls):
+        item = next(items, None)
+        if item is None:
+            break
+        row.append(item)
+    else:
+        return row
+    if position:
+        raise tracer.user_error(ValueError(f"zip() argument {position + 1} is shorter than argument"
+                                           f"{'s 1-' if position > 1 else ' '}{position}"))
+    for position, items in enumerate(pulls[1:], 2):
+        if next(items, None) is not None:
+            raise tracer.user_error(ValueError(f"zip() argument {position} is longer than argument"
+                                               f"{'s 1-' if position > 2 else ' '}{position - 1}"))
+    return None
 
 
 @_handles(map)
 def _map(tracer, args, kwargs):
     iterators, _ = _iterators(tracer, list(args[1:]))
     rows = zip(*(pull(tracer, it) for it in iterators))
-    return _result((_call(tracer, args[0], list(row)) for row in rows), map, lazy=True,
+    return _result(map(lambda row: _call(tracer, args[0], list(row)), rows), map, lazy=True,
                    inputs=[args[0], *iterators])
 
 
@@ -159,7 +158,7 @@ def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
 def _filter(tracer, args, kwargs):
     keep = _truth_of(tracer, args[0])
     iterator = iterator_of(tracer, args[1])
-    return _result((item for item in pull(tracer, iterator) if keep(item)), filter, lazy=True,
+    return _result(filter(keep, pull(tracer, iterator)), filter, lazy=True,
                    inputs=[args[0], iterator])
 
 
@@ -196,7 +195,7 @@ def _items_backwards(tracer: "Tracer", sequence: Value, count: int) -> Iterator[
 # -- itertools ------------------------------------------------------------------------------
 
 def _tuples(rows: Iterator[tuple]) -> Iterator[Value]:
-    return (SequenceValue(list(row), tuple) for row in rows)
+    return map(lambda row: SequenceValue(list(row), tuple), rows)
 
 
 @_handles(itertools.product)
@@ -221,13 +220,13 @@ for _target in (itertools.combinations, itertools.permutations, itertools.combin
 @_handles(itertools.chain)
 def _chain(tracer, args, kwargs):
     iterators, lazy = _iterators(tracer, list(args))
-    return _result((item for it in iterators for item in pull(tracer, it)), itertools.chain, lazy, iterators)
+    return _result(itertools.chain(*(pull(tracer, it) for it in iterators)), itertools.chain, lazy, iterators)
 
 
 @_handles(itertools.chain.from_iterable)
 def _chain_from_iterable(tracer, args, kwargs):
     groups = iterator_of(tracer, args[0])
-    items = (item for group in pull(tracer, groups) for item in operations.each(tracer, group))
+    items = itertools.chain.from_iterable(map(lambda group: operations.each(tracer, group), pull(tracer, groups)))
     return _result(items, itertools.chain, lazy=True)
 
 
@@ -266,7 +265,7 @@ def _zip_longest(tracer, args, kwargs):
 def _count(tracer, args, kwargs):
     start = _python(tracer, args[0] if args else kwargs.get("start"), 0)
     step = _python(tracer, args[1] if len(args) > 1 else kwargs.get("step"), 1)
-    return _result((ConstantValue(number) for number in itertools.count(start, step)), itertools.count, lazy=True)
+    return _result(map(ConstantValue, itertools.count(start, step)), itertools.count, lazy=True)
 
 
 @_handles(itertools.repeat)
@@ -296,14 +295,14 @@ HANDLERS[itertools.dropwhile] = _while_handler(itertools.dropwhile)
 @_handles(itertools.starmap)
 def _starmap(tracer, args, kwargs):
     rows = pull(tracer, iterator_of(tracer, args[1]))
-    return _result((_call(tracer, args[0], operations.iterate(tracer, row)) for row in rows),
+    return _result(map(lambda row: _call(tracer, args[0], operations.iterate(tracer, row)), rows),
                    itertools.starmap, lazy=True)
 
 
 @_handles(itertools.compress)
 def _compress(tracer, args, kwargs):
     (data, selectors), lazy = _iterators(tracer, list(args[:2]))
-    truths = (operations.truth(tracer, selector) for selector in pull(tracer, selectors))
+    truths = map(lambda selector: operations.truth(tracer, selector), pull(tracer, selectors))
     # always lazy (a selector's truth may run its `__bool__`), and made again from its inputs
     return _result(itertools.compress(pull(tracer, data), truths), itertools.compress, lazy=True,
                    inputs=[data, selectors])
@@ -365,11 +364,11 @@ def _groupby(tracer, args, kwargs):
         found = item if key is None or operations.is_none(key) else _call(tracer, key, [item])
         return operations.python_value(tracer, found, "itertools.groupby keys")
 
-    def groups() -> Iterator[Value]:
-        for group_key, group in itertools.groupby(pull(tracer, iterator), python_key):
-            members = LazyIteratorValue(lambda group=group: next(group, None), type(group))
-            yield SequenceValue([operations.constant_result(group_key), members], tuple)
-    return _result(groups(), itertools.groupby, lazy=True)
+    def group_of(pair: tuple[Any, Iterator[Value]]) -> Value:
+        group_key, group = pair
+        members = LazyIteratorValue(lambda: next(group, None), type(group))
+        return SequenceValue([operations.constant_result(group_key), members], tuple)
+    return _result(map(group_of, itertools.groupby(pull(tracer, iterator), python_key)), itertools.groupby, lazy=True)
 
 
 @_handles(collections._count_elements)

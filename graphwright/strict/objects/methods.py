@@ -30,6 +30,7 @@ from . import (
     sets,
     storages,
     symbolic_numbers,
+    text,
     torch_functions,
 )
 from .class_creation import made_class
@@ -281,6 +282,10 @@ def _constant_method(tracer: "Tracer", receiver: ConstantValue, name: str, args:
         return IteratorValue(operations.iterate(tracer, receiver))
     if operations.is_symbolic(receiver):
         return symbolic_numbers.call_method(tracer, receiver, name, args, kwargs)
+    if name == "format" and type(receiver.value) is str:
+        later = text.format_method_later(tracer, receiver.value, args, kwargs)
+        if later is not None:  # a symbolic number: formatted when the text is needed
+            return later
     if name == "__instancecheck__" and isinstance(receiver.value, type) and len(args) == 1 and not kwargs:
         # type's own check (reached through super() from a metaclass's): by the value's class
         return ConstantValue(issubclass(args[0].python_type(), receiver.value))

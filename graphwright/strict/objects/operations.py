@@ -568,15 +568,32 @@ def each(tracer: "Tracer", value: Value) -> Iterator[Value]:
     return pull(tracer, iterator_of(tracer, value))
 
 
+class Steps:
+    """The iterator of `step()`'s results, until it returns None. Unlike a generator, it
+    survives an exception from `step`: the next `next()` calls `step` again, as CPython's own
+    iterators (map, zip, islice...) ask their input again after it raised. Built on it, the
+    tracer's models of those helpers are those helpers themselves."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, step: Callable[[], Value | None]) -> None:
+        self.step = step
+
+    def __iter__(self) -> "Steps":
+        return self
+
+    def __next__(self) -> Value:
+        item = self.step()
+        if item is None:
+            raise StopIteration
+        return item
+
+
 def pull(tracer: "Tracer", iterator: Value) -> Iterator[Value]:
     """The items of an iterator (see `iterator_of`), each pulled when asked for."""
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)):
-        step = iterator.next_item
-        while (item := step()) is not None:
-            yield item
-        return
-    while (item := next_item(tracer, iterator)) is not None:
-        yield item
+        return Steps(iterator.next_item)
+    return Steps(lambda: next_item(tracer, iterator))
 
 
 def extend(tracer: "Tracer", target: SequenceValue, iterable: Value) -> None:

@@ -458,8 +458,9 @@ def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) ->
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, "tensor without a source",
                                  name="a tensor reached without a path from the inputs",
                                  type="Tensor")
-    if real.is_nested or real.layout is not torch.strided:
+    if (real.is_nested or real.layout is not torch.strided) and not is_wrapper_subclass(real):
         # sparse tensors too, as in PyTorch: ahead-of-time autograd and Inductor take strided ones
+        # (a jagged nested tensor is a wrapper subclass around strided ones)
         raise tracer.graph_break(gb.UNSUPPORTED_TENSOR, f"{source.name()}: {real.layout}", name=source.name(),
                                  tensor=tensor_kind(real), error="the tracer models strided tensors")
     value = tracer.graph.add_input(real, source)

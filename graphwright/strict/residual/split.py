@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from ..interpreter.frame import Frame, decoded
+from ..marked.markers import error_on_graph_break
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import GraphBreak
 from ..objects.values import NULL, ContextValue, MethodValue, Value
@@ -288,6 +289,8 @@ def _reentry(context: ContextValue) -> ReenteredContext:
         return ReenteredContext(torch.set_grad_enabled, (bool(context.args[0]),))
     if context.kind == "profiler":
         return ReenteredContext(contextlib.nullcontext, ())
+    if context.kind == "error_on_graph_break":  # the resume function compiles inside it
+        return ReenteredContext(error_on_graph_break, context.args)
     if context.kind == "autocast":
         real = context.args[0]
         return ReenteredContext(torch.amp.autocast, (real.device, real.fast_dtype, real._enabled,

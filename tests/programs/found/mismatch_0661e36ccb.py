@@ -103,4 +103,3 @@ OBSERVED = ['TRACE']
 BREAKS = []
 COMPILE_OPTIONS = {}
 CONFIG = {}
-XFAIL = "a builtin iterator (map, filter, zip...) over a user iterator whose __next__ raised is taken as exhausted by the tracer; CPython calls __next__ again (it raises again)"

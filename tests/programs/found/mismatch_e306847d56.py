@@ -36,4 +36,3 @@ OBSERVED = []
 BREAKS = []
 COMPILE_OPTIONS = {}
 CONFIG = {}
-XFAIL = "aot_eager: out= into a view of an intermediate returns a tensor laid out as the computed value, not the view"

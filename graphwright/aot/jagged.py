@@ -1,0 +1,162 @@
+"""Jagged nested tensors under functionalization.
+
+Other traceable wrapper subclasses are functionalized whole: a functional
+wrapper around the subclass value. Autograd cannot take such a wrapper of a
+nested tensor (it asks the wrapper for nested sizes the subclass does not
+give), so a jagged tensor is functionalized through its inner tensors
+instead: `functional` makes it again around functional wrappers of its
+values and offsets, with the same ragged size, and autograd works on the
+subclass as in eager. PyTorch's own ahead-of-time autograd does the same.
+
+Functionalization must then run below the subclass, not above it: a call on
+a jagged tensor skips it at its top (`JaggedCalls`), and the subclass's
+`__torch_dispatch__` runs with it back on (`JaggedDispatch`), so the
+operators it calls on the inner tensors are functionalized and recorded.
+
+A jagged input mutated in place is refused (`refuse_mutation`): its
+mutation would have to be written back through the subclass.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .._core.errors import BackendRefusal
+from .._core.jagged import bind_ragged_size, is_jagged, is_static_ragged_size, ragged_source
+from .._core.subclass_protocol import flatten_signature, inner_tensors
+from .._core.user_stack import user_frames_of_stack
+
+_FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
+# the backward they run calls operators on functional wrappers, which must stay functionalized
+_NOT_OPERATORS = frozenset({torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward})
+
+
+def with_inner(value: torch.Tensor, convert: Callable[[Any], Any]) -> torch.Tensor:
+    """Jagged tensor `value` made again around its inner tensors converted, with its ragged size."""
+    attributes, context = flatten_signature(value)
+    inner = {name: convert(getattr(value, name)) for name in attributes}
+    bind_ragged_size(inner[ragged_source(value)], value.shape[value._ragged_idx])
+    return type(value).__tensor_unflatten__(inner, context, value.shape, value.stride())
+
+
+def holds_functional(value: Any) -> bool:
+    """A jagged tensor around functional wrappers."""
+    return is_jagged(value) and any(torch._is_functional_tensor(inner) for _, inner in inner_tensors(value))
+
+
+def refuse_mutation(value: torch.Tensor, index: int) -> None:
+    """Raise `BackendRefusal` when an inner tensor of jagged input `value` (number `index`) was
+    mutated by the functionalized run."""
+    if any(torch._functionalize_has_data_mutation(inner) or torch._functionalize_has_metadata_mutation(inner)
+           for _, inner in inner_tensors(value) if torch._is_functional_tensor(inner)):
+        raise BackendRefusal(
+            f"A compiled graph mutates input {index}, a NestedTensor (jagged layout), in place",
+            explanation="Ahead-of-time autograd functionalizes a jagged nested tensor through its inner "
+            "tensors and does not write mutations of them back to the input.",
+            hints=["With fullgraph=False the graph runs as captured; use the out-of-place operation, "
+                   "or compile with backend='eager'."],
+            user_stack=user_frames_of_stack(),
+        )
+
+
+def dispatch_for(boundary: Any) -> contextlib.AbstractContextManager:
+    """The modes a trace whose subclass `boundary` may hold jagged tensors runs under, else nothing
+    (a mode costs every operator a Python call). The boundary's `jagged_seen` says afterwards
+    whether a jagged tensor was operated on."""
+    if boundary is None or not boundary.may_hold_jagged:
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(JaggedDispatch(boundary))
+    stack.enter_context(JaggedCalls())
+    return stack
+
+
+def refuse_static(fakes: Any) -> None:
+    """Raise `BackendRefusal` for a jagged input traced with a real nested int for its ragged size
+    (PyTorch's meta dummy that `nested_tensor`, `as_nested_tensor` and `nested_tensor_from_jagged`
+    read when they make a jagged tensor in the region): its size cannot be desugared."""
+    for value in fakes:
+        if is_jagged(value) and any(is_static_ragged_size(size) for size in value.shape):
+            raise BackendRefusal(
+                "AOT autograd does not compile a graph that makes a NestedTensor (jagged layout) from "
+                "dense tensors (`torch.nested.nested_tensor`, `as_nested_tensor`, `nested_tensor_from_jagged`)",
+                explanation="The graph reads PyTorch's meta NestedTensor that those constructors dispatch on, "
+                "whose ragged size is not symbolic.",
+                hints=["With fullgraph=False the graph runs as captured; make the nested tensor outside the "
+                       "compiled region and pass it in, or compile with backend='eager'."],
+                user_stack=user_frames_of_stack(),
+            )
+
+
+def refuse_training() -> BackendRefusal:
+    """Differentiating through jagged tensors is not compiled ahead of time: autograd's backward
+    calls operators on them from C++, where functionalization would wrap jagged results in
+    functional wrappers autograd cannot take."""
+    return BackendRefusal(
+        "AOT autograd does not compile the backward of a graph that operates on a NestedTensor "
+        "(jagged layout) while a value requires grad",
+        explanation="The backward of operators on jagged nested tensors runs below functionalization in "
+        "PyTorch's design; graphwright's ahead-of-time autograd compiles such graphs for inference only.",
+        hints=["With fullgraph=False the graph runs as captured, gradients included; backend='eager' "
+               "compiles it without refusing."],
+        user_stack=user_frames_of_stack(),
+    )
+
+
+class JaggedCalls(TorchFunctionMode):
+    """A call with a jagged tensor among its arguments skips functionalization at its top: there
+    it would wrap the jagged result in a functional wrapper (when another argument is one, a
+    weight), which autograd cannot take. `JaggedDispatch` functionalizes what the call does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _NOT_OPERATORS or not any(is_jagged(leaf) for leaf in pytree.tree_leaves((args, kwargs))):
+            return func(*args, **kwargs)
+        with _functionalization(included=False):
+            return func(*args, **kwargs)
+
+
+class JaggedDispatch(TorchDispatchMode):
+    """Functionalizes what a call on jagged tensors does: runs the subclass's `__torch_dispatch__`
+    with functionalization on, and sends an operator on functional wrappers that reached here
+    with functionalization skipped (by `JaggedCalls`) back through it."""
+
+    def __init__(self, boundary: Any) -> None:
+        super().__init__()
+        self._boundary = boundary
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        jagged = next((cls for cls in types if _jagged_class(cls)), None)
+        if jagged is not None:  # the calls it makes on jagged tensors come here too
+            self._boundary.jagged_seen = True
+            with _functionalization(included=True), JaggedDispatch(self._boundary):
+                return jagged.__torch_dispatch__(func, types, args, kwargs)
+        if torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE) and any(
+                isinstance(leaf, torch.Tensor) and torch._is_functional_tensor(leaf)
+                for leaf in pytree.tree_leaves((args, kwargs))):
+            with _functionalization(included=True):
+                return func(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _jagged_class(cls: type) -> bool:
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    return issubclass(cls, NestedTensor)
+
+
+@contextlib.contextmanager
+def _functionalization(included: bool) -> Iterator[None]:
+    excluded = torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE)
+    torch._C._dispatch_tls_set_dispatch_key_excluded(_FUNCTIONALIZE, not included)
+    try:
+        yield
+    finally:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(_FUNCTIONALIZE, excluded)

@@ -1,0 +1,251 @@
+"""Jagged nested tensors (`torch.nested.nested_tensor(..., layout=torch.jagged)`) in compiled regions.
+
+Inputs and outputs are NestedTensors of eager's type, values, offsets and
+requires_grad; the ragged size is a symbol bound to the offsets, so another
+batch of other lengths runs the same graph (counted against torch.compile on
+the same calls). What ahead-of-time autograd does not compile (a backward
+through jagged tensors, a jagged tensor made from dense ones in the region)
+runs as captured under fullgraph=False, with eager's results.
+"""
+import warnings
+
+import pytest
+import torch
+import torch._dynamo.testing
+import torch.nn.functional as F
+
+import graphwright
+from graphwright._core.jagged import is_static_ragged_size
+from graphwright.testing import CompileCounterWithBackend
+
+BACKENDS = ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    graphwright.reset()
+    torch._dynamo.reset()
+    yield
+    graphwright.reset()
+
+
+def jagged(lengths, width=4, requires_grad=False, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    parts = [torch.randn(length, width, generator=generator) for length in lengths]
+    return torch.nested.nested_tensor(parts, layout=torch.jagged, requires_grad=requires_grad)
+
+
+def assert_same_jagged(actual, expected, atol=1e-5):
+    assert type(actual) is type(expected)
+    assert actual.is_nested and actual.layout is torch.jagged
+    assert actual.requires_grad == expected.requires_grad
+    assert torch.equal(actual.offsets(), expected.offsets())
+    torch.testing.assert_close(actual.values(), expected.values(), atol=atol, rtol=1e-5)
+
+
+def _pointwise(x):
+    return x.sin() * 2 + x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_jagged_input_gives_a_jagged_output_with_its_offsets(backend):
+    compiled = graphwright.compile(_pointwise, backend=backend, fullgraph=True)
+    x = jagged((3, 5))
+    out = compiled(x)
+    assert_same_jagged(out, _pointwise(x))
+    assert out._offsets is x._offsets  # the same ragged size as eager's: `out + x` works
+    assert_same_jagged(out + x, _pointwise(x) + x)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_other_lengths_in_a_batch_of_the_same_size_do_not_recompile(backend):
+    ours = CompileCounterWithBackend(backend)
+    theirs = torch._dynamo.testing.CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(_pointwise, backend=ours)
+    reference = torch.compile(_pointwise, backend=theirs)
+    for seed, lengths in enumerate([(3, 5), (2, 6), (7, 4)]):
+        x = jagged(lengths, seed=seed)
+        assert_same_jagged(compiled(x), _pointwise(x))
+        reference(x)
+    assert ours.frame_count == theirs.frame_count == 1
+
+
+def test_the_ragged_size_is_a_symbol_of_the_graph():
+    counter = CompileCounterWithBackend("eager")
+    graphwright.compile(_pointwise, backend=counter)(jagged((3, 5)))
+    (gm,) = counter.graphs
+    (placeholder,) = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    ragged = placeholder.meta["example_value"].shape[1]
+    assert isinstance(ragged, torch.SymInt) and not is_static_ragged_size(ragged)
+
+
+def test_a_batch_of_another_size_recompiles_as_torch_compile_does():
+    ours = CompileCounterWithBackend("eager")
+    theirs = torch._dynamo.testing.CompileCounter()
+    compiled, reference = graphwright.compile(_pointwise, backend=ours), torch.compile(_pointwise, backend=theirs)
+    for lengths in [(3, 5), (2, 6, 4)]:
+        x = jagged(lengths)
+        assert_same_jagged(compiled(x), _pointwise(x))
+        reference(x)
+    assert ours.frame_count == theirs.frame_count == 2
+
+
+torch.manual_seed(0)
+_linear = torch.nn.Linear(4, 6)
+
+
+def _projected(x):
+    return F.relu(_linear(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_linear_on_a_jagged_tensor(backend):
+    compiled = graphwright.compile(_projected, backend=backend, fullgraph=True)
+    x = jagged((3, 5))
+    with torch.no_grad():
+        assert_same_jagged(compiled(x), _projected(x))
+
+
+def _loss(x):
+    return _linear(x).relu().values().pow(2).sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_training_through_a_jagged_tensor_gives_eager_gradients(backend):
+    compiled = graphwright.compile(_loss, backend=backend)
+    for seed, lengths in enumerate([(3, 5), (2, 6)]):
+        x = jagged(lengths, seed=seed)
+        _linear.zero_grad()
+        _loss(x).backward()
+        expected = _linear.weight.grad.clone()
+        _linear.zero_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # aot_eager: the backward is refused, the graph runs as captured
+            compiled(x).backward()
+        torch.testing.assert_close(_linear.weight.grad, expected)
+    _linear.zero_grad()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_gradient_of_a_jagged_input_is_jagged(backend):
+    compiled = graphwright.compile(_pointwise, backend=backend)
+    x, x2 = jagged((3, 5), requires_grad=True), jagged((3, 5), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = compiled(x)
+    expected = _pointwise(x2)
+    assert_same_jagged(out, expected)
+    out.backward(torch.ones_like(out))
+    expected.backward(torch.ones_like(expected))
+    assert_same_jagged(x.grad, x2.grad)
+
+
+def test_a_backward_through_jagged_tensors_under_aot_runs_as_captured_with_a_warning_naming_nested_tensor():
+    compiled = graphwright.compile(_loss, backend="aot_eager", fullgraph=True)
+    x = jagged((3, 5))
+    with pytest.warns(UserWarning, match="NestedTensor"):
+        actual = compiled(x)
+    torch.testing.assert_close(actual, _loss(x))
+
+
+def _reductions(x):
+    return x.sum(dim=1), x.mean(dim=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sum_and_mean_over_the_ragged_dimension(backend):
+    compiled = graphwright.compile(_reductions, backend=backend, fullgraph=True)
+    x = jagged((3, 5))
+    for actual, expected in zip(compiled(x), _reductions(x)):
+        torch.testing.assert_close(actual, expected)
+
+
+def _padded(x):
+    return x.to_padded_tensor(0.0) * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_to_padded_tensor(backend):
+    compiled = graphwright.compile(_padded, backend=backend, fullgraph=True)
+    for lengths in [(3, 5), (6, 2)]:
+        x = jagged(lengths)
+        torch.testing.assert_close(compiled(x), _padded(x))
+
+
+def _sizes(x):
+    return x.values() * x.size(0), x.offsets() + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_values_offsets_and_sizes(backend):
+    compiled = graphwright.compile(_sizes, backend=backend, fullgraph=True)
+    x = jagged((3, 5))
+    for actual, expected in zip(compiled(x), _sizes(x)):
+        torch.testing.assert_close(actual, expected)
+
+
+def _made(a, b):
+    return torch.nested.nested_tensor([a, b], layout=torch.jagged).cos() + 1
+
+
+def _made_as_nested(a, b):
+    return torch.nested.as_nested_tensor([a, b], layout=torch.jagged) * 2
+
+
+def _made_from_jagged(values, offsets):
+    return (torch.nested.nested_tensor_from_jagged(values, offsets) * 3).values()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("program", [_made, _made_as_nested])
+def test_a_jagged_tensor_made_in_the_region(backend, program):
+    compiled = graphwright.compile(program, backend=backend)
+    a, b = torch.randn(3, 4), torch.randn(5, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        actual = compiled(a, b)
+    expected = program(a, b)
+    torch.testing.assert_close(actual.values(), expected.values())
+    assert torch.equal(actual.offsets(), expected.offsets())
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_nested_tensor_from_jagged_in_the_region(backend):
+    compiled = graphwright.compile(_made_from_jagged, backend=backend)
+    values, offsets = torch.randn(8, 4), torch.tensor([0, 3, 8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(compiled(values, offsets), _made_from_jagged(values, offsets))
+
+
+def _unbound(x):
+    return [t.sum() for t in x.unbind()]
+
+
+def _attention(q, k, v):
+    q, k, v = (t.unflatten(-1, (2, 2)).transpose(1, 2) for t in (q, k, v))
+    return F.scaled_dot_product_attention(q, k, v).transpose(1, 2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_unbind_and_attention_give_eager_results(backend):
+    x = jagged((3, 5))
+    for actual, expected in zip(graphwright.compile(_unbound, backend=backend)(x), _unbound(x)):
+        torch.testing.assert_close(actual, expected)
+    q, k, v = jagged((3, 5), seed=1), jagged((3, 5), seed=2), jagged((3, 5), seed=3)
+    with torch.no_grad():
+        assert_same_jagged(graphwright.compile(_attention, backend=backend)(q, k, v), _attention(q, k, v))
+
+
+def _mutates(x):
+    x.mul_(2)
+    return x.sin()
+
+
+def test_a_mutated_jagged_input_is_refused_by_aot_and_runs_as_captured():
+    x, x2 = jagged((3, 5)), jagged((3, 5))
+    with pytest.warns(UserWarning, match="NestedTensor"):
+        out = graphwright.compile(_mutates, backend="aot_eager")(x)
+    expected = _mutates(x2)
+    assert_same_jagged(out, expected)
+    assert_same_jagged(x, x2)
