@@ -42,6 +42,7 @@ import torch.utils._pytree as pytree
 
 from .._core import artifacts, config, logs, structured_trace
 from .._core.counters import counters
+from .._core.specialised_values import carried_value
 from .metadata import GraphMetadata
 
 FORMAT = 2
@@ -306,7 +307,8 @@ def _input_parts(fakes: Sequence[Any], fake_mode: Any) -> list[str]:
     for value in fakes:
         if isinstance(value, torch.Tensor):
             storage = storages.setdefault(value.untyped_storage()._cdata, len(storages))
-            parts.append(f"tensor {type(value).__name__} {_tensor_part(value)} storage={storage}")
+            parts.append(f"tensor {type(value).__name__} {_tensor_part(value)} storage={storage} "
+                         f"value={carried_value(value)}")
             for size in (*value.shape, *value.stride(), value.storage_offset()):
                 if isinstance(size, torch.SymInt):
                     symbols |= size.node.expr.free_symbols

@@ -227,6 +227,7 @@ class InductorBackend:
             inference=functools.partial(_compile_graph, kind="inference", config=self.config),
             graph_passes=functools.partial(_joint_graph_passes, config=self.config),
             store=_InductorStore(self.config),
+            specialises_values=True,
         )
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):
