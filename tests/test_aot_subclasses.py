@@ -377,3 +377,65 @@ def test_an_intermediate_the_subclass_cannot_desugar_is_named_with_its_operation
     graph.output((graph.call_function(torch.mul, (wrapped, 2)),))
     with pytest.raises(BackendRefusal, match=r"is a `subclass_models.OpaqueWrapper`, made by `OpaqueWrapper`"):
         lookup_backend("aot_eager")(torch.fx.GraphModule(torch.nn.Module(), graph), [torch.randn(3)])
+
+
+def _add_in_place(x, t):
+    u = x[0].clone()
+    u.add_(t)
+    return u
+
+
+def _augmented_assignment(x, t):
+    u = x[0].clone()
+    u += t
+    return u * 2
+
+
+def _item_assignment(x, t):
+    u = x.clone()
+    u[0] = t
+    return u
+
+
+def _multiply_a_view_in_place(x, t):
+    u = x * 1
+    v = u[0]
+    v.mul_(t).add_(1)
+    return u.sum(), v
+
+
+IN_PLACE_ON_PLAIN = [_add_in_place, _augmented_assignment, _item_assignment, _multiply_a_view_in_place]
+
+
+def _flat(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("program", IN_PLACE_ON_PLAIN, ids=lambda f: f.__name__.strip("_"))
+def test_a_plain_tensor_mutated_with_a_subclass_argument_is_what_the_subclass_dispatch_makes_it(program, backend):
+    """In eager TwoTensor's dispatch runs the in-place op on the plain tensor once per inner
+    tensor, and it stays plain; its gradients (plain, or TwoTensor where eager's are) match."""
+    x, t = torch.randn(2, 3, requires_grad=True), two(3, requires_grad=True)
+    x2, t2 = copied(x), copied(t)
+    actual = _flat(graphwright.compile(program, backend=backend, fullgraph=True)(x, t))
+    expected = _flat(program(x2, t2))
+    for out, ref in zip(actual, expected):
+        assert_same(out, ref)
+    sum(out.sum() for out in actual).backward()
+    sum(ref.sum() for ref in expected).backward()
+    assert_same(x.grad, x2.grad)
+    assert_same(t.grad, t2.grad)
+
+
+def test_out_into_a_plain_tensor_with_a_subclass_argument_matches_torch_compile():
+    def add_out(x, t):
+        u = x[0].clone()
+        torch.add(u, t, out=u)
+        return u
+
+    x, t = torch.randn(2, 3), two(3)
+    actual = graphwright.compile(add_out, backend="aot_eager", fullgraph=True)(x, t)
+    assert_same(actual, add_out(x, t))
+    torch._dynamo.reset()
+    assert_same(actual, torch.compile(add_out, backend="aot_eager", fullgraph=True)(x, t))

@@ -11,7 +11,8 @@ subclasses, a `SubclassBoundary` desugars them:
   aten ops it does. Functionalization and autograd work on the subclass
   values themselves (mutations, views and requires_grad are the subclass's,
   tangents and gradients are subclasses), so `GraphMetadata` describes the
-  values the user sees. What the traced function returns is flattened back
+  values the user sees. (An in-place call on a plain tensor with a subclass
+  argument needs the eager order, the subclass first: `subclass_calls.py`.) What the traced function returns is flattened back
   (`flatten_outputs`), and each returned value's layout recorded;
 - at run time, `forward` and `backward` wrap the compiled flat graphs: the
   forward flattens the call's subclass arguments and rebuilds subclass

@@ -52,6 +52,15 @@ def _(x, y):
     return x, y.sin()
 
 
+@program("plain_tensor_mutated_in_place_with_a_subclass_argument_stays_plain",
+         lambda: (rand(2, 3, requires_grad=True), two(3, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, t):
+    u = x * 1
+    u[1] += t  # TwoTensor's dispatch adds each inner tensor to the plain row in turn
+    u[0].mul_(t)
+    return u
+
+
 class _TwoTensorLinear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
