@@ -61,6 +61,13 @@ def _(x, t):
     return u
 
 
+@program("plain_output_summed_with_a_subclass_after_the_call_gets_a_subclass_gradient",
+         lambda: (rand(2, 3, requires_grad=True), two(2, 3, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, t):
+    # the harness sums the outputs' sines: the plain output's gradient is a TwoTensor
+    return {"plain": torch.nn.functional.layer_norm(x, (3,)) * 0.25, "subclass": t}
+
+
 class _TwoTensorLinear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
