@@ -199,3 +199,39 @@ def test_isinstance_of_an_operation_on_a_subclass_sees_the_subclass():
 
     x = TwoTensor(torch.randn(3), torch.randn(3))
     assert_same(graphwright.compile(branch, backend="eager", fullgraph=True)(x), branch(x))
+
+
+class _StandsForATensor:
+    """Not a tensor: an object whose class's `__torch_function__` takes torch's functions, as
+    `torch.overrides` allows (it unwraps the tensor it holds and counts the calls)."""
+
+    calls = 0
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls += 1
+        unwrap = lambda value: value.tensor if isinstance(value, _StandsForATensor) else value  # noqa: E731
+        args = [[unwrap(item) for item in arg] if isinstance(arg, list) else unwrap(arg) for arg in args]
+        return func(*args, **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+def _add_and_stack(w, x):
+    return torch.add(w, x, alpha=2.0), torch.stack([w, x])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_object_with_torch_function_takes_the_torch_functions_it_is_given_as_in_eager(backend):
+    w, x = _StandsForATensor(torch.randn(3)), torch.randn(3)
+    _StandsForATensor.calls = 0
+    expected = _add_and_stack(w, x)
+    eager_calls = _StandsForATensor.calls
+    actual = graphwright.compile(_add_and_stack, backend=backend, fullgraph=True)(w, x)
+    for out, ref in zip(actual, expected):
+        torch.testing.assert_close(out, ref)
+    assert _StandsForATensor.calls == 2 * eager_calls  # the trace ran the hook as eager does
+    torch._dynamo.reset()
+    for out, ref in zip(torch.compile(_add_and_stack, backend=backend, fullgraph=True)(w, x), expected):
+        torch.testing.assert_close(out, ref)

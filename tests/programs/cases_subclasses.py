@@ -68,6 +68,25 @@ def _(x, t):
     return {"plain": torch.nn.functional.layer_norm(x, (3,)) * 0.25, "subclass": t}
 
 
+class _HoldsATensor:
+    """Not a tensor: its `__torch_function__` unwraps the tensor it holds (`torch.overrides`)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda value: value.tensor if isinstance(value, _HoldsATensor) else value  # noqa: E731
+        args = [[unwrap(item) for item in arg] if isinstance(arg, list) else unwrap(arg) for arg in args]
+        return func(*args, **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+@program("object_with_torch_function_takes_torch_functions_as_in_eager",
+         lambda: (_HoldsATensor(rand(3)), rand(3)))
+def _(w, x):
+    return torch.add(w, x, alpha=2.0) + torch.stack([w, x]).sum(0)
+
+
 class _TwoTensorLinear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

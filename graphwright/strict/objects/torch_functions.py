@@ -70,12 +70,29 @@ def tensor_values(args: list[Value]) -> list[TensorValue]:
 
 def subclass_classes(args: list[Value]) -> list[type]:
     """The classes whose `__torch_function__` an operation on `args` would call, in eager's order
-    (subclasses before their bases, else first seen first)."""
+    (subclasses before their bases, else first seen first): Python tensor subclasses, and any
+    other class that defines one (an object standing in for a tensor, as `torch.overrides`
+    allows), among the arguments and the items of their lists and tuples."""
     found: list[type] = []
-    for value in tensor_values(args):
-        if overrides_torch_function(value.cls) and value.cls not in found:
-            found.append(value.cls)
+    for value in _arguments(args):
+        cls = value.cls if isinstance(value, TensorValue) else value.python_type()
+        if _dispatches_torch_function(cls) and cls not in found:
+            found.append(cls)
     return sorted(found, key=lambda cls: -sum(issubclass(cls, other) for other in found))
+
+
+def _arguments(args: list[Value]) -> list[Value]:
+    found = []
+    for arg in args:
+        found.extend(arg.items if isinstance(arg, SequenceValue) else [arg])
+    return found
+
+
+def _dispatches_torch_function(cls: type) -> bool:
+    if issubclass(cls, torch.Tensor):
+        return overrides_torch_function(cls)
+    hook = getattr(cls, "__torch_function__", None)
+    return hook is not None and hook is not torch._C._disabled_torch_function_impl
 
 
 def func_and_args(kind: str, target: Any, args: list[Value]) -> tuple[Any, list[Value]]:
@@ -102,7 +119,7 @@ def run(tracer: "Tracer", classes: list[type], kind: str, target: Any, args: lis
     func = ConstantValue(function)
     types = ConstantValue(tuple(classes))
     call_args = SequenceValue(list(args), tuple)
-    call_kwargs = DictValue({ConstantValue(key): value for key, value in kwargs.items()}, dict)
+    call_kwargs = DictValue(dict(kwargs), dict)
     for cls in classes:
         owner, raw = find(tracer, cls, "__torch_function__")
         hook = bind(tracer, owner, raw, "__torch_function__", None, cls, class_value(cls))
