@@ -235,3 +235,75 @@ def test_an_object_with_torch_function_takes_the_torch_functions_it_is_given_as_
     torch._dynamo.reset()
     for out, ref in zip(torch.compile(_add_and_stack, backend=backend, fullgraph=True)(w, x), expected):
         torch.testing.assert_close(out, ref)
+
+
+class _Marked(torch.Tensor):
+    """A Python subclass with its own `__torch_function__`, a class attribute, a method and a
+    property (found on the class before torch's, as Python looks them up)."""
+
+    unit = 10
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+    def doubled(self):
+        return self * 2
+
+    @property
+    def offset(self):
+        return self.unit + 1
+
+
+class _Quantized(torch.nn.Parameter):
+    """A Parameter subclass made with `_make_subclass` (diffusers' GGUFParameter's pattern): its
+    `__torch_function__` goes through Parameter's disabled one and rewraps with its metadata."""
+
+    def __new__(cls, data, requires_grad=False, quant_type=None):
+        return torch.Tensor._make_subclass(cls, data, requires_grad)
+
+    def __init__(self, *args, quant_type=None, **kwargs):
+        self.quant_type = quant_type
+
+    def as_tensor(self):
+        return torch.Tensor._make_subclass(torch.Tensor, self, self.requires_grad)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        result = super().__torch_function__(func, types, args, kwargs or {})
+        quant_type = next((arg.quant_type for arg in args if isinstance(arg, _Quantized)), None)
+        return cls(result, quant_type=quant_type) if isinstance(result, torch.Tensor) else result
+
+
+def _construct_and_read(x):
+    made = _Marked(x + 1)  # an alias of its tensor, in autograd's graph
+    return made.doubled() + made.unit + made.offset, _Marked(x).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_subclass_made_in_the_region_and_its_class_members_are_eagers(backend):
+    x = torch.randn(3, requires_grad=True)
+    x2 = copied(x)
+    actual = graphwright.compile(_construct_and_read, backend=backend, fullgraph=True)(x)
+    expected = _construct_and_read(x2)
+    for out, ref in zip(actual, expected):
+        assert type(out) is type(ref) is _Marked
+        torch.testing.assert_close(out.as_subclass(torch.Tensor), ref.as_subclass(torch.Tensor))
+    sum(out.sum() for out in actual).backward()
+    sum(ref.sum() for ref in expected).backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+
+
+def _dequantize(x):
+    scaled = x * 2
+    return (scaled + scaled.quant_type).as_tensor() * 3
+
+
+def test_a_parameter_subclass_made_with_make_subclass_keeps_its_metadata_through_operations():
+    x = _Quantized(torch.ones(2), quant_type=42)
+    actual = graphwright.compile(_dequantize, backend="eager", fullgraph=True)(x)
+    expected = _dequantize(x)
+    assert type(actual) is type(expected) is torch.Tensor
+    torch.testing.assert_close(actual, expected)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(_dequantize, backend="eager", fullgraph=True)(x), expected)

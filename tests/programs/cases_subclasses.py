@@ -87,6 +87,25 @@ def _(w, x):
     return torch.add(w, x, alpha=2.0) + torch.stack([w, x]).sum(0)
 
 
+class _Unit(torch.Tensor):
+    unit = 3
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+    def scaled(self):
+        return self * self.unit
+
+
+@program("python_subclass_made_in_the_region_reads_its_class_members", lambda: rand(3, requires_grad=True),
+         grad=True)
+def _(x):
+    made = _Unit(x.sin())
+    made.tag = 2
+    return made.scaled() + made.tag
+
+
 class _TwoTensorLinear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

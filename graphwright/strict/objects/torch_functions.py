@@ -134,7 +134,6 @@ def run(tracer: "Tracer", classes: list[type], kind: str, target: Any, args: lis
 def default_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`Tensor.__torch_function__(cls, func, types, args, kwargs)`, torch's default hook: the
     operation with subclass dispatch off, its new tensor results made instances of `cls`."""
-    from ..interpreter import calls
     from . import operations
 
     bound = dict(zip(("cls", "func", "types", "args", "kwargs"), args))
@@ -143,16 +142,39 @@ def default_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str
     types = operations.python_value(tracer, bound["types"])
     if not all(issubclass(cls, t) for t in types):
         return ConstantValue(NotImplemented)
-    call_args = operations.iterate(tracer, bound["args"]) if "args" in bound else []
-    call_kwargs = bound.get("kwargs")
-    keywords = {} if call_kwargs is None or isinstance(call_kwargs, ConstantValue) else \
-        {operations.python_value(tracer, key): value for key, value in call_kwargs.items.items()}
+    call_args, keywords = _call_arguments(tracer, bound)
     arguments = {id(value) for value in tensor_values(call_args)}
-    with tracer.graph.torch_function_off():
-        result = calls.call_value(tracer, bound["func"], call_args, keywords)
+    result = _call_without_torch_function(tracer, bound["func"], call_args, keywords)
     if operations.python_value(tracer, bound["func"]) not in torch.overrides.get_default_nowrap_functions():
         made_instances(result, cls, arguments)
     return result
+
+
+def disabled_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch._C._disabled_torch_function_impl(func, types, args, kwargs)`, the hook of classes
+    that turn `__torch_function__` off (nn.Parameter), reached through `super()` from a
+    subclass's own: the operation with subclass dispatch off, its results as it makes them."""
+    bound = dict(zip(("func", "types", "args", "kwargs"), args))
+    bound.update(kwargs)
+    call_args, keywords = _call_arguments(tracer, bound)
+    return _call_without_torch_function(tracer, bound["func"], call_args, keywords)
+
+
+def _call_arguments(tracer: "Tracer", bound: dict[str, Value]) -> tuple[list[Value], dict[str, Value]]:
+    from . import operations
+
+    call_args = operations.iterate(tracer, bound["args"]) if "args" in bound else []
+    call_kwargs = bound.get("kwargs")
+    keywords = {} if call_kwargs is None or isinstance(call_kwargs, ConstantValue) else dict(call_kwargs.items)
+    return call_args, keywords
+
+
+def _call_without_torch_function(tracer: "Tracer", func: Value, args: list[Value],
+                                 kwargs: dict[str, Value]) -> Value:
+    from ..interpreter import calls
+
+    with tracer.graph.torch_function_off():
+        return calls.call_value(tracer, func, args, kwargs)
 
 
 def made_instances(value: Value, cls: type, arguments: set[int]) -> None:
@@ -182,4 +204,4 @@ def as_subclass(tracer: "Tracer", tensor: TensorValue, cls_value: Value) -> Valu
     return made
 
 
-HANDLERS = {_DEFAULT: default_torch_function}
+HANDLERS = {_DEFAULT: default_torch_function, torch._C._disabled_torch_function_impl: disabled_torch_function}
