@@ -307,3 +307,22 @@ def test_a_parameter_subclass_made_with_make_subclass_keeps_its_metadata_through
     torch.testing.assert_close(actual, expected)
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(_dequantize, backend="eager", fullgraph=True)(x), expected)
+
+
+class _PlainMethodHook(torch.Tensor):
+    """`__torch_function__` as a plain method (deprecated, still allowed): torch binds it to the
+    argument it reads it on."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {})) * 2
+
+
+def test_a_torch_function_defined_as_a_plain_method_is_bound_to_the_argument():
+    x = torch.randn(3).as_subclass(_PlainMethodHook)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = x + 1
+        actual = graphwright.compile(lambda x: x + 1, backend="eager", fullgraph=True)(x)
+    assert type(actual) is type(expected)
+    torch.testing.assert_close(actual, expected)

@@ -75,10 +75,14 @@ def subclass_classes(args: list[Value]) -> list[type]:
     allows), among the arguments and the items of their lists and tuples."""
     found: list[type] = []
     for value in _arguments(args):
-        cls = value.cls if isinstance(value, TensorValue) else value.python_type()
+        cls = _class_of(value)
         if _dispatches_torch_function(cls) and cls not in found:
             found.append(cls)
     return sorted(found, key=lambda cls: -sum(issubclass(cls, other) for other in found))
+
+
+def _class_of(value: Value) -> type:
+    return value.cls if isinstance(value, TensorValue) else value.python_type()
 
 
 def _arguments(args: list[Value]) -> list[Value]:
@@ -122,7 +126,9 @@ def run(tracer: "Tracer", classes: list[type], kind: str, target: Any, args: lis
     call_kwargs = DictValue(dict(kwargs), dict)
     for cls in classes:
         owner, raw = find(tracer, cls, "__torch_function__")
-        hook = bind(tracer, owner, raw, "__torch_function__", None, cls, class_value(cls))
+        # read on the argument, as torch reads it: a plain method binds to that instance
+        instance = next(value for value in _arguments([*args, *kwargs.values()]) if _class_of(value) is cls)
+        hook = bind(tracer, owner, raw, "__torch_function__", instance, cls, class_value(cls))
         result = calls.call_value(tracer, hook, [func, types, call_args, call_kwargs], {})
         if not (isinstance(result, ConstantValue) and result.value is NotImplemented):
             return result
