@@ -438,7 +438,8 @@ class AOTCompiledGraph:
         if boundary is None:
             run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
                                          detached_inputs=part.inputs_without_gradient,
-                                         gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad)
+                                         gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad,
+                                         backward_graph=part.backward)
         else:
             run = make_training_function(boundary.forward(forward, part.forward), boundary.backward(backward, part),
                                          meta, num_saved_tensors=part.num_saved_tensors,
