@@ -801,13 +801,9 @@ def _missing(tracer: "Tracer", container: DictValue, key: Value, python_key: Any
     if method is not None:
         return _call(tracer, method, [key])
     if container.cls is not None and builtin_base(container.cls) is collections.defaultdict:
-        from . import attributes
+        from . import dicts
 
-        factory = attributes.load_attr(tracer, container, "default_factory")
-        if not is_none(factory):
-            value = _call(tracer, factory, [])
-            native_setitem(tracer, container, key, value)
-            return value
+        return dicts.default_missing(tracer, container, key)
     raise _user_error(tracer, KeyError(python_key), "getitem")
 
 
