@@ -195,7 +195,8 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
         return dict_views.make_view(mapping, name)
     if name in ("__iter__", "__reversed__"):
         keys = [key_value(key) for key in mapping.items]
-        return IteratorValue(keys if name == "__iter__" else keys[::-1])
+        making = iter if name == "__iter__" else reversed
+        return IteratorValue(keys if making is iter else keys[::-1], cls=operations.iterator_class(mapping, making))
     if name == "__len__":
         return ConstantValue(len(mapping.items))
     if name == "get":

@@ -532,12 +532,13 @@ class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
     remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
 
-    __slots__ = ("items", "position", "watch")
+    __slots__ = ("cls", "items", "position", "watch")
 
-    def __init__(self, items: list[Value], source: Source | None = None) -> None:
+    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(()))) -> None:
         super().__init__(source)
         self.items = items
         self.position = 0
+        self.cls = cls  # the class CPython's iterator has (`list_iterator`, `dict_keyiterator`...)
         # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
         # step once the container changed size, until the iterator is exhausted
         self.watch: Callable[[], None] | None = None
@@ -552,7 +553,7 @@ class IteratorValue(Value):
         return self.items[self.position - 1]
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return self.cls
 
 
 class LazyIteratorValue(Value):
