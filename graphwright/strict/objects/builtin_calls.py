@@ -56,9 +56,11 @@ from .values import (
     ConstantValue,
     DictValue,
     DictViewValue,
+    FunctionValue,
     IteratorValue,
     LazyIteratorValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -680,15 +682,35 @@ def _print(tracer, args, kwargs):
 def _id(tracer, args, kwargs):
     """`id(obj)` of an object read from outside: its identity now, guarded on the object being
     the same one (another object recompiles). An object made in the region has no address
-    until it is rebuilt: a graph break."""
+    until it is rebuilt: an `ObjectIdentity` stands for it."""
     if len(args) != 1 or kwargs:
         raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
     value = args[0]
+    identity = _made_identity(value)
+    if identity is not None:
+        return ObjectIdentity(id(identity), value)
     real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
     if real is None or value.source is None or operations.is_symbolic(value):
         raise _unsupported(tracer, "id (of an object made in the region)", args)
     tracer.add_guard(value.source, "id", real)
     return ConstantValue(id(real))
+
+
+def _made_identity(value: Value) -> Any:
+    """What makes an object made in the region the one it is, as `operations.is_same` decides
+    (a tensor's fake tensor, a made function's own state, else the value itself); None for
+    constants, values read from outside, and bound methods (each read makes a new one)."""
+    if value.source is not None or isinstance(value, (ConstantValue, ModuleValue)):
+        return None
+    if isinstance(value, TensorValue):
+        return value.fake
+    if isinstance(value, FunctionValue):
+        return value.attributes if value.fn is None and value.bound_self is None else None
+    if isinstance(value, ObjectValue):
+        return value if value.obj is None else value.obj
+    if isinstance(value, (SequenceValue, DictValue)):
+        return value
+    return None
 
 
 @handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,

@@ -92,6 +92,19 @@ class ConstantValue(Value):
         return f"ConstantValue({self.value!r})"
 
 
+class ObjectIdentity(ConstantValue):
+    """`id(obj)` of an object made in the region. While tracing, its value is the id of what
+    stands for the object in the trace (alive, so distinct from every live object's, and the
+    same for each `id` of the same object, as `is` decides); rebuilt after the graph as `id()`
+    of the object rebuilt, so that it names the object the program holds."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, number: int, of: Value) -> None:
+        super().__init__(number)
+        self.of = of
+
+
 class TensorValue(Value):
     """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
     tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""

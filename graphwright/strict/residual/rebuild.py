@@ -55,6 +55,7 @@ from ..objects.values import (
     LazyIteratorValue,
     MethodValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -187,6 +188,8 @@ class ResidualWriter(EntryWriter):
             return f"___out[{index}]" if known is None else known[1]
         if isinstance(value, FormattedText) and value.parts is not None:
             return self._format(value)
+        if isinstance(value, ObjectIdentity):
+            return f"id({self.rebuild(value.of)})"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
