@@ -1,9 +1,9 @@
-"""`id()` of objects made in the compiled region.
+"""Identity of objects made in the compiled region, as it shows after the region.
 
-While tracing, an object made in the region has no address yet; the id stands for it (equal
-exactly where `is` holds, distinct from every live object's) and is rebuilt after the graph
-as `id()` of the object the program is handed back, so that an id that leaves the region
-names that object.
+While tracing, an object made in the region has no address yet; its `id()` stands for it
+(equal exactly where `is` holds, distinct from every live object's) and is rebuilt after the
+graph as `id()` of the object the program is handed back. A dict the program holds as such
+an object's `__dict__` (read, or assigned to it) is that object's `__dict__` afterwards too.
 """
 import torch
 
@@ -43,3 +43,20 @@ def test_ids_inside_the_region_are_equal_exactly_where_is_holds():
     compiled = graphwright.compile(fn, fullgraph=True)(torch.ones(2), outside)
     assert torch.equal(eager[0], compiled[0])
     assert compiled[1:] == eager[1:] == (True, 3, True, True)
+
+
+def test_a_dict_assigned_as_dunder_dict_stays_the_objects_dict_after_the_region():
+    def fn(x):
+        node, table = Node(), {"z": x}
+        node.old = 1
+        node.__dict__ = table
+        node.q = x + 1
+        table["w"] = 5
+        read = Node()
+        read.a = 2
+        return node, table, read, read.__dict__, sorted(vars(node)), hasattr(node, "old")
+
+    node, table, read, read_dict, names, had_old = graphwright.compile(fn, fullgraph=True)(torch.ones(2))
+    assert node.__dict__ is table and read.__dict__ is read_dict
+    assert (names, had_old) == (["q", "w", "z"], False) == tuple(fn(torch.ones(2))[4:])
+    assert torch.equal(node.q, torch.full((2,), 2.0)) and node.w == 5

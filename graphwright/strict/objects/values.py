@@ -436,13 +436,16 @@ class ModuleValue(Value):
 class ObjectValue(Value):
     """A user object; `obj` is the real one, or None for one created while tracing."""
 
-    __slots__ = ("obj", "cls", "overlay")
+    __slots__ = ("obj", "cls", "overlay", "own_dict")
 
     def __init__(self, obj: Any, cls: type, source: Source | None = None) -> None:
         super().__init__(source)
         self.obj = obj
         self.cls = cls
         self.overlay: dict[str, Value] = {}
+        # of an object made in the region: the dict the program holds as its `__dict__` (read,
+        # or assigned), whose items are the overlay; None until the program holds one
+        self.own_dict: DictValue | None = None
 
     def python_type(self) -> type:
         return self.cls

@@ -343,6 +343,11 @@ class ResidualWriter(EntryWriter):
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
             contents = "[" + "".join(self.rebuild(item) + ", " for item in value.items) + "]"
+        own_dict = getattr(value, "own_dict", None)
+        if own_dict is not None:  # the dict the program holds is the object's `__dict__` itself
+            self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{}})")
+            self.rebuilt.append(f"___setattr({built}, '__dict__', {self.rebuild(own_dict)})")
+            return built
         state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
                           if item is not None)
         self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")
