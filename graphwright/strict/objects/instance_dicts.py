@@ -21,6 +21,7 @@ eager). Not modelled (a graph break naming it): keys that are not strings.
 """
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
@@ -100,9 +101,18 @@ def made_instance_dict(instance: Value) -> DictValue:
         return known
     view = DictValue({})
     view.items = instance.overlay  # one dict: writes through either are seen by both
-    if isinstance(instance, ObjectValue):
+    if isinstance(instance, ObjectValue) and _dict_assignable(instance.cls):
         instance.own_dict = view
     return view
+
+
+def _dict_assignable(cls: type) -> bool:
+    """Whether `obj.__dict__ = d` works on the class's instances (a SimpleNamespace's
+    `__dict__` is read-only)."""
+    for klass in cls.__mro__:
+        if "__dict__" in vars(klass):
+            return type(vars(klass)["__dict__"]) is types.GetSetDescriptorType
+    return False
 
 
 def assign_made_instance_dict(tracer: "Tracer", instance: Value, mapping: Value) -> None:
