@@ -212,7 +212,7 @@ class CallRouter:
     def _wrapper_body(self, fn: types.FunctionType) -> Callable | None:
         """A decorator's wrapper from code that is not compiled (torch's `no_grad()` as a
         decorator, a standard-library one, the wrapper of torch's context-manager decorators,
-        `torch._dynamo.error_on_graph_break(...)` among them, which keeps no `__wrapped__`): it
+        the switch that lets a region break, `error_on_graph_break(...)`, among them, which keeps no `__wrapped__`): it
         runs as it is, but the function it wraps is compiled when it calls it, as a frame hook
         would see that function's frame."""
         wraps = getattr(fn, "__wrapped__", None) is not None or \
