@@ -7,6 +7,7 @@ the same calls). What ahead-of-time autograd does not compile (a backward
 through jagged tensors, a jagged tensor made from dense ones in the region)
 runs as captured under fullgraph=False, with eager's results.
 """
+import copy
 import warnings
 
 import pytest
@@ -110,42 +111,85 @@ def _loss(x):
     return _linear(x).relu().values().pow(2).sum()
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_training_through_a_jagged_tensor_gives_eager_gradients(backend):
-    compiled = graphwright.compile(_loss, backend=backend)
-    for seed, lengths in enumerate([(3, 5), (2, 6)]):
-        x = jagged(lengths, seed=seed)
-        _linear.zero_grad()
-        _loss(x).backward()
-        expected = _linear.weight.grad.clone()
-        _linear.zero_grad()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # aot_eager: the backward is refused, the graph runs as captured
-            compiled(x).backward()
-        torch.testing.assert_close(_linear.weight.grad, expected)
-    _linear.zero_grad()
+    """SGD steps on a Linear over jagged batches of other lengths: the weights stay eager's, with
+    no graph run as captured (the backward is compiled too) and one graph, as torch.compile."""
+    torch.manual_seed(1)
+    model = torch.nn.Linear(4, 6)
+    reference = copy.deepcopy(model)
+
+    def step(module, x):
+        return module(x).relu().values().pow(2).sum()
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(step, backend=counter, fullgraph=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    expected_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a graph run as captured warns
+        for seed, lengths in enumerate([(3, 5), (2, 6), (7, 4)]):
+            x = jagged(lengths, seed=seed)
+            for module, opt, run in ((model, optimizer, compiled), (reference, expected_optimizer, step)):
+                opt.zero_grad()
+                loss = run(module, x)
+                loss.backward()
+                opt.step()
+            torch.testing.assert_close(model.weight.grad, reference.weight.grad)
+            torch.testing.assert_close(model.bias.grad, reference.bias.grad)
+    torch.testing.assert_close(model.weight, reference.weight)
+    assert counter.frame_count == 1
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_gradient_of_a_jagged_input_is_jagged(backend):
-    compiled = graphwright.compile(_pointwise, backend=backend)
+    compiled = graphwright.compile(_projected, backend=backend, fullgraph=True)
     x, x2 = jagged((3, 5), requires_grad=True), jagged((3, 5), requires_grad=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("error", UserWarning)
         out = compiled(x)
-    expected = _pointwise(x2)
+    expected = _projected(x2)
     assert_same_jagged(out, expected)
-    out.backward(torch.ones_like(out))
-    expected.backward(torch.ones_like(expected))
+    weights = torch.randn(8, 6)
+    (out.values() * weights).sum().backward()
+    (expected.values() * weights).sum().backward()
     assert_same_jagged(x.grad, x2.grad)
 
 
-def test_a_backward_through_jagged_tensors_under_aot_runs_as_captured_with_a_warning_naming_nested_tensor():
-    compiled = graphwright.compile(_loss, backend="aot_eager", fullgraph=True)
-    x = jagged((3, 5))
-    with pytest.warns(UserWarning, match="NestedTensor"):
-        actual = compiled(x)
-    torch.testing.assert_close(actual, _loss(x))
+def _two_jagged(x, y):
+    return (x * y).sin() + x
+
+
+@pytest.mark.parametrize("backend", ["aot_eager"])
+def test_gradients_of_two_jagged_inputs_sharing_offsets_match_torch_compile(backend):
+    x = jagged((3, 5), requires_grad=True)
+    y = torch.nested.nested_tensor_from_jagged(torch.randn(8, 4), x.offsets()).requires_grad_()
+    results = []
+    for compile_fn in (graphwright.compile, torch.compile):
+        x.grad = y.grad = None
+        compile_fn(_two_jagged, backend=backend, fullgraph=True)(x, y).values().sum().backward()
+        results.append((x.grad.values().clone(), y.grad.values().clone()))
+    x.grad = y.grad = None
+    _two_jagged(x, y).values().sum().backward()
+    for actual in results:
+        torch.testing.assert_close(actual[0], x.grad.values())
+        torch.testing.assert_close(actual[1], y.grad.values())
+
+
+def _ragged_sum(x):
+    return x.sin().sum(dim=1)
+
+
+def test_a_backward_eager_lacks_raises_only_when_it_runs():
+    """Eager's sum over the ragged dimension has no backward for jagged tensors: the forward
+    runs, the backward raises eager's own error."""
+    x = jagged((3, 5), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        out = graphwright.compile(_ragged_sum, backend="aot_eager")(x)
+    torch.testing.assert_close(out, _ragged_sum(x))
+    with pytest.raises(NotImplementedError, match="_nested_sum_backward"):
+        out.sum().backward()
 
 
 def _reductions(x):

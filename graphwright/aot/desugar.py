@@ -70,6 +70,9 @@ def _value_layout(value: Any) -> ValueLayout:
 
 
 def _tangent_like(value: Any) -> Any:
+    # a gradient never requires grad, and a subclass's flatten context may say whether it does
+    # (a jagged tensor's): the tangent's layout is the detached value's
+    value = value.detach() if value.requires_grad else value
     coerce = getattr(type(value), "__coerce_tangent_metadata__", None)
     return value if coerce is None else coerce(value)
 
@@ -94,7 +97,6 @@ class SubclassBoundary:
         self._fakes = list(fakes)
         # a jagged tensor is functionalized through its inner tensors (`jagged.py`)
         self.may_hold_jagged = makes_subclasses or any(is_jagged(value) for value in fakes)
-        self.jagged_seen = False
         self.input_layouts = [layout_of(value) for value in fakes]
         flat = flatten_values(fakes, self.input_layouts)
         plain = {id(value) for value, layout in zip(fakes, self.input_layouts) if layout is None}

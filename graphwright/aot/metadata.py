@@ -253,11 +253,11 @@ class _EagerStrides:
         for out, recorded in zip(flat_outputs, eager):
             if not isinstance(out, torch.Tensor):
                 continue
-            same = isinstance(recorded, torch.Tensor) and recorded.shape == out.shape
+            same = _same_shape(recorded, out)
             self._record(out, recorded if same else out)
             base, recorded_base = out._base, recorded._base if same else None
             if isinstance(base, torch.Tensor):
-                same_base = isinstance(recorded_base, torch.Tensor) and recorded_base.shape == base.shape
+                same_base = _same_shape(recorded_base, base)
                 self._record(base, recorded_base if same_base else base)
 
     def _record(self, t: torch.Tensor, laid_out_as: torch.Tensor) -> None:
@@ -266,6 +266,14 @@ class _EagerStrides:
     def get(self, t: Any) -> tuple | None:
         seen = self._seen.get(id(t))
         return seen[1] if seen is not None and seen[0] is t else None
+
+
+def _same_shape(recorded: Any, t: torch.Tensor) -> bool:
+    """Whether the strict tracer's `recorded` value has the shape of `t`. A jagged tensor's are
+    never compared (its ragged size is a nested int of its own in each trace): its own strides
+    are eager's, as a subclass's layout is its own operations'."""
+    return isinstance(recorded, torch.Tensor) and not is_jagged(recorded) and not is_jagged(t) \
+        and recorded.shape == t.shape
 
 
 def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Tensor) -> bool:

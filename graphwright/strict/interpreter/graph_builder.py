@@ -37,6 +37,7 @@ from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
 from ..._core.jagged import is_jagged
 from ..._core.subclass_protocol import is_wrapper_subclass
+from ..._core.symbolic_inputs import marked_dims
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value, unboxed
@@ -48,7 +49,6 @@ from .symbolic_sizes import (
     DataDependence,
     SymbolicSizes,
     holds_symbol,
-    marked_dims,
     may_be_symbolic,
 )
 
