@@ -271,14 +271,46 @@ def _attention(q, k, v):
     return F.scaled_dot_product_attention(q, k, v).transpose(1, 2)
 
 
+def _narrowed(x, starts, lengths):
+    return torch.nested.narrow(x, 1, starts, lengths, layout=torch.jagged).sin() * 2
+
+
+def _same_graphs_as_torch_compile(program, args, backend):
+    """Runs `program` through graphwright and torch.compile: the same number of graphs and
+    operators in them (both break where the offsets' data is needed), eager's results."""
+    ours = CompileCounterWithBackend(backend)
+    theirs = torch._dynamo.testing.CompileCounterWithBackend(backend)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="graphwright")  # nothing runs as captured
+        actual = graphwright.compile(program, backend=ours)(*args)
+    torch.compile(program, backend=theirs)(*args)
+    assert (ours.frame_count, ours.op_count) == (theirs.frame_count, theirs.op_count)
+    return actual
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_unbind_and_attention_give_eager_results(backend):
+def test_unbind_breaks_the_graph_as_in_torch_compile(backend):
     x = jagged((3, 5))
-    for actual, expected in zip(graphwright.compile(_unbound, backend=backend)(x), _unbound(x)):
+    for actual, expected in zip(_same_graphs_as_torch_compile(_unbound, (x,), backend), _unbound(x)):
         torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_attention_on_transposed_jagged_heads_breaks_as_in_torch_compile(backend):
+    """SDPA reads the longest sequence from the offsets' data (`.item()`): torch.compile breaks
+    the graph there too (data-dependent operator)."""
     q, k, v = jagged((3, 5), seed=1), jagged((3, 5), seed=2), jagged((3, 5), seed=3)
     with torch.no_grad():
-        assert_same_jagged(graphwright.compile(_attention, backend=backend)(q, k, v), _attention(q, k, v))
+        assert_same_jagged(_same_graphs_as_torch_compile(_attention, (q, k, v), backend), _attention(q, k, v))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_narrow_to_a_jagged_tensor_with_lengths(backend):
+    x, starts, lengths = torch.randn(2, 6, 4), torch.tensor([0, 1]), torch.tensor([3, 4])
+    actual = _same_graphs_as_torch_compile(_narrowed, (x, starts, lengths), backend)
+    expected = _narrowed(x, starts, lengths)
+    assert_same_jagged(actual, expected)
+    assert torch.equal(actual.lengths(), expected.lengths())
 
 
 def _mutates(x):
