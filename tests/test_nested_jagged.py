@@ -240,26 +240,37 @@ def _made_from_jagged(values, offsets):
     return (torch.nested.nested_tensor_from_jagged(values, offsets) * 3).values()
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-@pytest.mark.parametrize("program", [_made, _made_as_nested])
-def test_a_jagged_tensor_made_in_the_region(backend, program):
-    compiled = graphwright.compile(program, backend=backend)
-    a, b = torch.randn(3, 4), torch.randn(5, 4)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        actual = compiled(a, b)
-    expected = program(a, b)
-    torch.testing.assert_close(actual.values(), expected.values())
-    assert torch.equal(actual.offsets(), expected.offsets())
+def _dense_pair(n):
+    return torch.randn(n, 4), torch.randn(5, 4)
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_nested_tensor_from_jagged_in_the_region(backend):
-    compiled = graphwright.compile(_made_from_jagged, backend=backend)
-    values, offsets = torch.randn(8, 4), torch.tensor([0, 3, 8])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.testing.assert_close(compiled(values, offsets), _made_from_jagged(values, offsets))
+def _values_and_offsets(n):
+    return torch.randn(n + 5, 4), torch.tensor([0, n, n + 5])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("program", "make"), [(_made, _dense_pair), (_made_as_nested, _dense_pair),
+                                               (_made_from_jagged, _values_and_offsets)])
+def test_a_jagged_tensor_made_in_the_region_compiles_as_in_torch_compile(backend, program, make):
+    """Made from dense tensors in the region: compiled by every backend (nothing runs as
+    captured), with eager's results and as many graphs as torch.compile over sizes that change."""
+    ours = CompileCounterWithBackend(backend)
+    theirs = torch._dynamo.testing.CompileCounterWithBackend("aot_eager" if backend == "inductor" else backend)
+    compiled, reference = graphwright.compile(program, backend=ours), torch.compile(program, backend=theirs)
+    for n in (3, 3, 4, 6):
+        args = make(n)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="graphwright")
+            actual = compiled(*args)
+        # clones: running a program marks its tensors (a jagged tensor made around `values` marks
+        # them dynamic), which torch.compile reads on its next compile
+        reference(*[arg.clone() for arg in args])
+        expected = program(*[arg.clone() for arg in args])
+        if expected.is_nested:
+            assert_same_jagged(actual, expected)
+        else:
+            torch.testing.assert_close(actual, expected)
+        assert ours.frame_count == theirs.frame_count
 
 
 def _unbound(x):

@@ -36,7 +36,7 @@ from torch.fx.experimental.symbolic_shapes import (
 
 from ..._core.errors import ConstraintViolationError
 from ..._core.opaque_objects import opaque_kind
-from ..._core.jagged import is_jagged
+from ..._core.jagged import is_jagged, is_jagged_class
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..._core.symbolic_inputs import marked_dims
 from ..guards.sources import ItemSource, LocalSource, Source
@@ -344,6 +344,8 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             brk.user_error = error
+            # a jagged tensor made of fakes takes its ragged size from the ShapeEnv
+            brk.needs_sizes = self._shape_env is None and isinstance(target, type) and is_jagged_class(target)
             raise brk
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors
