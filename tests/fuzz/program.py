@@ -18,6 +18,7 @@ from collections.abc import Callable
 from hypothesis import strategies as st
 
 from .builder import Builder
+from .jagged import jagged_input
 from .modules import TWO_TENSOR
 from .statements import statement
 
@@ -87,6 +88,8 @@ def draw_inputs(b: Builder) -> list[Input]:
         b.feature("input_list")
     if b.chance(12):
         inputs.append(_subclass_input(b, b.choice([("A", width), (width,)]), b.chance(50)))
+    if b.chance(12):
+        inputs.append(Input(*jagged_input(b, width, b.chance(50))))
     if b.chance(60):
         b.ints.append("n")
         inputs.append(Input("n", "n"))
