@@ -329,10 +329,43 @@ def _mutates(x):
     return x.sin()
 
 
-def test_a_mutated_jagged_input_is_refused_by_aot_and_runs_as_captured():
-    x, x2 = jagged((3, 5)), jagged((3, 5))
-    with pytest.warns(UserWarning, match="NestedTensor"):
-        out = graphwright.compile(_mutates, backend="aot_eager")(x)
-    expected = _mutates(x2)
-    assert_same_jagged(out, expected)
+def _mutates_through_values(x, y):
+    x.values().add_(y)
+    return (x * 3).values().sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_jagged_input_mutated_in_place_is_written_back(backend):
+    compiled = graphwright.compile(_mutates, backend=backend, fullgraph=True)
+    for seed, lengths in enumerate([(3, 5), (2, 6)]):
+        x, x2 = jagged(lengths, seed=seed), jagged(lengths, seed=seed)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message="graphwright")
+            out = compiled(x)
+        expected = _mutates(x2)
+        assert_same_jagged(out, expected)
+        assert_same_jagged(x, x2)
+        assert_same_jagged(out + x, expected + x2)  # the output still has the input's ragged size
+
+
+@pytest.mark.parametrize("backend", ["aot_eager"])
+def test_a_jagged_input_written_through_its_values(backend):
+    compiled = graphwright.compile(_mutates_through_values, backend=backend, fullgraph=True)
+    x, x2, y = jagged((3, 5)), jagged((3, 5)), torch.randn(4)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="graphwright")
+        actual = compiled(x, y)
+    torch.testing.assert_close(actual, _mutates_through_values(x2, y))
     assert_same_jagged(x, x2)
+
+
+def _shrinks_offsets(x):
+    x.offsets().sub_(0)
+    return x.sin()
+
+
+def test_an_in_place_change_of_the_offsets_is_refused_by_aot_and_runs_as_captured():
+    x, x2 = jagged((3, 5)), jagged((3, 5))
+    with pytest.warns(UserWarning, match="_offsets of input 0, a NestedTensor"):
+        out = graphwright.compile(_shrinks_offsets, backend="aot_eager")(x)
+    assert_same_jagged(out, _shrinks_offsets(x2))

@@ -18,8 +18,9 @@ is seen): `JaggedDispatch` puts every other operator back through it, so the
 backward's functional wrappers, like the forward's, hold inner tensors only
 (PyTorch's own functionalization is a dispatch mode, below the subclass).
 
-A jagged input mutated in place is refused (`refuse_mutation`): its
-mutation would have to be written back through the subclass.
+A jagged input whose values are written in place is a mutated input like
+any other (`mutated`), written back through the subclass at run time; any
+other change of it in place is refused.
 """
 from __future__ import annotations
 
@@ -54,19 +55,25 @@ def holds_functional(value: Any) -> bool:
     return is_jagged(value) and any(torch._is_functional_tensor(inner) for _, inner in inner_tensors(value))
 
 
-def refuse_mutation(value: torch.Tensor, index: int) -> None:
-    """Raise `BackendRefusal` when an inner tensor of jagged input `value` (number `index`) was
-    mutated by the functionalized run."""
-    if any(torch._functionalize_has_data_mutation(inner) or torch._functionalize_has_metadata_mutation(inner)
-           for _, inner in inner_tensors(value) if torch._is_functional_tensor(inner)):
-        raise BackendRefusal(
-            f"A compiled graph mutates input {index}, a NestedTensor (jagged layout), in place",
-            explanation="Ahead-of-time autograd functionalizes a jagged nested tensor through its inner "
-            "tensors and does not write mutations of them back to the input.",
-            hints=["With fullgraph=False the graph runs as captured; use the out-of-place operation, "
-                   "or compile with backend='eager'."],
-            user_stack=user_frames_of_stack(),
-        )
+def mutated(value: torch.Tensor, index: int) -> bool:
+    """Whether the functionalized run wrote into jagged input `value` (number `index`): its
+    values, in place (`x.mul_(2)`), which the runtime writes back through the subclass. Raise
+    `BackendRefusal` for any other change (its offsets, lengths or any inner tensor's shape)."""
+    changed = [name for name, inner in inner_tensors(value) if torch._is_functional_tensor(inner)
+               and (torch._functionalize_has_data_mutation(inner) or torch._functionalize_has_metadata_mutation(inner))]
+    if not changed:
+        return False
+    if changed == ["_values"] and not torch._functionalize_has_metadata_mutation(value._values):
+        return True
+    raise BackendRefusal(
+        f"A compiled graph changes the {', '.join(changed)} of input {index}, a NestedTensor (jagged layout), "
+        "in place",
+        explanation="Ahead-of-time autograd writes back an in-place change of a jagged tensor's values only; "
+        "its offsets and lengths say what its ragged size is.",
+        hints=["With fullgraph=False the graph runs as captured; use the out-of-place operation, "
+               "or compile with backend='eager'."],
+        user_stack=user_frames_of_stack(),
+    )
 
 
 def dispatch_for(boundary: Any) -> contextlib.AbstractContextManager:

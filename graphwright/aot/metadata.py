@@ -297,7 +297,8 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
         if not isinstance(t, torch.Tensor):
             continue
         if is_jagged(t):
-            jagged.refuse_mutation(t, i)
+            if jagged.mutated(t, i):
+                mutated.append(i)
             continue
         if torch._functionalize_has_metadata_mutation(t):
             raise BackendError(
