@@ -3,9 +3,11 @@
 Inputs and outputs are NestedTensors of eager's type, values, offsets and
 requires_grad; the ragged size is a symbol bound to the offsets, so another
 batch of other lengths runs the same graph (counted against torch.compile on
-the same calls). What ahead-of-time autograd does not compile (a backward
-through jagged tensors, a jagged tensor made from dense ones in the region)
-runs as captured under fullgraph=False, with eager's results.
+the same calls). Every backend compiles training through them (gradients of
+weights and of jagged inputs are eager's), jagged tensors made from dense ones
+in the region, and jagged inputs whose values are written in place; what needs
+the offsets' data (unbind, narrow, SDPA's math kernel) breaks the graph where
+torch.compile does.
 """
 import copy
 import warnings
