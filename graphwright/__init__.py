@@ -30,6 +30,7 @@ from ._core.rules import (
 from .api import (
     compile,
     disable,
+    error_on_graph_break,
     explain,
     graph_break,
     mark_dynamic,
@@ -59,6 +60,7 @@ __all__ = [
     "nonstrict_trace",
     "compile",
     "disable",
+    "error_on_graph_break",
     "explain",
     "graph_break",
     "mark_dynamic",

@@ -163,6 +163,11 @@ def calls_a_module_with_a_backward_hook(x):
     return _HOOKED(x) + 1  # bad:hooked
 
 
+@bad("GB025", "lazy", inputs=lambda: (torch.ones(2, 3), nn.LazyLinear(2)))
+def calls_a_lazy_module_not_initialized_yet(x, lazy):
+    return lazy(x) + 1  # bad:lazy
+
+
 @bad("GB019", "context")
 def enters_inference_mode(x):
     with torch.inference_mode():  # bad:context
@@ -330,6 +335,27 @@ def _(x, thing):
 @bad("GB107", "leaf-input")
 def leaf_function_with_an_object_input(x):
     return _leaf_of_anything(x, _OPAQUE)[0]  # bad:leaf-input
+
+
+_SCHEDULED = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+_SCHEDULER = torch.optim.lr_scheduler.StepLR(_SCHEDULED, step_size=1)
+
+
+@bad("GB024", "never-traced")
+def scheduler_stepped_in_the_region(x):
+    _SCHEDULER.step()  # bad:never-traced
+    return x + 1
+
+
+def _two_tensor_input():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return (TwoTensor(torch.ones(2, 3), torch.zeros(2, 3)),)
+
+
+@bad("GB112", "leaf-subclass", inputs=_two_tensor_input)
+def leaf_function_with_a_tensor_subclass_input(x):
+    return _leaf_of_anything(x, None)[0]  # bad:leaf-subclass
 
 
 @graphwright.allow_in_graph

@@ -208,7 +208,7 @@ def describe_run(
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
     strides = _EagerStrides(flat_outputs, eager_outputs)
-    mutated = _mutated_inputs(functional_inputs)
+    mutated = _mutated_inputs(fake_inputs, functional_inputs)
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
     ]
@@ -234,6 +234,25 @@ def _tensor_spec(value: Any, stride: tuple | None) -> TensorSpec | None:
     return TensorSpec(tuple(value.shape), value.dtype, value.device, stride)
 
 
+def _same_sizes(recorded: Any, value: torch.Tensor) -> bool:
+    """Whether the tracer's `recorded` tensor is known to have `value`'s sizes, without a guard
+    (a size that depends on data cannot be asked; a symbol of another shape environment
+    is not known equal). A jagged tensor's are never compared (its ragged size is a nested int
+    of its own in each trace): its own strides are eager's, as a subclass's layout is its own
+    operations'."""
+    if not isinstance(recorded, torch.Tensor) or recorded.dim() != value.dim() or is_jagged(recorded) \
+            or is_jagged(value):
+        return False
+    for a, b in zip(recorded.shape, value.shape):
+        if isinstance(a, torch.SymInt) or isinstance(b, torch.SymInt):
+            if not (isinstance(a, torch.SymInt) and isinstance(b, torch.SymInt)
+                    and a.node.shape_env is b.node.shape_env and statically_known_true(a == b)):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
 class _EagerStrides:
     """The strides eager gives the outputs and their bases.
 
@@ -253,12 +272,11 @@ class _EagerStrides:
         for out, recorded in zip(flat_outputs, eager):
             if not isinstance(out, torch.Tensor):
                 continue
-            same = _same_shape(recorded, out)
+            same = _same_sizes(recorded, out)
             self._record(out, recorded if same else out)
             base, recorded_base = out._base, recorded._base if same else None
             if isinstance(base, torch.Tensor):
-                same_base = _same_shape(recorded_base, base)
-                self._record(base, recorded_base if same_base else base)
+                self._record(base, recorded_base if _same_sizes(recorded_base, base) else base)
 
     def _record(self, t: torch.Tensor, laid_out_as: torch.Tensor) -> None:
         self._seen.setdefault(id(t), (t, tuple(laid_out_as.stride())))
@@ -266,14 +284,6 @@ class _EagerStrides:
     def get(self, t: Any) -> tuple | None:
         seen = self._seen.get(id(t))
         return seen[1] if seen is not None and seen[0] is t else None
-
-
-def _same_shape(recorded: Any, t: torch.Tensor) -> bool:
-    """Whether the strict tracer's `recorded` value has the shape of `t`. A jagged tensor's are
-    never compared (its ragged size is a nested int of its own in each trace): its own strides
-    are eager's, as a subclass's layout is its own operations'."""
-    return isinstance(recorded, torch.Tensor) and not is_jagged(recorded) and not is_jagged(t) \
-        and recorded.shape == t.shape
 
 
 def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Tensor) -> bool:
@@ -291,7 +301,7 @@ def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Ten
     ) or torch._functionalize_are_all_mutations_hidden_from_autograd(functional)
 
 
-def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
+def _mutated_inputs(fake_inputs: Sequence[Any], functional_inputs: Sequence[Any]) -> list[int]:
     mutated = []
     for i, t in enumerate(functional_inputs):
         if not isinstance(t, torch.Tensor):
@@ -300,7 +310,7 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
             if jagged.mutated(t, i):
                 mutated.append(i)
             continue
-        if torch._functionalize_has_metadata_mutation(t):
+        if torch._functionalize_has_metadata_mutation(t) and _layout_changed(fake_inputs[i], t):
             raise BackendError(
                 "A compiled graph changes the shape or strides of an input in place",
                 explanation=(
@@ -313,6 +323,15 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
         if torch._functionalize_has_data_mutation(t):
             mutated.append(i)
     return mutated
+
+
+def _layout_changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether metadata mutations left a tensor with other sizes, strides or offset: some cancel
+    out (a decomposition that transposes an `out` tensor in place and back)."""
+    return not (statically_known_true(before.dim() == after.dim())
+                and all(statically_known_true(a == b) for a, b in zip(before.shape, after.shape))
+                and all(statically_known_true(a == b) for a, b in zip(before.stride(), after.stride()))
+                and statically_known_true(before.storage_offset() == after.storage_offset()))
 
 
 class _ViewChains:

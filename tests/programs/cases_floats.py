@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .harness import Args, Program, program_decorator, rand
+from .harness import Args, Program, corpus_logger, program_decorator, rand
 
 PROGRAMS = []
 program = program_decorator(PROGRAMS)
@@ -84,12 +85,12 @@ def _(x, rate):
     return x * rate
 
 
-@program("float_argument_formatted_into_a_string_is_specialised", lambda: Args(rand(3), 0.1),
-         **_each(0.2, 0.3), frames_changed=3, fullgraph=False,
-         reference={"frames_changed": 1, "why": "TorchDynamo breaks the graph at the f-string and "
-                                               "formats in Python, never guarding the float"})
+@program("float_argument_formatted_into_a_returned_string_is_formatted_after_the_graph",
+         lambda: Args(rand(3), 0.1), **_each(0.2, 0.3), frames_changed=2, fullgraph=False,
+         reference={"frames_changed": 1, "why": "TorchDynamo never reads a float that is only formatted "
+                                               "(its input is lazy), so it is no input to turn symbolic"})
 def _(x, rate):
-    return x + 1, f"rate={rate:.2f}"
+    return x + 1, f"rate={rate:.2f}", "{:.1f}|{!r}".format(rate, rate)
 
 
 class _Rates:
@@ -186,3 +187,50 @@ for _foreach in (False, True):
         changed=lambda: Args(rand(3), 0.05, 0.025, 0.0125),
         observe=lambda world: [p.detach().clone() for p in world[0].parameters()],
         frames=1, frames_changed=2))
+
+
+# A training loop reporting its loss: `loss.item()` breaks the graph, and the resume function
+# receives the loss as a float that changes every step. From the second step it is a symbolic
+# input; formatting it into the printed or logged text formats the value the entry received,
+# after the graph, so no step recompiles again (before: a guard on each value, one more entry
+# and, where the resume function has a graph, one more graph per step).
+def _sgd_world():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+
+
+def _train_and_print(model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    print(f"loss {loss.item():.4f}")
+    return loss.detach()
+
+
+def _train_and_log(model, optimizer, x, y):
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    value = loss.item()
+    corpus_logger.info("step: {:.4f} ({!r})".format(value, value))
+    return loss.detach() * value
+
+
+def _train_on_fixed_data(world, compiled, args):
+    model, optimizer = world
+    return compiled(model, optimizer, *args.args)
+
+
+PROGRAMS.append(Program(
+    name="training_loop_printing_item_of_the_loss_compiles_no_entry_per_step", make=_sgd_world,
+    target=lambda world: _train_and_print, call=_train_on_fixed_data, inputs=lambda: (rand(6, 4), rand(6, 1)),
+    repeats=6, fullgraph=False, frames=3, observe=lambda world: world[0].state_dict()))
+PROGRAMS.append(Program(
+    name="training_loop_logging_item_of_the_loss_compiles_no_graph_per_step", make=_sgd_world,
+    target=lambda world: _train_and_log, call=_train_on_fixed_data, inputs=lambda: (rand(6, 4), rand(6, 1)),
+    repeats=6, fullgraph=False, frames=[3, 4, 4, 4, 4, 4], observe=lambda world: world[0].state_dict(),
+    reference={"frames": [3, 5, 5, 5, 5, 5], "why": "TorchDynamo breaks at the logging call (no logger is "
+                                                     "reorderable by default): the resume function after it "
+                                                     "takes the float as well, and recompiles once for it"}))

@@ -1,5 +1,6 @@
 """Programs calling marked functions: nonstrict_trace, leaf_function, allow_in_graph,
-disallow_in_graph and disable (on functions, modules, and with recursive=False).
+disallow_in_graph and disable (on functions, modules, and with recursive=False), and
+`error_on_graph_break(False)` blocks and decorators where a region breaks on purpose.
 
 Compiled with the compile counter (and a real backend with `GW_CORPUS_BACKEND`), each must
 match eager: a leaf function's Python runs once per call (its calls are observed), a declared
@@ -14,6 +15,7 @@ from .markers import (
     allow_in_graph,
     disable,
     disallow_in_graph,
+    error_on_graph_break,
     graph_break,
     leaf_function,
     nonstrict_trace,
@@ -192,3 +194,34 @@ _DISABLED_SCALE = disable(_Scale())
          frames=2, fullgraph=False, grad=True)
 def _(x):
     return _DISABLED_SCALE(x.sin()).cos()
+
+
+# `error_on_graph_break(False)` inside a block that forbids breaks: the break in it splits the
+# function (under fullgraph=False), and the rest is still forbidden to break
+
+
+@error_on_graph_break(False)
+def _reported(x):
+    graph_break()
+    return x.sum()
+
+
+@program("break_allowed_in_a_block_inside_a_block_that_forbids_them", lambda: rand(3), fullgraph=False,
+         frames=2)
+def _(x):
+    with error_on_graph_break(True):
+        x = x + 1
+        with error_on_graph_break(False):
+            graph_break()
+        x = x * 2
+    return x
+
+
+@program("break_allowed_in_a_decorated_helper_called_where_breaks_are_forbidden", lambda: rand(3),
+         fullgraph=False, frames=3,
+         reference={"frames": 4, "why": "TorchDynamo also compiles a resume frame of its decorator's own "
+                                        "wrapper (torch._dynamo.external_utils), a graph with no operation"})
+def _(x):
+    with error_on_graph_break(True):
+        y = _reported(x * 2)
+    return x + y

@@ -132,3 +132,49 @@ PROGRAMS.append(Program(
     name="function_compiled_on_its_own_inlined_into_its_caller", make=lambda: None,
     nested=_helper_compiled_alone, target=lambda world: _uses_helper, call=_calls_the_helper,
     inputs=lambda: (rand(4),), frames=1))
+
+
+# A learning-rate scheduler stepped inside the compiled step: neither compiler traces
+# `torch.optim.lr_scheduler` (its step counts change every call), so `scheduler.step()` and the
+# `optimizer.step` wrapper it installs are graph breaks; the optimizer's own step is compiled,
+# once for the first rate and once more with the rate as a graph input.
+def _train_step_with_scheduler(compiled_model, optimizer, scheduler, x, y):
+    optimizer.zero_grad()
+    loss = F.mse_loss(compiled_model(x), y)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.detach()
+
+
+def _scheduled(make_optimizer, make_scheduler):
+    def world():
+        model = Scaled()
+        optimizer = make_optimizer(model.parameters())
+        return model, optimizer, make_scheduler(optimizer)
+    return world
+
+
+def _scheduled_model_compiled_alone(world, compile):
+    model, optimizer, scheduler = world
+    return model, optimizer, scheduler, compile(model)
+
+
+def _scheduled_step(world, compiled, args):
+    _, optimizer, scheduler, compiled_model = world
+    return compiled(compiled_model, optimizer, scheduler, *args.args)
+
+
+_SCHEDULED_WORLDS = {
+    "sgd_step_lr": _scheduled(lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+                              lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)),
+    "adam_lambda_lr": _scheduled(lambda params: torch.optim.Adam(params, lr=0.01),
+                                 lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.9 ** epoch)),
+}
+for _name, _world in _SCHEDULED_WORLDS.items():
+    PROGRAMS.append(Program(
+        name=f"training_step_stepping_a_scheduler_breaks_at_it_{_name}", make=_world,
+        nested=_scheduled_model_compiled_alone, target=lambda world: _train_step_with_scheduler,
+        call=_scheduled_step, inputs=lambda: (rand(5, 4), rand(5, 3)), repeats=4, fullgraph=False,
+        frames=[3, 4, 4, 4],
+        observe=lambda world: (world[0].state_dict(), world[1].state_dict(), world[2].state_dict())))

@@ -1,4 +1,4 @@
-"""`graph_break`, `disable` and the marking decorators of the compiler under test:
+"""`graph_break`, `disable`, `error_on_graph_break` and the marking decorators of the compiler under test:
 graphwright's, or PyTorch's own in the reference mode (PyTorch does not know graphwright's)."""
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ if REFERENCE:
 
     graph_break = torch._dynamo.graph_break
     disable = torch._dynamo.disable
+    error_on_graph_break = torch._dynamo.error_on_graph_break
 else:
     graph_break = graphwright.graph_break
     disable = graphwright.disable
+    error_on_graph_break = graphwright.error_on_graph_break
 
 if REFERENCE:
     from torch._dynamo.decorators import leaf_function

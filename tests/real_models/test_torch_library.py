@@ -97,18 +97,14 @@ SCHEDULERS = {
 # (graphwright, torch.compile) graphs after three steps of Adam with the scheduler stepped
 # inside the compiled function (True) or after it (False). The learning rate is a float in
 # `param_groups`: in both compilers the first step specialises it and the recompile after it
-# changed takes it as a graph input (the scheduler's int counters too), so no step compiles
-# again for a new rate. Inside, graphwright compiles one graph more than torch.compile (which
-# of its recompiles torch.compile avoids is not yet compared: Adam.step on the new `lr`, the
-# resume function on `scheduler._step_count`); OneCycleLR inside has one more: its phase test (`step_num <= end_step`)
-# holds a guard on the symbolic step in the graph that also returns `loss.detach()`, which
-# recompiles when the phase changes (torch.compile's count stays at 4; where it places that
-# branch is not yet compared).
+# changed takes it as a graph input, so no step compiles again for a new rate. Both compilers
+# never trace `torch.optim.lr_scheduler` (a graph break at `scheduler.step()` and at the
+# `optimizer.step` wrapper it installs), so stepping the scheduler inside costs no graph.
 SCHEDULER_GRAPHS = {
-    ("StepLR", True): (5, 4), ("StepLR", False): (4, 4),
-    ("CosineAnnealingLR", True): (5, 4), ("CosineAnnealingLR", False): (4, 4),
-    ("OneCycleLR", True): (6, 4), ("OneCycleLR", False): (4, 4),
-    ("LambdaLR", True): (5, 4), ("LambdaLR", False): (4, 4),
+    ("StepLR", True): (4, 4), ("StepLR", False): (4, 4),
+    ("CosineAnnealingLR", True): (4, 4), ("CosineAnnealingLR", False): (4, 4),
+    ("OneCycleLR", True): (4, 4), ("OneCycleLR", False): (4, 4),
+    ("LambdaLR", True): (4, 4), ("LambdaLR", False): (4, 4),
 }
 QUICK_SCHEDULERS = [("StepLR", True), ("OneCycleLR", False)]
 

@@ -32,6 +32,7 @@ from ..objects.values import (
     PartialValue,
     Value,
 )
+from ..marked import markers
 from ..objects.wrap import function_value
 from ..objects import output_calls
 from . import graph_breaks as gb
@@ -77,6 +78,20 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
         return ContextValue("warnings", (kwargs,), cls)
     raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, cls.__name__, type=cls.__name__)
+
+
+def break_switch(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> ContextValue:
+    """`graphwright.error_on_graph_break(value)` or torch's, called in the region."""
+    from ..objects import operations
+
+    value = args[0] if args else kwargs.get("error_on_graph_break", kwargs.get("value"))
+    if value is None or len(args) + len(kwargs) != 1:
+        raise tracer.user_error(TypeError("error_on_graph_break() takes exactly one argument"))
+    setting = operations.python_value(tracer, value)
+    if not isinstance(setting, bool):
+        raise tracer.user_error(TypeError(f"error_on_graph_break() takes True or False, not "
+                                          f"{type(setting).__name__}"))
+    return ContextValue("error_on_graph_break", (setting,), cls)
 
 
 def _decorated(make_context: Any, function: Any) -> Any:
@@ -201,6 +216,9 @@ def enter(tracer: "Tracer", manager: Value, bound: bool, push_exit: Callable[[Va
     if isinstance(manager, ConstantValue) and type(manager.value) in (torch.no_grad, torch.enable_grad):
         cls = type(manager.value)
         manager = ContextValue("grad", (cls is torch.enable_grad,), cls)
+    if isinstance(manager, ObjectValue) and markers.is_break_switch(manager.obj):
+        # a switch made outside (the one a decorator holds): its setting as it is now
+        manager = ContextValue("error_on_graph_break", (manager.obj.error_on_graph_break,), type(manager.obj))
     if isinstance(manager, ContextValue):
         enter_modelled(tracer, manager, bound)
         push_exit(MethodValue(manager, "__exit__"))
@@ -236,6 +254,9 @@ def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None
                                  type="profiler whose object is used (the graph does not profile)")
     elif manager.kind == "torch_function":
         tracer.graph.switch_torch_function(False)
+    elif manager.kind == "error_on_graph_break":
+        manager.saved = tracer.error_on_graph_break
+        tracer.error_on_graph_break = manager.args[0]
     elif manager.kind == "warnings":
         options = manager.args[0]
         if options.get("record") and bound:
@@ -269,6 +290,8 @@ def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
         real.__exit__(None, None, None)
     elif context.kind == "torch_function":
         tracer.graph.switch_torch_function(True)
+    elif context.kind == "error_on_graph_break":
+        tracer.error_on_graph_break = context.saved
     elif context.kind == "warnings":
         tracer.side_effects.replay_call(output_calls.exit_catch_warnings, [], {})
     return ConstantValue(None)

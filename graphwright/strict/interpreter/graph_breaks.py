@@ -46,6 +46,11 @@ class GraphBreak(Exception):
         self.rejected_arguments = False
         # A jagged tensor met without a ShapeEnv for its ragged size: traced again with one.
         self.needs_sizes = False
+        # the `error_on_graph_break` switch where the break happened: an error, as under fullgraph
+        self.error_on_graph_break = False
+        # Why no split at this break is sound (the function then runs as Python, its callees
+        # compiled); empty when one may be
+        self.unsplittable = ""
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -201,8 +206,10 @@ UNRECONSTRUCTIBLE_VALUE = define_kind(
     "Return tensors, Python constants, lists, tuples or dicts instead.")
 MODULE_HOOKS = define_kind(
     "GB018", "Module with hooks",
-    "`{name}` has forward hooks or pre-hooks, which the tracer does not model.",
-    "Remove the hooks, or compile a function that runs after them.")
+    "`{name}` has {hooks}: autograd must wrap the call itself, so the call runs in Python (as "
+    "`nn.Module.__call__` runs it) with its hooks and `forward` compiled separately.",
+    "Register forward hooks or pre-hooks (inlined into the graph) instead, or tensor hooks "
+    "(`register_hook`) on the inputs or outputs of the compiled region.")
 UNSUPPORTED_CONTEXT_MANAGER = define_kind(
     "GB019", "Unsupported context manager",
     "The tracer cannot enter a `{type}` context manager.",
@@ -226,6 +233,20 @@ UNSUPPORTED_TENSOR = define_kind(
     "Convert the tensor before the compiled region (e.g. `.to_dense()`, or a nested tensor "
     "with `layout=torch.jagged`).",
     "Move the code that uses it out of the compiled region.")
+NEVER_TRACED_FUNCTION = define_kind(
+    "GB024", "Call to a function the tracer never traces",
+    "`{name}` belongs to `{module}`, which the tracer skips as torch.compile does: "
+    "a learning-rate scheduler keeps step counts and epochs that change on every call, and a trace "
+    "of it would recompile on every step. It runs in Python between two graphs; the optimizer step "
+    "it wraps is still compiled.",
+    "Nothing to do: the graphs around the call are kept.",
+    "Step the scheduler outside the compiled function to keep the graphs on either side as one.")
+LAZY_MODULE = define_kind(
+    "GB025", "Uninitialized lazy module",
+    "`{name}` has not inferred the shapes of its parameters yet: its first call runs in Python, "
+    "where `initialize_parameters` sees the real inputs as in eager, and the next call compiles "
+    "the initialized module.",
+    "Run the model once on an example input before compiling it to capture it on the first call.")
 SUBGRAPH_SIDE_EFFECT = define_kind(
     "GB040", "Side effect in a function traced as a subgraph",
     "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "

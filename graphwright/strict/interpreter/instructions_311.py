@@ -247,13 +247,16 @@ class Instructions311:
         self.push(DictValue(dict(zip(keys, self.popn(inst.arg)))))
 
     def op_BUILD_STRING(self, inst):
-        parts = self.popn(inst.arg)
-        self.push(ConstantValue("".join(operations.python_value(self.tracer, p) for p in parts)))
+        self.push(text.joined(self.tracer, self.popn(inst.arg)))
 
     def op_FORMAT_VALUE(self, inst):
         spec = self.pop() if inst.arg & 0x04 else ConstantValue("")
         value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(inst.arg & 0x03)
+        later = text.format_later(value, conversion, operations.python_value(self.tracer, spec))
+        if later is not None:  # a symbolic number: formatted when the text is needed
+            self.push(later)
+            return
         shown = text.user_text(self.tracer, value, conversion) if conversion in (str, repr) else None
         if shown is not None:  # a user class's __str__ / __repr__, a container's
             value, conversion = shown, None

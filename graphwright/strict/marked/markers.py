@@ -1,5 +1,5 @@
 """Functions users call or apply to steer the strict tracer: `graph_break`, `disable`,
-`mark_dynamic`, `mark_static`.
+`error_on_graph_break`, `mark_dynamic`, `mark_static`.
 
 They do nothing at run time (or run the function unchanged); their meaning
 lives in the tracer, which recognises them by identity or by a mark on the
@@ -131,6 +131,80 @@ def _is_torch_disabled_module(target: Any) -> bool:
 
 
 _LAZY_DISABLE_CODE = torch._compile._disable_dynamo(lambda: None).__code__
+
+
+# What `error_on_graph_break` set (None: never set, or left); process-wide, as torch's is
+_ERROR_ON_GRAPH_BREAK: bool | None = None
+
+
+class ErrorOnGraphBreak:
+    """What `error_on_graph_break(value)` returns: a context manager that sets the switch while
+    its block runs, and a decorator that runs the function inside that block."""
+
+    def __init__(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"error_on_graph_break() takes True or False, not {type(value).__name__}")
+        self.error_on_graph_break = value
+        self._saved: list[bool | None] = []
+
+    def __enter__(self) -> None:
+        global _ERROR_ON_GRAPH_BREAK
+        self._saved.append(_ERROR_ON_GRAPH_BREAK)
+        _ERROR_ON_GRAPH_BREAK = self.error_on_graph_break
+
+    def __exit__(self, *exc_info: Any) -> None:
+        global _ERROR_ON_GRAPH_BREAK
+        _ERROR_ON_GRAPH_BREAK = self._saved.pop()
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def switched(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+        return switched
+
+
+def error_on_graph_break(value: bool) -> ErrorOnGraphBreak:
+    """Whether a graph break is an error (`graphwright.Unsupported`) or splits the function, in
+    code compiled with `fullgraph=False` inside the block or decorated function: the setting at
+    the instruction that breaks decides, so a region may allow breaks in one helper and forbid
+    them around it. Under `fullgraph=True` every break is an error whatever the switch says.
+    `torch._dynamo.error_on_graph_break` is honoured the same way.
+
+    >>> with graphwright.error_on_graph_break(True):
+    ...     compiled(x)                       # a break anywhere in it raises
+    >>> @graphwright.error_on_graph_break(False)
+    ... def log_stats(x): ...                 # may break, inside a region that may not
+    """
+    return ErrorOnGraphBreak(value)
+
+
+def errors_on_graph_break() -> bool:
+    """The switch a compile starts with: graphwright's where set, else torch's when the program
+    imported `torch._dynamo` (its module global, read, never called), else off."""
+    if _ERROR_ON_GRAPH_BREAK is not None:
+        return _ERROR_ON_GRAPH_BREAK
+    return bool(getattr(sys.modules.get("torch._dynamo.utils"), "_error_on_graph_break", False))
+
+
+def break_switch_class(target: Any) -> type | None:
+    """For `graphwright.error_on_graph_break` or torch's: the class of the switch it makes (the
+    switches are those classes' instances); None for any other callable."""
+    if target is error_on_graph_break:
+        return ErrorOnGraphBreak
+    decorators = sys.modules.get("torch._dynamo.decorators")
+    if decorators is not None and target is getattr(decorators, "error_on_graph_break", None):
+        return getattr(decorators, "ErrorOnGraphBreakDecoratorContextManager", None)
+    return None
+
+
+def is_break_switch(obj: Any) -> bool:
+    """Whether `obj` is a switch either function made."""
+    if isinstance(obj, ErrorOnGraphBreak):
+        return True
+    decorators = sys.modules.get("torch._dynamo.decorators")
+    cls = getattr(decorators, "ErrorOnGraphBreakDecoratorContextManager", None)
+    return cls is not None and isinstance(obj, cls)
 
 
 def _indices(index: int | list | tuple) -> list[int]:

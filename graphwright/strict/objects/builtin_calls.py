@@ -49,6 +49,7 @@ from . import (
     torch_functions,
 )
 from .class_creation import made_class
+from .python_errors import python_raises
 from .values import (
     NONE,
     ArrayValue,
@@ -158,6 +159,9 @@ def _pure(*targets: Any) -> None:
 
 
 _pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+# `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
+# or a match and nothing else (the module's cache of compiled patterns is invisible)
+_pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 for _query in checks.SHAPE_QUERIES:
@@ -337,7 +341,10 @@ def _vars(tracer, args, kwargs):
 
 @handles(range)
 def _range(tracer, args, kwargs):
-    return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
+    bounds = [operations.python_value(tracer, arg, "range()") for arg in args]
+    named = {key: operations.python_value(tracer, arg, "range()") for key, arg in kwargs.items()}
+    with python_raises(tracer, "range()"):  # a zero step, a float bound: Python's error
+        return ConstantValue(range(*bounds, **named))
 
 
 @handles(sorted)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..interpreter import graph_breaks as gb
 from . import classes, dict_views, operations
 from .hashing import hashable_key
+from .python_errors import check_arguments
 from .values import NONE, ConstantValue, DictValue, DictViewValue, IteratorValue, SequenceValue, Value, key_value
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
                 kwargs: dict[str, Value]) -> Value:
     """A method of a dict, OrderedDict or defaultdict, as its class defines it."""
     base = _base(mapping)
+    if name in vars(dict) and name not in ("fromkeys", "__init__", "__new__"):
+        check_arguments(tracer, base, name, args, kwargs)  # OrderedDict's popitem takes `last`
     if name in _NO_ARGUMENTS and (args or kwargs):
         raise tracer.user_error(TypeError(f"{base.__name__}.{name}() takes no arguments ({len(args)} given)"))
     if name in _AT_LEAST_ONE and not args:

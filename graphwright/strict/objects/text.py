@@ -9,10 +9,18 @@ class name, `S({1, 2})`), each item's own text made the same way, so that one ho
 of the region shows them; a container met again inside itself is `[...]`. Values with no
 text of their own here (constants, containers of constants) are left to the caller, which
 makes the text of their Python value.
+
+`FormattedText` is the string an f-string makes of symbolic numbers (a float input that
+changed between calls): its text stays unmade until something reads it, which fixes the
+numbers with a guard; printed, logged or returned, the residual code formats the numbers the
+entry received, so a new value never recompiles.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import string
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
 
 from . import attributes, classes, exceptions, operations
 from .classes import builtin_base, is_user_class, type_name
@@ -31,6 +39,136 @@ if TYPE_CHECKING:
     from ..interpreter.tracer import Tracer
 
 _CONTAINER_BASES = (list, tuple, dict, set, frozenset)
+_FORMATTED_LATER = (torch.SymInt, torch.SymFloat)
+
+
+class FormattedNumber:
+    """One replacement field of an f-string over a symbolic number: `format(conversion(number),
+    spec)`."""
+
+    __slots__ = ("number", "conversion", "spec")
+
+    def __init__(self, number: ConstantValue, conversion: Callable | None, spec: str) -> None:
+        self.number = number
+        self.conversion = conversion
+        self.spec = spec
+
+    def text(self) -> str:
+        """The text, made from the number's value now (a guard fixes the symbol to it)."""
+        symbol = self.number.value
+        return self._format(symbol.node.pytype(symbol))
+
+    def formats_every_value(self) -> bool:
+        """Whether formatting can wait: the spec suits the number's type whatever its value (it
+        formats the value traced, unguarded; `c` takes only some ints), so the residual code
+        never raises where eager would have raised earlier."""
+        if self.spec.endswith("c"):
+            return False
+        try:
+            self._format(self.number.value.node.hint)
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def _format(self, value: int | float) -> str:
+        return format(value if self.conversion is None else self.conversion(value), self.spec)
+
+
+class FormattedText(ConstantValue):
+    """A string built from literal pieces (str) and `FormattedNumber`s. Reading `value` makes
+    the text, fixing the numbers; until then `parts` tell the residual code how to make it."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list) -> None:
+        Value.__init__(self, None)
+        self.parts: list | None = parts
+
+    @property
+    def value(self) -> str:
+        if self.parts is not None:
+            text = "".join(part if type(part) is str else part.text() for part in self.parts)
+            ConstantValue.value.__set__(self, text)
+            self.parts = None
+        return ConstantValue.value.__get__(self)
+
+    def python_type(self) -> type:
+        return str
+
+    def __repr__(self) -> str:  # never makes the text: a debug message must not add a guard
+        return "FormattedText(...)" if self.parts is not None else f"FormattedText({self.value!r})"
+
+
+def format_later(value: Value, conversion: Callable | None, spec: str) -> FormattedText | None:
+    """An f-string's field over a symbolic int or float, left unformatted; None for any
+    other value (formatted now)."""
+    if isinstance(value, ConstantValue) and not isinstance(value, FormattedText) \
+            and type(value.value) in _FORMATTED_LATER and conversion in (None, str, repr):
+        field = FormattedNumber(value, conversion, spec)
+        if field.formats_every_value():
+            return FormattedText([field])
+    return None
+
+
+def format_method_later(tracer: "Tracer", template: str, args: list[Value],
+                        kwargs: dict[str, Value]) -> FormattedText | None:
+    """`template.format(*args, **kwargs)` with a symbolic int or float among plain constants,
+    left unformatted; None where it is formatted now (no symbolic number, an argument that is
+    not a constant, or a field that indexes, reads an attribute or nests a field in its spec)."""
+    def is_number(value: Value) -> bool:
+        return type(getattr(value, "value", None)) in _FORMATTED_LATER
+
+    values = [*args, *kwargs.values()]
+    if not any(is_number(value) for value in values) or \
+            not all(type(value) is ConstantValue for value in values):
+        return None
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return None  # a malformed template: str.format raises it, eagerly
+    named = [field for _, field, _, _ in fields if field is not None]
+    if "" in named and any(field.isdigit() for field in named):
+        return None  # automatic and manual numbering mixed: str.format raises, eagerly
+    parts, automatic = [], 0
+    for literal, field, spec, conversion in fields:
+        if literal:
+            parts.append(literal)
+        if field is None:
+            continue
+        if field == "":
+            field, automatic = str(automatic), automatic + 1
+        if field.isdigit() and int(field) < len(args):
+            value = args[int(field)]
+        elif field in kwargs:
+            value = kwargs[field]
+        else:
+            return None
+        if "{" in (spec or "") or conversion not in (None, "s", "r"):
+            return None
+        convert = {None: None, "s": str, "r": repr}[conversion]
+        if is_number(value):
+            parts.append(FormattedNumber(value, convert, spec or ""))
+            if not parts[-1].formats_every_value():
+                return None
+            continue
+        try:
+            parts.append(format(value.value if convert is None else convert(value.value), spec or ""))
+        except Exception:
+            return None  # formatted now, by the call itself, which raises as eager does
+    return FormattedText(parts)
+
+
+def joined(tracer: "Tracer", pieces: list[Value]) -> Value:
+    """`BUILD_STRING`: the pieces' texts joined, unformatted while a piece is."""
+    if not any(isinstance(piece, FormattedText) and piece.parts is not None for piece in pieces):
+        return ConstantValue("".join(operations.python_value(tracer, piece) for piece in pieces))
+    parts = []
+    for piece in pieces:
+        if isinstance(piece, FormattedText) and piece.parts is not None:
+            parts += piece.parts
+        else:
+            parts.append(operations.python_value(tracer, piece))
+    return FormattedText(parts)
 
 
 def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | None = None) -> Value | None:

@@ -532,15 +532,21 @@ class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
     remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
 
-    __slots__ = ("items", "position")
+    __slots__ = ("items", "position", "watch")
 
     def __init__(self, items: list[Value], source: Source | None = None) -> None:
         super().__init__(source)
         self.items = items
         self.position = 0
+        # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
+        # step once the container changed size, until the iterator is exhausted
+        self.watch: Callable[[], None] | None = None
 
     def next_item(self) -> Value | None:
+        if self.watch is not None:
+            self.watch()
         if self.position >= len(self.items):
+            self.watch = None
             return None
         self.position += 1
         return self.items[self.position - 1]

@@ -71,11 +71,26 @@ _ROUTED_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Of torch's own code only the optimizers are compiled when called, as TorchDynamo's frame hook
 # does (its skip list names every other part of torch that holds Python code).
 _COMPILED_TORCH_DIRS = (os.path.join(_TORCH_DIR, "optim") + os.sep,)
+# ...but for the learning-rate schedulers, which TorchDynamo never traces: their step counts and
+# epochs change on every call, so a trace of them would recompile on every training step.
+# `torch._dynamo.external_utils.wrap_dunder_call_ctx_manager`'s wrapper: a context manager of
+# torch's used as a decorator runs the function inside its block
+_TORCH_CONTEXT_DECORATOR = "wrap_dunder_call_ctx_manager.<locals>.inner"
+_NEVER_TRACED_FILES = frozenset({os.path.join(_TORCH_DIR, "optim", "lr_scheduler.py")})
+
+
+def never_traced(code: types.CodeType) -> bool:
+    """Whether calling `code` is a graph break rather than traced into (a function of torch's
+    learning-rate schedulers); run from plain Python, it is not compiled either, but the
+    function a decorator of it wraps is (`CallRouter.route`)."""
+    return _real_path(code.co_filename) in _NEVER_TRACED_FILES
 
 
 def _skipped_file(filename: str) -> bool:
     """Code a frame hook would not compile: torch (but its optimizers), graphwright, the
     standard library."""
+    if filename in _NEVER_TRACED_FILES:
+        return True
     if filename.startswith(_COMPILED_TORCH_DIRS):
         return False
     if filename.startswith((_TORCH_DIR, _GRAPHWRIGHT_DIR)):
@@ -196,9 +211,13 @@ class CallRouter:
 
     def _wrapper_body(self, fn: types.FunctionType) -> Callable | None:
         """A decorator's wrapper from code that is not compiled (torch's `no_grad()` as a
-        decorator, a standard-library one): it runs as it is, but the function it wraps is
-        compiled when it calls it, as a frame hook would see that function's frame."""
-        if getattr(fn, "__wrapped__", None) is None or fn.__code__.co_flags & _GENERATOR_FLAGS:
+        decorator, a standard-library one, the wrapper of torch's context-manager decorators,
+        `torch._dynamo.error_on_graph_break(...)` among them, which keeps no `__wrapped__`): it
+        runs as it is, but the function it wraps is compiled when it calls it, as a frame hook
+        would see that function's frame."""
+        wraps = getattr(fn, "__wrapped__", None) is not None or \
+            fn.__code__.co_qualname == _TORCH_CONTEXT_DECORATOR and _is_torch_code(fn)
+        if not wraps or fn.__code__.co_flags & _GENERATOR_FLAGS:
             return None
         return self._uncompiled_body(fn)
 
@@ -234,8 +253,12 @@ def _is_torch_code(fn: Any) -> bool:
 
 def routes_itself(target: Any) -> bool:
     """Whether calling `target` from plain Python must go through a router: it is disabled with
-    `recursive=False`, or is a module wrapper, so the functions it calls are compiled."""
+    `recursive=False`, is a module wrapper, or is a function the tracer never traces, so the
+    functions it calls are compiled."""
     if is_module_wrapper(target):
+        return True
+    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    if isinstance(code, types.CodeType) and never_traced(code):
         return True
     mark = disable_mark(target.__func__ if type(target) is types.MethodType else target)
     return mark is not None and not mark.recursive

@@ -37,6 +37,7 @@ from ..objects.dict_views import kind_of, view_base
 from ..objects.exceptions import make_real
 from ..objects.instances import fill, make_empty, store_own
 from ..objects.sets import keys_in_order, new_set
+from ..objects.text import FormattedText
 from ..objects.values import (
     NULL,
     ArrayValue,
@@ -184,6 +185,8 @@ class ResidualWriter(EntryWriter):
                     self.rebuilt.append(f"___setattr({made}, {name!r}, {self.rebuild(item)})")
             known = self._built.get(id(value))
             return f"___out[{index}]" if known is None else known[1]
+        if isinstance(value, FormattedText) and value.parts is not None:
+            return self._format(value)
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
@@ -357,6 +360,19 @@ class ResidualWriter(EntryWriter):
         self.rebuilt.append(f"___fill({built}, None, None, {{{state}}})")
         self.rebuilt.append(f"{built}.__suppress_context__ = {value.suppress_context}")
         return built
+
+    def _format(self, text: FormattedText) -> str:
+        """The text an f-string over symbolic numbers makes, from the numbers this call has."""
+        pieces = []
+        for part in text.parts:
+            if type(part) is str:
+                pieces.append(repr(part))
+                continue
+            number = self.rebuild(part.number)
+            if part.conversion is not None:
+                number = f"{self.ref(part.conversion)}({number})"
+            pieces.append(f"{self.ref(format)}({number}, {part.spec!r})")
+        return "(" + " + ".join(pieces) + ")" if pieces else "''"
 
     def _rebuild_symbolic(self, value: ConstantValue) -> str:
         """A symbolic size is a graph output; a Size or tuple holding some is rebuilt around them."""
