@@ -371,3 +371,22 @@ def test_an_in_place_change_of_the_offsets_is_refused_by_aot_and_runs_as_capture
     with pytest.warns(UserWarning, match="_offsets of input 0, a NestedTensor"):
         out = graphwright.compile(_shrinks_offsets, backend="aot_eager")(x)
     assert_same_jagged(out, _shrinks_offsets(x2))
+
+
+def _no_gradient_reaches_the_jagged_input(x, nt):
+    unused = (nt - nt).values()[0]  # the graph reads nt where no gradient flows
+    return x * 2, unused.detach()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager"])
+def test_a_jagged_input_no_gradient_reaches_runs_detached(backend):
+    """The runtime detaches an input no gradient reaches: a jagged tensor's flatten context says
+    whether it requires grad, so the forward checks it against the detached structure (found by
+    the program generator: an internal error on the first call)."""
+    compiled = graphwright.compile(_no_gradient_reaches_the_jagged_input, backend=backend, fullgraph=True)
+    x, nt = torch.randn(3, 4, requires_grad=True), jagged((3, 5), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="graphwright")
+        actual = compiled(x, nt)
+    for a, e in zip(actual, _no_gradient_reaches_the_jagged_input(x, nt)):
+        torch.testing.assert_close(a, e)

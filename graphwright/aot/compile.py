@@ -447,9 +447,11 @@ class AOTCompiledGraph:
                                          gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad,
                                          backward_graph=part.backward)
         else:
-            run = make_training_function(boundary.forward(forward, part.forward), boundary.backward(backward, part),
+            detached = boundary.inputs_without_gradient(part)
+            run = make_training_function(boundary.forward(forward, part.forward, detached),
+                                         boundary.backward(backward, part),
                                          meta, num_saved_tensors=part.num_saved_tensors,
-                                         detached_inputs=boundary.inputs_without_gradient(part),
+                                         detached_inputs=detached,
                                          gradient_tangents=boundary.gradient_tangents(part), subclass_tangents=True,
                                          enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)

@@ -234,9 +234,13 @@ class SubclassBoundary:
 
     # --- at run time ---------------------------------------------------------------------------
 
-    def forward(self, compiled, graph: torch.fx.GraphModule) -> FlatForward:
-        """The compiled flat forward (or inference) `graph`, taking and returning the values the user sees."""
-        return FlatForward(compiled, self.input_layouts, self._value_subclasses,
+    def forward(self, compiled, graph: torch.fx.GraphModule, detached: Sequence[int] = ()) -> FlatForward:
+        """The compiled flat forward (or inference) `graph`, taking and returning the values the user
+        sees. The `detached` inputs (no gradient reaches them) come detached: a subclass whose flatten
+        context says whether it requires grad (a jagged tensor) is checked against that context."""
+        layouts = [layout_of(self._fakes[i].detach()) if i in detached and layout is not None
+                   and self._fakes[i].requires_grad else layout for i, layout in enumerate(self.input_layouts)]
+        return FlatForward(compiled, layouts, self._value_subclasses,
                            Rebuilder(self.flat_inputs, _output_values(graph)),
                            [_size_reader(*size_input[:4]) for size_input in self.size_inputs])
 
