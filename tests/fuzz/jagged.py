@@ -7,6 +7,9 @@ reduce dimensions a ragged one does not have); its own statement writes pointwis
 operations on jagged values of the same offsets (every one is made from `nt`), and reads
 dense tensors out of them (`values()` reduced over the summed lengths, a `(width,)`
 tensor the other statements then use). A jagged value may be returned too.
+
+No TwoTensor joins a program with a jagged input: the runner's loss sums every output, and
+eager's backward would send a TwoTensor gradient into a jagged tensor's formulas.
 """
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ SUBCLASS_FAILS = {"dynamic_shape"}
 def statement(b: Builder) -> None:
     kinds = list(PLAIN)
     if b.jagged:
-        kinds.append(("jagged", jagged_statement, 24))
+        kinds.append(("jagged", jagged_statement, 20))
     if b.depth < MAX_BLOCK_DEPTH:
         kinds += BLOCKS
     if b.allow_breaks:
