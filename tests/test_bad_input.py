@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import copy
 import types
 import warnings
 import zlib
@@ -129,9 +130,9 @@ def sets_the_default_dtype(x):
     return x + 1
 
 
-@bad("GB015", "id")
-def asks_for_the_id_of_a_tensor_made_in_the_region(x):
-    return x + (id(x * 2) > 0)  # bad:id
+@bad("GB015", "deepcopy-memo")
+def deep_copies_with_a_memo_of_its_own(x):
+    return copy.deepcopy(x * 2, {}) + 1  # bad:deepcopy-memo
 
 
 def _yields_while_handling(x):

@@ -2,7 +2,9 @@
 them, so an iterator with side effects (a generator that logs, a user `__next__`) shows the
 same log, and leaves the same items behind, compiled and eager. `any`/`all` and the set
 methods stop at the deciding item, unpacking takes one item more than it needs, an exception
-from the iterator, a key function or the consumer stops it at the same item."""
+from the iterator, a key function or the consumer stops it at the same item. A builtin
+iterator has no `len()` (TypeError naming its own class) and `operator.length_hint` counts
+the items it has left."""
 from __future__ import annotations
 
 import collections
@@ -280,3 +282,26 @@ def _(x):
     except StopIteration:
         stepped.append("stop")
     return x + sum(until_none), first, list(counted), calls[0], pending, stepped
+
+
+def _len_or_error(value):
+    try:
+        return len(value)
+    except TypeError as error:
+        return str(error)
+
+
+@program("builtin_iterators_have_a_length_hint_and_no_len", lambda: rand(3),
+         reference={"xfail": "`operator.length_hint` of a list iterator is an unsupported builtin",
+                    "why": "PyTorch 2.13 does not trace operator.length_hint on iterators"})
+def _(x):
+    import operator
+
+    table, items = {"a": 1, "b": 2}, [x, x * 2, x * 3]
+    iterators = [iter(items), reversed(items), iter(range(4)), iter(table), iter(table.items()),
+                 iter({1, 2}), iter("ab"), iter((1,)), zip(items, items), enumerate(items), map(abs, [1])]
+    lengths = [_len_or_error(it) for it in iterators]
+    next(iterators[0])
+    hints = [operator.length_hint(it, -1) for it in iterators]
+    return x + 1, lengths, hints, operator.length_hint(items), operator.length_hint(x), \
+        type(iterators[1]).__name__, isinstance(iterators[8], zip)

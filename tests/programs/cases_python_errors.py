@@ -3,9 +3,11 @@ itself: an index out of range, a zero slice step, a slice assignment of the wron
 pop from an empty list, a builtin method called with the wrong arguments, a range with a
 zero step, a repetition too large for memory. Compiled, each raises the same exception at
 the same point, and the program's handler sees it (as eager Python, and torch.compile).
-Also lists and tuples ordered item by item (`<` on lists of objects)."""
+Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
+factory set after it is made, its `__missing__` called directly, and its factory checked."""
 from __future__ import annotations
 
+import collections
 import sys
 
 import torch
@@ -137,3 +139,31 @@ def _(x):
     kinds = [_outcome(table.get)[0], _outcome(table.get, "a", 1, 2)[0], _outcome(table.setdefault)[0],
              _outcome(table.items, 1)[0], _outcome(table.popitem, 1)[0], _outcome(table.copy, 1)[0]]
     return table.get("a", x) * 2, kinds, len(table)
+
+
+class _Recording(collections.defaultdict):
+    def __setitem__(self, key, value):
+        super().__setitem__(key, [value, "recorded"])
+
+
+@program("defaultdict_factory_missing_and_its_errors", lambda: rand(3),
+         reference={"xfail": "calling a subclass of defaultdict is an unsupported function call",
+                    "why": "PyTorch 2.13 does not construct user subclasses of defaultdict under fullgraph"})
+def _(x):
+    table = collections.defaultdict()
+    table.default_factory = list
+    table["a"].append(x)
+    filled = table.__missing__("b")
+    bare = collections.defaultdict()
+
+    def missing_key():
+        try:
+            return bare.__missing__("k")
+        except KeyError as error:
+            return "KeyError", error.args
+
+    recording = _Recording(int)
+    recording["n"]
+    kinds = [_outcome(collections.defaultdict, 1), _outcome(collections.defaultdict, {}),
+             _outcome(bare.__missing__)[0], _outcome(collections.defaultdict, None)[0]]
+    return table["a"][0] * 2, filled, sorted(table), missing_key(), kinds, dict(recording)

@@ -321,6 +321,9 @@ def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
         classes.set_attribute(tracer, owner, name, value)
         return
+    if isinstance(owner, DictValue) and owner.cls is not None:  # defaultdict's default_factory
+        classes.set_attribute(tracer, owner, name, value)
+        return
     if isinstance(owner, SequenceValue) and owner.cls is not None and classes.has_instance_dict(owner.cls):
         classes.set_attribute(tracer, owner, name, value)  # a subclass of a namedtuple
         return

@@ -576,6 +576,11 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
 
         if exceptions.write_slot(tracer, instance, found[0], name, value):
             return
+    if name == "__dict__" and type(raw) is types.GetSetDescriptorType and real_object(instance) is None:
+        from .instance_dicts import assign_made_instance_dict
+
+        assign_made_instance_dict(tracer, instance, value)
+        return
     if _made_descriptor_takes(tracer, raw, instance, value):
         return
     if isinstance(raw, ConstantValue) and _is_descriptor_object(raw.value):

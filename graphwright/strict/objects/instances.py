@@ -276,6 +276,8 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
         return
     if base is collections.defaultdict:
         factory = args[0] if args else ConstantValue(None)
+        if not operations.is_none(factory) and not operations.is_callable(tracer, factory):
+            raise tracer.user_error(TypeError("first argument must be callable or None"))
         generic_set(tracer, instance, "default_factory", factory)
         args = args[1:]
     if len(args) > 1:

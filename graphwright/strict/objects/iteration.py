@@ -60,7 +60,7 @@ def _result(items: Iterator[Value], cls: type, lazy: bool, inputs: list[Value] |
     `inputs`: the values `cls(*inputs)` is made of (the helper's own state is no more than
     theirs: zip, map, filter, chain), so that residual code can make it again."""
     if not lazy:
-        return IteratorValue(list(items))
+        return IteratorValue(list(items), cls=cls)
     return LazyIteratorValue(lambda: next(items, None), cls, None if inputs is None else (cls, inputs))
 
 
@@ -206,7 +206,8 @@ def _reversed(tracer, args, kwargs):
             and classes.special_method(tracer, value, "__getitem__") is not None:
         count = _python(tracer, _call(tracer, length, []))
         return _result(_items_backwards(tracer, value, count), reversed, lazy=True)
-    return IteratorValue(list(reversed(operations.iterate(tracer, value))))
+    return IteratorValue(list(reversed(operations.iterate(tracer, value))),
+                         cls=operations.iterator_class(value, reversed))
 
 
 def _items_backwards(tracer: "Tracer", sequence: Value, count: int) -> Iterator[Value]:

@@ -531,7 +531,7 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         if getter is not None:
             return _indexing_iterator(tracer, getter)
     if method is None:
-        iterator = IteratorValue(native_iterate(tracer, value))
+        iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
         if isinstance(value, DictValue):
             iterator.watch = _size_watch(tracer, value, iterator)
         return iterator
@@ -543,6 +543,27 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+_ITERATED_BUILTINS = (list, tuple, dict, collections.OrderedDict, set, frozenset, str, bytes, bytearray, range)
+
+
+_VIEW_ITERATORS = {(making, type(view)): type(making(view)) for making in (iter, reversed)
+                   for mapping in ({}, collections.OrderedDict())
+                   for view in (mapping.keys(), mapping.values(), mapping.items())}
+
+
+def iterator_class(value: Value, making: Callable = iter) -> type:
+    """The class of the iterator `iter()` (or `reversed()`) gives for a builtin iterable, or an
+    instance of a subclass of one: `list_iterator`, `dict_keyiterator`, `list_reverseiterator`..."""
+    if isinstance(value, ConstantValue) and type(value.value) in _ITERATED_BUILTINS:
+        return type(making(value.value))  # a str's or a range's depends on its contents
+    if isinstance(value, DictViewValue):
+        return _VIEW_ITERATORS.get((making, value.cls), type(iter(())))
+    base = builtin_base(value.python_type())
+    if base not in _ITERATED_BUILTINS or making is reversed and base in (set, frozenset):
+        return type(iter(()))
+    return type(making(base()))
 
 
 def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
@@ -801,13 +822,9 @@ def _missing(tracer: "Tracer", container: DictValue, key: Value, python_key: Any
     if method is not None:
         return _call(tracer, method, [key])
     if container.cls is not None and builtin_base(container.cls) is collections.defaultdict:
-        from . import attributes
+        from . import dicts
 
-        factory = attributes.load_attr(tracer, container, "default_factory")
-        if not is_none(factory):
-            value = _call(tracer, factory, [])
-            native_setitem(tracer, container, key, value)
-            return value
+        return dicts.default_missing(tracer, container, key)
     raise _user_error(tracer, KeyError(python_key), "getitem")
 
 

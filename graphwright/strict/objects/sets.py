@@ -288,7 +288,7 @@ def call_method(tracer: "Tracer", value: DictValue, name: str, args: list[Value]
     if name == "__len__":
         return ConstantValue(len(value.items))
     if name == "__iter__":
-        return IteratorValue(in_order(value))
+        return IteratorValue(in_order(value), cls=operations.iterator_class(value))
     if name in _UPDATES:
         if name == "symmetric_difference_update":
             _arity(tracer, value, name, args, 1)
