@@ -12,7 +12,8 @@ a `SingletonInt`, bound to the offsets tensor it came from.
 The nested int is never a number: a compiled graph cannot read it as one at
 run time, and a guard cannot compare it. `is_ragged_size` says which sizes are
 made of it; everything else about the layout is the subclass protocol's
-(`subclass_protocol.py`). This module reads; it never builds a tensor.
+(`subclass_protocol.py`). This module reads; the one tensor it builds is PyTorch's own
+meta dummy (`make_view_dummy`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,23 @@ outer size it is given there is a placeholder (PyTorch's own compiler passes the
 def is_jagged(value: Any) -> bool:
     """A tensor of the jagged layout (a `NestedTensor` or its fake)."""
     return isinstance(value, torch.Tensor) and value.layout is torch.jagged
+
+
+def is_jagged_class(cls: type) -> bool:
+    """PyTorch's `NestedTensor` or a subclass of it."""
+    from torch.nested._internal.nested_tensor import NestedTensor
+
+    return issubclass(cls, NestedTensor)
+
+
+def make_view_dummy() -> None:
+    """Make PyTorch's meta NestedTensor, the dummy that a jagged tensor made from dense ones
+    dispatches on, as eager's first such construction does. Made lazily by the construction
+    itself, it would be made inside the graph that first constructs one (meta tensors the graph
+    returns for a module global), and that graph would not run again once the global is set."""
+    from torch.nested._internal.nested_tensor import _nt_view_dummy
+
+    _nt_view_dummy()
 
 
 def is_static_ragged_size(size: Any) -> bool:

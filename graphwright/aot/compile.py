@@ -21,8 +21,10 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 from .._core import artifacts, config, dump, source_lines
 from .._core.counters import phase
 from .._core.errors import BackendRefusal, GraphwrightError, TraceError
+from .._core.jagged import is_jagged
 from .._core.specialised_values import VALUE_KEY, carry_value, value_read
-from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.subclass_protocol import inner_tensors, is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.symbolic_inputs import marked_dims, symbolic_fake
 from .._core.user_stack import user_frames_of_stack, warn_at_user_line
 from . import cache as aot_cache
 from . import joint
@@ -201,7 +203,7 @@ class AOTCompiledGraph:
         self._num_user_inputs = len(example_inputs)
         all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
-        self._fake_inputs = [self._to_fake(v) for v in all_inputs]
+        self._fake_inputs = [self._to_fake(v, i) for i, v in enumerate(all_inputs)]
         placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
         # the values of small integer inputs the graph is specialised on: by the strict tracer
         # (guarded), or by `_PerValueGraph` (which compares them on every call)
@@ -217,7 +219,11 @@ class AOTCompiledGraph:
         self._input_grad_changes = _input_requires_grad_changes(gm)
         self._scope = dump.current()  # signatures compile on later calls: for the same entry
 
-    def _to_fake(self, value: Any) -> Any:
+    def _to_fake(self, value: Any, index: int) -> Any:
+        if is_jagged(value) and index < self._num_user_inputs and not is_fake_value(value):
+            # its ragged size is never a number: symbolic, as the strict tracer makes it (a jagged
+            # constant of the graph, PyTorch's meta dummy, has a nested int of its own)
+            return symbolic_fake(self._fake_mode, value, frozenset(marked_dims(value)), {}, f"input{index}")
         if isinstance(value, torch.Tensor) and not is_fake_value(value):
             return self._fake_mode.from_tensor(value)
         return value
@@ -441,9 +447,11 @@ class AOTCompiledGraph:
                                          gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad,
                                          backward_graph=part.backward)
         else:
-            run = make_training_function(boundary.forward(forward, part.forward), boundary.backward(backward, part),
+            detached = boundary.inputs_without_gradient(part)
+            run = make_training_function(boundary.forward(forward, part.forward, detached),
+                                         boundary.backward(backward, part),
                                          meta, num_saved_tensors=part.num_saved_tensors,
-                                         detached_inputs=boundary.inputs_without_gradient(part),
+                                         detached_inputs=detached,
                                          gradient_tangents=boundary.gradient_tangents(part), subclass_tangents=True,
                                          enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
@@ -604,14 +612,22 @@ class _SizeGenericGraph:
             except (SizesSpecialised, TraceError):
                 # TraceError: the non-strict tracer cannot express some symbolic size here.
                 self.per_layout = {}
-        layout = tuple(
-            (tuple(a.shape), a.stride()) if isinstance(a, torch.Tensor) else a for a in args
-        )
+        layout = tuple(_layout_key(a) for a in args)
         compiled = self.per_layout.get(layout)
         if compiled is None:
             with dump.within(self._scope):
                 compiled = self.per_layout[layout] = self._compile_for(list(args))
         return compiled(*args)
+
+
+def _layout_key(value: Any) -> Any:
+    """What a graph compiled for one call's sizes is specific to in `value`. A jagged tensor's
+    ragged size is a nested int, another for every offsets tensor: its inner tensors' sizes."""
+    if is_jagged(value):
+        return tuple(_layout_key(inner) for _, inner in inner_tensors(value))
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape), value.stride()
+    return value
 
 
 def _symbolic_inputs(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> list | None:

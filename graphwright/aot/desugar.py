@@ -72,6 +72,9 @@ def _value_layout(value: Any) -> ValueLayout:
 
 
 def _tangent_like(value: Any) -> Any:
+    # a gradient never requires grad, and a subclass's flatten context may say whether it does
+    # (a jagged tensor's): the tangent's layout is the detached value's
+    value = value.detach() if value.requires_grad else value
     coerce = getattr(type(value), "__coerce_tangent_metadata__", None)
     return value if coerce is None else coerce(value)
 
@@ -96,7 +99,6 @@ class SubclassBoundary:
         self._fakes = list(fakes)
         # a jagged tensor is functionalized through its inner tensors (`jagged.py`)
         self.may_hold_jagged = makes_subclasses or any(is_jagged(value) for value in fakes)
-        self.jagged_seen = False
         self.input_layouts = [layout_of(value) for value in fakes]
         flat = flatten_values(fakes, self.input_layouts)
         plain = {id(value) for value, layout in zip(fakes, self.input_layouts) if layout is None}
@@ -232,9 +234,13 @@ class SubclassBoundary:
 
     # --- at run time ---------------------------------------------------------------------------
 
-    def forward(self, compiled, graph: torch.fx.GraphModule) -> FlatForward:
-        """The compiled flat forward (or inference) `graph`, taking and returning the values the user sees."""
-        return FlatForward(compiled, self.input_layouts, self._value_subclasses,
+    def forward(self, compiled, graph: torch.fx.GraphModule, detached: Sequence[int] = ()) -> FlatForward:
+        """The compiled flat forward (or inference) `graph`, taking and returning the values the user
+        sees. The `detached` inputs (no gradient reaches them) come detached: a subclass whose flatten
+        context says whether it requires grad (a jagged tensor) is checked against that context."""
+        layouts = [layout_of(self._fakes[i].detach()) if i in detached and layout is not None
+                   and self._fakes[i].requires_grad else layout for i, layout in enumerate(self.input_layouts)]
+        return FlatForward(compiled, layouts, self._value_subclasses,
                            Rebuilder(self.flat_inputs, _output_values(graph)),
                            [_size_reader(*size_input[:4]) for size_input in self.size_inputs])
 

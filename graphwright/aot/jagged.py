@@ -12,9 +12,15 @@ Functionalization must then run below the subclass, not above it: a call on
 a jagged tensor skips it at its top (`JaggedCalls`), and the subclass's
 `__torch_dispatch__` runs with it back on (`JaggedDispatch`), so the
 operators it calls on the inner tensors are functionalized and recorded.
+The backward runs with functionalization skipped throughout (autograd's
+formulas call operators on jagged gradients from C++, where no torch function
+is seen): `JaggedDispatch` puts every other operator back through it, so the
+backward's functional wrappers, like the forward's, hold inner tensors only
+(PyTorch's own functionalization is a dispatch mode, below the subclass).
 
-A jagged input mutated in place is refused (`refuse_mutation`): its
-mutation would have to be written back through the subclass.
+A jagged input whose values are written in place is a mutated input like
+any other (`mutated`), written back through the subclass at run time; any
+other change of it in place is refused.
 """
 from __future__ import annotations
 
@@ -33,8 +39,7 @@ from .._core.subclass_protocol import flatten_signature, inner_tensors
 from .._core.user_stack import user_frames_of_stack
 
 _FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
-# the backward they run calls operators on functional wrappers, which must stay functionalized
-_NOT_OPERATORS = frozenset({torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward})
+_BACKWARDS = frozenset({torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward})
 
 
 def with_inner(value: torch.Tensor, convert: Callable[[Any], Any]) -> torch.Tensor:
@@ -50,30 +55,35 @@ def holds_functional(value: Any) -> bool:
     return is_jagged(value) and any(torch._is_functional_tensor(inner) for _, inner in inner_tensors(value))
 
 
-def refuse_mutation(value: torch.Tensor, index: int) -> None:
-    """Raise `BackendRefusal` when an inner tensor of jagged input `value` (number `index`) was
-    mutated by the functionalized run."""
-    if any(torch._functionalize_has_data_mutation(inner) or torch._functionalize_has_metadata_mutation(inner)
-           for _, inner in inner_tensors(value) if torch._is_functional_tensor(inner)):
-        raise BackendRefusal(
-            f"A compiled graph mutates input {index}, a NestedTensor (jagged layout), in place",
-            explanation="Ahead-of-time autograd functionalizes a jagged nested tensor through its inner "
-            "tensors and does not write mutations of them back to the input.",
-            hints=["With fullgraph=False the graph runs as captured; use the out-of-place operation, "
-                   "or compile with backend='eager'."],
-            user_stack=user_frames_of_stack(),
-        )
+def mutated(value: torch.Tensor, index: int) -> bool:
+    """Whether the functionalized run wrote into jagged input `value` (number `index`): its
+    values, in place (`x.mul_(2)`), which the runtime writes back through the subclass. Raise
+    `BackendRefusal` for any other change (its offsets, lengths or any inner tensor's shape)."""
+    changed = [name for name, inner in inner_tensors(value) if torch._is_functional_tensor(inner)
+               and (torch._functionalize_has_data_mutation(inner) or torch._functionalize_has_metadata_mutation(inner))]
+    if not changed:
+        return False
+    if changed == ["_values"] and not torch._functionalize_has_metadata_mutation(value._values):
+        return True
+    raise BackendRefusal(
+        f"A compiled graph changes the {', '.join(changed)} of input {index}, a NestedTensor (jagged layout), "
+        "in place",
+        explanation="Ahead-of-time autograd writes back an in-place change of a jagged tensor's values only; "
+        "its offsets and lengths say what its ragged size is.",
+        hints=["With fullgraph=False the graph runs as captured; use the out-of-place operation, "
+               "or compile with backend='eager'."],
+        user_stack=user_frames_of_stack(),
+    )
 
 
 def dispatch_for(boundary: Any) -> contextlib.AbstractContextManager:
     """The modes a trace whose subclass `boundary` may hold jagged tensors runs under, else nothing
-    (a mode costs every operator a Python call). The boundary's `jagged_seen` says afterwards
-    whether a jagged tensor was operated on."""
+    (a mode costs every operator a Python call)."""
     if boundary is None or not boundary.may_hold_jagged:
         return contextlib.nullcontext()
     stack = contextlib.ExitStack()
-    stack.enter_context(JaggedDispatch(boundary))
-    stack.enter_context(JaggedCalls())
+    dispatch = stack.enter_context(JaggedDispatch())
+    stack.enter_context(JaggedCalls(dispatch))
     return stack
 
 
@@ -94,29 +104,25 @@ def refuse_static(fakes: Any) -> None:
             )
 
 
-def refuse_training() -> BackendRefusal:
-    """Differentiating through jagged tensors is not compiled ahead of time: autograd's backward
-    calls operators on them from C++, where functionalization would wrap jagged results in
-    functional wrappers autograd cannot take."""
-    return BackendRefusal(
-        "AOT autograd does not compile the backward of a graph that operates on a NestedTensor "
-        "(jagged layout) while a value requires grad",
-        explanation="The backward of operators on jagged nested tensors runs below functionalization in "
-        "PyTorch's design; graphwright's ahead-of-time autograd compiles such graphs for inference only.",
-        hints=["With fullgraph=False the graph runs as captured, gradients included; backend='eager' "
-               "compiles it without refusing."],
-        user_stack=user_frames_of_stack(),
-    )
-
-
 class JaggedCalls(TorchFunctionMode):
     """A call with a jagged tensor among its arguments skips functionalization at its top: there
     it would wrap the jagged result in a functional wrapper (when another argument is one, a
-    weight), which autograd cannot take. `JaggedDispatch` functionalizes what the call does."""
+    weight), which autograd cannot take. `JaggedDispatch` functionalizes what the call does.
+
+    A backward (`autograd.grad`) skips it throughout: autograd's formulas call operators on
+    jagged gradients from C++, where no torch function is seen, so `JaggedDispatch` puts every
+    operator that is not the subclass's own back through functionalization."""
+
+    def __init__(self, dispatch: JaggedDispatch) -> None:
+        super().__init__()
+        self._dispatch = dispatch
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _NOT_OPERATORS or not any(is_jagged(leaf) for leaf in pytree.tree_leaves((args, kwargs))):
+        if func in _BACKWARDS:
+            with _functionalization(included=False), self._dispatch.in_backward():
+                return func(*args, **kwargs)
+        if not any(is_jagged(leaf) for leaf in pytree.tree_leaves((args, kwargs))):
             return func(*args, **kwargs)
         with _functionalization(included=False):
             return func(*args, **kwargs)
@@ -125,22 +131,30 @@ class JaggedCalls(TorchFunctionMode):
 class JaggedDispatch(TorchDispatchMode):
     """Functionalizes what a call on jagged tensors does: runs the subclass's `__torch_dispatch__`
     with functionalization on, and sends an operator on functional wrappers that reached here
-    with functionalization skipped (by `JaggedCalls`) back through it."""
+    with functionalization skipped (by `JaggedCalls`) back through it; in a backward, every
+    operator (a formula's factory too: its result must be a functional wrapper like the rest)."""
 
-    def __init__(self, boundary: Any) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._boundary = boundary
+        self._backward = False
+
+    @contextlib.contextmanager
+    def in_backward(self) -> Iterator[None]:
+        backward, self._backward = self._backward, True
+        try:
+            yield
+        finally:
+            self._backward = backward
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         jagged = next((cls for cls in types if _jagged_class(cls)), None)
         if jagged is not None:  # the calls it makes on jagged tensors come here too
-            self._boundary.jagged_seen = True
-            with _functionalization(included=True), JaggedDispatch(self._boundary):
+            with _functionalization(included=True), self:
                 return jagged.__torch_dispatch__(func, types, args, kwargs)
-        if torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE) and any(
+        if torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE) and (self._backward or any(
                 isinstance(leaf, torch.Tensor) and torch._is_functional_tensor(leaf)
-                for leaf in pytree.tree_leaves((args, kwargs))):
+                for leaf in pytree.tree_leaves((args, kwargs)))):
             with _functionalization(included=True):
                 return func(*args, **kwargs)
         return func(*args, **kwargs)

@@ -73,8 +73,6 @@ def trace_signature(
                 values = meta.forward_values(functional_inputs, flat_outputs)
                 if not any(meta.forward_requires_grad):
                     return _returned(_unwrapped_values(values, meta, boundary), len(values), boundary)
-                if boundary is not None and boundary.jagged_seen:
-                    raise jagged.refuse_training()
                 if boundary is not None:  # the tangents' layouts, for this trace or the one after it
                     boundary.record_forward_values([from_functional(v) for v in values], meta.forward_requires_grad)
                 if any(functional_inputs[i].requires_grad for i in meta.mutated_inputs):
@@ -105,8 +103,9 @@ class _MutatesDifferentiableInput(Exception):
 
 class NoDerivative(Exception):
     """An operator between the inputs and a differentiable output has no derivative formula
-    (`scatter` with `reduce=`): eager runs its forward and raises only when its backward runs,
-    so no joint graph exists for it."""
+    (`scatter` with `reduce=`), or its formula calls an operator a tensor subclass does not
+    implement (a jagged tensor's `_nested_sum_backward`): eager runs its forward and raises only
+    when its backward runs, so no joint graph exists for it."""
 
 
 def _is_missing_derivative(error: RuntimeError) -> bool:
@@ -152,6 +151,8 @@ def _with_gradients(values: list, meta: GraphMetadata, functional_inputs: list, 
             grad_outputs=[to_functional(t) for t in tangents],
             allow_unused=True,
         )
+    except NotImplementedError as error:  # a subclass without the backward's operator (jagged sum's)
+        raise NoDerivative(str(error)) from error
     except RuntimeError as error:
         if _is_missing_derivative(error):
             raise NoDerivative(str(error)) from error

@@ -237,8 +237,11 @@ def _tensor_spec(value: Any, stride: tuple | None) -> TensorSpec | None:
 def _same_sizes(recorded: Any, value: torch.Tensor) -> bool:
     """Whether the tracer's `recorded` tensor is known to have `value`'s sizes, without a guard
     (a size that depends on data cannot be asked; a symbol of another shape environment
-    is not known equal)."""
-    if not isinstance(recorded, torch.Tensor) or recorded.dim() != value.dim():
+    is not known equal). A jagged tensor's are never compared (its ragged size is a nested int
+    of its own in each trace): its own strides are eager's, as a subclass's layout is its own
+    operations'."""
+    if not isinstance(recorded, torch.Tensor) or recorded.dim() != value.dim() or is_jagged(recorded) \
+            or is_jagged(value):
         return False
     for a, b in zip(recorded.shape, value.shape):
         if isinstance(a, torch.SymInt) or isinstance(b, torch.SymInt):
@@ -304,7 +307,8 @@ def _mutated_inputs(fake_inputs: Sequence[Any], functional_inputs: Sequence[Any]
         if not isinstance(t, torch.Tensor):
             continue
         if is_jagged(t):
-            jagged.refuse_mutation(t, i)
+            if jagged.mutated(t, i):
+                mutated.append(i)
             continue
         if torch._functionalize_has_metadata_mutation(t) and _layout_changed(fake_inputs[i], t):
             raise BackendError(

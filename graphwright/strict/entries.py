@@ -24,6 +24,7 @@ from .._core import config, dump
 from .._core.counters import phase
 from .._core.errors import BackendError, BackendRefusal, GraphwrightError
 from .._core.tracing_context import compiling_with
+from .._core.jagged import make_view_dummy
 from .._core.subclass_protocol import overrides_torch_function
 from .._core.user_stack import warn_at_user_line
 from . import events
@@ -104,6 +105,7 @@ def build_entry(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettin
                 raise
             # a jagged tensor made in the region: its ragged size is a symbol, traced again with a ShapeEnv
             dependence = replace(dependence, sizes=True)
+            make_view_dummy()
             result = trace_function(fn, args, kwargs, dynamic_all, dynamic_dims, data_dependence=dependence)
         if not settings.fullgraph and _runs_no_operation(result):
             return _python_entry(fn, result.guards, CallRouter(compile_function))

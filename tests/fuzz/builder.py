@@ -74,6 +74,8 @@ class Builder:
         self.mutations: list[str] = []  # lines of `mutate()`, run between calls
         self.outputs: list[str] = []  # values of `f`'s body returned besides tensors in scope
         self.subclass = False  # a tensor subclass (TwoTensor) is among the values
+        self.jagged: list[str] = []  # jagged nested tensors in scope, all of `nt`'s offsets (`jagged.py`)
+        self.jagged_width, self.jagged_grad = 0, False
         self.allow_breaks = False  # whether graph breaks may be planted
         self.depth = 0  # nested blocks (if, for, with) around the current statement
         self.nesting = 0  # nested function bodies around the current statement
@@ -143,7 +145,7 @@ class Builder:
         """A nested body: variables it makes are not in scope after it (the other path of
         a branch, or zero iterations of a loop, would not have made them), and nothing
         made before it may be changed in place inside it (a loop would do it twice)."""
-        tensors, ints = list(self.tensors), list(self.ints)
+        tensors, ints, jagged = list(self.tensors), list(self.ints), list(self.jagged)
         mutable = [t.mutable for t in self.tensors]
         for t in self.tensors:
             t.mutable = False
@@ -154,15 +156,16 @@ class Builder:
             self.depth -= 1
             for t, was in zip(tensors, mutable):
                 t.mutable = was and t.mutable
-            self.tensors, self.ints = tensors, ints
+            self.tensors, self.ints, self.jagged = tensors, ints, jagged
 
     @contextlib.contextmanager
     def function(self, params: Sequence[TensorVar], ints: Sequence[str] = ()) -> Iterator[FunctionBody]:
         """Write the body of another function (a helper, a method, a closure): only `params`
         and `ints` are in scope; on exit the body's lines and `global` names are in the
         yielded `FunctionBody`, and the enclosing function's state is back."""
-        saved = (self.lines, self.level, self.tensors, self.ints, self.lists, self.global_names)
+        saved = (self.lines, self.level, self.tensors, self.ints, self.lists, self.global_names, self.jagged)
         self.lines, self.level, self.tensors, self.ints, self.lists = [], 1, list(params), list(ints), set()
+        self.jagged = []
         self.global_names = []
         self.nesting += 1
         body = FunctionBody()
@@ -170,7 +173,7 @@ class Builder:
             yield body
         finally:
             body.lines, body.global_names = self.lines, self.global_names
-            self.lines, self.level, self.tensors, self.ints, self.lists, self.global_names = saved
+            self.lines, self.level, self.tensors, self.ints, self.lists, self.global_names, self.jagged = saved
             self.nesting -= 1
 
     @contextlib.contextmanager

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from hypothesis import strategies as st
 
 from .builder import Builder
+from .jagged import jagged_input
 from .modules import TWO_TENSOR
 from .statements import statement
 
@@ -85,8 +86,11 @@ def draw_inputs(b: Builder) -> list[Input]:
         b.lists.add("items")
         inputs.append(Input("items", f"[torch.randn({width}), torch.randn({width})]"))
         b.feature("input_list")
-    if b.chance(12):
-        inputs.append(_subclass_input(b, b.choice([("A", width), (width,)]), b.chance(50)))
+    if b.chance(12):  # a tensor subclass: a TwoTensor, or a jagged nested tensor (never both: `jagged.py`)
+        if b.chance(50):
+            inputs.append(Input(*jagged_input(b, width, b.chance(50))))
+        else:
+            inputs.append(_subclass_input(b, b.choice([("A", width), (width,)]), b.chance(50)))
     if b.chance(60):
         b.ints.append("n")
         inputs.append(Input("n", "n"))

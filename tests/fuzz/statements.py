@@ -23,6 +23,7 @@ from . import (
 )
 from .builder import Builder
 from .expressions import new_value
+from .jagged import jagged_statement
 
 
 def assignment(b: Builder) -> None:
@@ -95,6 +96,8 @@ SUBCLASS_FAILS = {"dynamic_shape"}
 
 def statement(b: Builder) -> None:
     kinds = list(PLAIN)
+    if b.jagged:
+        kinds.append(("jagged", jagged_statement, 20))
     if b.depth < MAX_BLOCK_DEPTH:
         kinds += BLOCKS
     if b.allow_breaks:

@@ -33,6 +33,8 @@ REQUIRED_FEATURES = {
     "side effects": ["side_effect_list", "side_effect_dict", "side_effect_global", "side_effect_global_tensor",
                      "side_effect_object", "side_effect_module", "side_effect_argument"],
     "calls": ["mutate_between_calls", "dynamic_True", "dynamic_False"],
+    "jagged nested tensors": ["input_jagged", "jagged_unary", "jagged_binary", "jagged_scalar", "jagged_read",
+                              "jagged_returned"],
     "iterator sources": ["iter_source_generator", "iter_source_class", "iter_source_iterable", "iter_source_genexp",
                          "iter_source_map", "iter_source_filter", "iter_source_list_iterator",
                          "iter_source_local_generator", "iter_source_halts", "iter_items_int", "iter_items_tensor",

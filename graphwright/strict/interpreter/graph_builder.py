@@ -19,6 +19,7 @@ import weakref
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch.utils._python_dispatch import _disable_current_modes
 from torch._subclasses.fake_tensor import (
@@ -36,9 +37,10 @@ from torch.fx.experimental.symbolic_shapes import (
 from ..._core.errors import ConstraintViolationError
 from ..._core import source_lines
 from ..._core.opaque_objects import opaque_kind
-from ..._core.jagged import is_jagged
+from ..._core.jagged import is_jagged, is_jagged_class
 from ..._core.specialised_values import VALUE_KEY, carry_value, small_integer
 from ..._core.subclass_protocol import is_wrapper_subclass
+from ..._core.symbolic_inputs import marked_dims
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
 from ..objects.values import ConstantValue, DictValue, ObjectValue, SequenceValue, TensorValue, Value, unboxed
@@ -50,7 +52,6 @@ from .symbolic_sizes import (
     DataDependence,
     SymbolicSizes,
     holds_symbol,
-    marked_dims,
     may_be_symbolic,
 )
 
@@ -336,7 +337,7 @@ class GraphBuilder:
             # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
             # ones, and those whose C++ version reads data (istft checks its window with
             # `equal`), as PyTorch's own tracer runs them.
-            with self.fake_mode, enable_python_dispatcher():
+            with self.fake_mode, enable_python_dispatcher(), self._jagged_torch_function(fake_args, fake_kwargs):
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:
@@ -356,6 +357,8 @@ class GraphBuilder:
                                  op=name, error=f"{type(error).__name__}: {error}")
             brk.rejected_arguments = isinstance(error, TypeError)
             brk.user_error = error
+            # a jagged tensor made of fakes takes its ragged size from the ShapeEnv
+            brk.needs_sizes = self._shape_env is None and isinstance(target, type) and is_jagged_class(target)
             raise brk
         sparse = _sparse_tensor(result)
         if sparse is not None:  # as a sparse input is: the backends take strided tensors
@@ -383,6 +386,15 @@ class GraphBuilder:
                                  {key: self._node_arg(arg) for key, arg in kwargs.items()})
         self._bind_new_symbols(node, result)
         return self._wrap_result(node, result)
+
+    def _jagged_torch_function(self, fake_args: list, fake_kwargs: dict) -> contextlib.AbstractContextManager:
+        """A jagged nested tensor's own `__torch_function__` runs on its fakes, as in eager: it
+        sends `scaled_dot_product_attention` to the jagged kernels and validates `rms_norm`
+        (other operations it runs with subclass dispatch off, as the tracer does anyway). The
+        graph's node is the call: at run time the real tensors take the same path."""
+        if self._torch_function_off or not any(is_jagged(leaf) for leaf in pytree.tree_leaves((fake_args, fake_kwargs))):
+            return contextlib.nullcontext()
+        return torch._C._EnableTorchFunction()
 
     @contextlib.contextmanager
     def torch_function_off(self):

@@ -19,20 +19,11 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
-from torch._guards import GuardSource
-from torch._guards import Source as ShapeEnvSource
-from torch.fx.experimental.symbolic_shapes import (
-    DimDynamic,
-    ShapeEnv,
-    StatelessSymbolicContext,
-    StrictMinMaxConstraint,
-    SubclassSymbolicContext,
-)
-from torch.utils._sympy.numbers import int_oo
-from torch.utils._sympy.value_ranges import ValueRanges
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
 from ..._core.jagged import is_jagged, is_static_ragged_size
-from ..._core.subclass_protocol import inner_tensors, is_wrapper_subclass
+from ..._core.subclass_protocol import is_wrapper_subclass
+from ..._core.symbolic_inputs import InputName, marked_dims, symbolic_context, symbolic_fake
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 SCALAR = frozenset()
@@ -44,33 +35,6 @@ def may_be_symbolic(value: Any) -> bool:
     any int, any float but NaN and the infinities (the ShapeEnv cannot reason about them), as
     in PyTorch."""
     return type(value) is int or type(value) is float and math.isfinite(value)
-
-
-@dataclass(frozen=True)
-class _InputName(ShapeEnvSource):
-    """How the ShapeEnv names a number input in what it reports (guards name inputs by position)."""
-
-    label: str
-
-    @property
-    def _name_template(self) -> str:
-        return self.label
-
-    @property
-    def guard_source(self) -> GuardSource:
-        return GuardSource.LOCAL
-
-
-PROPAGATED_MARK = "_dynamo_propagated_dynamic_indices"
-"""PyTorch's unguarded mark of dimensions that are symbolic by nature: a jagged nested tensor
-sets it on itself (its ragged dimension) and on its values (their summed lengths)."""
-
-
-def marked_dims(tensor: torch.Tensor) -> set[int]:
-    """The dimensions of `tensor` marked dynamic: `mark_dynamic`, `maybe_mark_dynamic`, and the
-    ragged dimensions a jagged nested tensor marks."""
-    return set(getattr(tensor, "_dynamo_dynamic_indices", ())) \
-        | set(getattr(tensor, "_dynamo_weak_dynamic_indices", ())) | set(getattr(tensor, PROPAGATED_MARK, ()))
 
 
 def has_marked_tensor(values: Any) -> bool:
@@ -117,12 +81,7 @@ class SymbolicSizes:
                    ranges: dict[int, tuple[int, int | None]], name: str) -> torch.Tensor:
         """A fake of `real` (the input `name`) whose `dims` are symbolic, those in `ranges` within
         (lowest, highest)."""
-        if not is_wrapper_subclass(real):
-            return fake_mode.from_tensor(real, symbolic_context=_symbolic_context(real, dims, ranges, None))
-        source = _InputName(name)
-        fake = fake_mode.from_tensor(real, source=source, symbolic_context=_symbolic_context(real, dims, ranges, source))
-        _relate_outer_sizes(fake)
-        return fake
+        return symbolic_fake(fake_mode, real, dims, ranges, name)
 
     def specialised(self, size: Any) -> bool:
         """Whether the program forced symbolic `size` to one value."""
@@ -131,11 +90,11 @@ class SymbolicSizes:
     def symbolic_int(self, value: int, name: str) -> torch.SymInt:
         """A fresh symbol standing for an int input, whose current value is `value` (0 and 1
         included: unlike a size, the number may be anything)."""
-        return self.shape_env.create_unspecified_symint_and_symbol(value, _InputName(name), DimDynamic.DYNAMIC)
+        return self.shape_env.create_unspecified_symint_and_symbol(value, InputName(name), DimDynamic.DYNAMIC)
 
     def symbolic_float(self, value: float, name: str) -> torch.SymFloat:
         """A fresh symbol standing for a float input, whose current value is `value`."""
-        source = _InputName(name)
+        source = InputName(name)
         symbol = self.shape_env.create_unspecified_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
         return self.shape_env.create_symfloatnode(symbol, hint=value, source=source)
 
@@ -177,51 +136,13 @@ class SymbolicSizes:
         # given contexts, every input must be given (its static sizes are guarded twice then)
         # a jagged tensor traced static (PyTorch's meta dummy behind `nested_view_from_values_offsets`)
         # has a real nested int for its ragged size, which its tensor guard checks: left out
-        pairs = [(fake, _InputName(f"L['t{index}']")) for index, fake in enumerate(fakes)
+        pairs = [(fake, InputName(f"L['t{index}']")) for index, fake in enumerate(fakes)
                  if not (is_jagged(fake) and any(is_static_ragged_size(size) for size in fake.shape))]
         fakes, sources = [fake for fake, _ in pairs], [source for _, source in pairs]
-        contexts = [_symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
+        contexts = [symbolic_context(fake, frozenset(), {}, source) if is_wrapper_subclass(fake) else None
                     for fake, source in zip(fakes, sources)]
         guards = self.shape_env.produce_guards(fakes, sources, input_contexts=contexts, ignore_static=False)
         return " and ".join(guards) if guards else None
-
-
-def _symbolic_context(real: torch.Tensor, dims: frozenset[int], ranges: dict[int, tuple[int, int | None]],
-                      source: ShapeEnvSource | None) -> StatelessSymbolicContext:
-    """How the fake of `real` is made symbolic. A tensor subclass's inner tensors are symbolic in
-    the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), in
-    those marked on them (a jagged tensor's values and sequence-length tensors), and static
-    otherwise (a scale, a jagged tensor's offsets)."""
-    sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
-    constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
-    if not is_wrapper_subclass(real):
-        return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-    inner = {name: _symbolic_context(tensor, (dims if tensor.dim() == real.dim() else frozenset())
-                                     | frozenset(marked_dims(tensor)),
-                                     ranges if tensor.dim() == real.dim() else {}, _InputName(f"{source.name}.{name}"))
-             for name, tensor in inner_tensors(real)}
-    return SubclassSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints, inner_contexts=inner,
-                                   tensor_source=source)
-
-
-def _relate_outer_sizes(fake: torch.Tensor) -> None:
-    """Make each symbolic outer size of a fake tensor subclass the same symbol as the size of an
-    inner tensor in that dimension, when they are equal now (TwoTensor's always are): a guard on
-    the input says so, and ahead-of-time autograd, whose graphs take the inner tensors, then
-    never meets an outer size it cannot compute."""
-    for _, inner in inner_tensors(fake):
-        if is_wrapper_subclass(inner):
-            _relate_outer_sizes(inner)
-        if inner.dim() != fake.dim():
-            continue
-        for outer_size, inner_size in zip(fake.shape, inner.shape):
-            if isinstance(outer_size, torch.SymInt) and isinstance(inner_size, torch.SymInt) \
-                    and outer_size.node.hint == inner_size.node.hint:
-                bool(outer_size == inner_size)  # a guard, and one symbol for both
-
-
-def _range_constraint(lowest: int, highest: int | None) -> StrictMinMaxConstraint:
-    return StrictMinMaxConstraint(vr=ValueRanges(lowest, int_oo if highest is None else highest), warn_only=False)
 
 
 def _all_numbers(fake: Any) -> bool:
