@@ -1,9 +1,18 @@
 """Checks every test gets for free: it leaves no torch dispatch or torch function mode on the
-stack (a mode left behind by a failed compile changes what every later PyTorch call does)."""
+stack (a mode left behind by a failed compile changes what every later PyTorch call does).
+
+Also how `pytest -n N --dist loadfile` (the Makefile's) shares the tests among its workers: a
+worker takes a whole file, so a file's module-scoped fixtures (the DDP runs) are made once,
+except a file of `SPLIT_BY_FIRST_ID_PART`, where the tests whose parametrized id starts with the
+same word (before its first '-') are a unit of their own: the real-model suite's 53 models, whose
+cases share their built model and eager runs, spread over the workers instead of one of them
+running that file while the other has finished."""
 from __future__ import annotations
 
 import pytest
 import torch
+
+SPLIT_BY_FIRST_ID_PART = frozenset({"tests/real_models/test_real_models.py"})
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +21,26 @@ def _no_mode_left_on_the_stack():
     dispatch, function = torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack()
     assert (dispatch, function) == (0, 0), (
         f"the test left {dispatch} dispatch mode(s) and {function} torch function mode(s) on the stack")
+
+
+def work_unit(nodeid: str) -> str:
+    """The tests a worker takes together with the test `nodeid`: its file's, or in a file split
+    by id, the file's tests whose id starts with the same word."""
+    path, _, rest = nodeid.partition("::")
+    if path in SPLIT_BY_FIRST_ID_PART and "[" in rest:
+        return f"{path}:{rest.partition('[')[2].partition('-')[0]}"
+    return path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    # pytest-xdist's own loadgroup cannot be used: it renames items through `Item._nodeid`,
+    # which pytest 9 no longer reads, so its groups are silently ignored.
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnitScheduling(config, log)
