@@ -34,3 +34,28 @@ def test_the_scheduler_splits_only_under_loadfile(pytestconfig, monkeypatch):
     monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"], raising=False)  # what `-n 2` sets
     scheduler = conftest.pytest_xdist_make_scheduler(pytestconfig, log=None)
     assert scheduler._split_scope(f"{REAL}::test_compiled_model_matches_eager[bert-eval-eager]") == f"{REAL}:bert"
+
+
+def test_long_units_are_taken_first(pytestconfig, monkeypatch):
+    import conftest
+
+    monkeypatch.setattr(pytestconfig.option, "dist", "loadfile", raising=False)
+    monkeypatch.setattr(pytestconfig.option, "tx", ["2*popen"], raising=False)
+    scheduler = conftest.pytest_xdist_make_scheduler(pytestconfig, log=None)
+    many = [f"tests/test_strict_guards.py::test_{i}" for i in range(5)]
+    fuzz = "tests/fuzz/test_fuzz.py::test_generated_programs_match_eager"
+    collection = [*many, fuzz]
+    taken = []
+
+    class Node:
+        def send_runtest_some(self, indices):
+            taken.extend(collection[i] for i in indices)
+
+    node = Node()
+    scheduler.registered_collections[node] = collection
+    scheduler.workqueue.update({"tests/test_strict_guards.py": dict.fromkeys(many, False),
+                                "tests/fuzz/test_fuzz.py": {fuzz: False}})
+    scheduler._assign_work_unit(node)
+    assert taken == [fuzz]
+    scheduler._assign_work_unit(node)
+    assert taken == [fuzz, *many]
