@@ -30,9 +30,11 @@ test: $(STAMP)
 	$(PYTEST) -m "not breadth" tests
 
 # The slow cases of the wide real-model matrices (every optimizer, diffusers and repo-style
-# model under each backend, against torch.compile; torch.compile's recorded graph counts for
-# the 33 breadth families of Hugging Face models): longer than CI's budget. `make test` keeps
-# a slice of each matrix: its quick cases, and the counts of the 20 core models.
+# model under each backend, against torch.compile; the 33 breadth families of Hugging Face
+# models under the eager backend and torch.compile's recorded graph counts for them): longer
+# than CI's budget. `make test` keeps a slice of each matrix: its quick cases, every Hugging
+# Face family under aot_eager (the eager backend's capture, then AOT autograd), and the
+# counts of the 20 core models.
 test-breadth: $(STAMP)
 	$(PYTEST) -m breadth tests
 

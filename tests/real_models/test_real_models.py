@@ -14,7 +14,9 @@ CompileCounter>)` on the same programs and re-checked by a slow test: compiling
 each model with TorchDynamo takes 2-6 s, twice graphwright's eager and
 aot_eager runs together). That re-check checks the recorded counts, not
 graphwright: `make test` runs it for the 20 core models, `make test-breadth` for
-the breadth families too (marked `breadth`).
+the breadth families too (marked `breadth`). A breadth family's programs run in
+`make test` under `aot_eager`, whose capture is the `eager` backend's with AOT
+autograd after it; under `eager` they are `breadth` cases.
 
 Each model's cases (their ids start with its name) are one unit of work for
 pytest-xdist (tests/conftest.py): they share the model built once and its eager
@@ -111,6 +113,8 @@ def _cases() -> list:
                 if backend == "inductor" and (name not in INDUCTOR_MODELS or mode == "outputs"):
                     continue
                 marks = [pytest.mark.slow] if _slow(name, mode, backend) else []
+                if MODELS[name].slow and backend == "eager":  # aot_eager runs the same capture in make test
+                    marks.append(pytest.mark.breadth)
                 reason = FIRST_FAILURES.get((name, mode))
                 if reason is not None:
                     marks.append(pytest.mark.xfail(strict=True, reason=reason))
