@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick test-breadth test-opinfo test-browser test-corpus-reference test-pytorch-suite fuzz fuzz-summary bench docs clean
+.PHONY: demo test test-quick test-breadth test-opinfo test-browser test-corpus-reference test-pytorch-suite test-cpython-suite fuzz fuzz-summary bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -70,6 +70,23 @@ PYTORCH_TEST_FILES ?=
 test-pytorch-suite: $(STAMP)
 	@test -n "$(PYTORCH_TESTS)" || { echo "set PYTORCH_TESTS to a folder with PyTorch's test/dynamo files"; exit 2; }
 	$(PY) -m tools.pytorch_suite $(PYTORCH_TESTS) $(PYTORCH_TEST_FILES)
+
+# CPython's own tests as PyTorch runs them (test/dynamo/cpython/3_13), on Python 3.11: with
+# PYTORCH_TESTS naming a copy of that folder they run as they are; without it, the folder is made
+# under CPYTHON_SUITE from CPython 3.13's Lib/test (tools/pytorch_suite/cpython_files.py).
+# One file at a time, PyTorch's outcomes cached. `make test-cpython-suite [CPYTHON_TEST_FILES=...]`
+CPYTHON_LIB_TEST ?= $(HOME)/.pyenv/versions/3.13.0/lib/python3.13/test
+CPYTHON_SUITE ?= /tmp/graphwright-cpython-suite
+CPYTHON_TEST_FILES ?= test_dict test_list test_tuple test_set test_userdict test_userlist test_ordered_dict \
+	test_defaultdict test_collections test_exceptions test_baseexception test_exception_variations test_raise \
+	test_generators test_generator_stop test_contextlib test_iter test_itertools test_functools test_class \
+	test_descr test_funcattrs test_builtin test_bool test_int test_float test_complex test_math test_range \
+	test_slice test_sort test_grammar
+test-cpython-suite: $(STAMP)
+	@if [ -z "$(PYTORCH_TESTS)" ]; then $(PY) -m tools.pytorch_suite.cpython_files $(CPYTHON_LIB_TEST) \
+		$(CPYTHON_SUITE) $(CPYTHON_TEST_FILES) > /dev/null; fi
+	$(PY) -m tools.pytorch_suite $(or $(PYTORCH_TESTS),$(CPYTHON_SUITE)) $(addsuffix .py,$(CPYTHON_TEST_FILES)) \
+		--jobs 0 --timeout 60
 
 # A long campaign of generated programs (tests/fuzz) with a random seed: prints a summary;
 # shrunk failures are saved under tests/programs/found/. `make fuzz N=10000 SEED=7`;

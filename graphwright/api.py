@@ -20,8 +20,10 @@ from .backends.registry import configured_backend
 from .strict.cache import CompiledFunction, reset_caches
 from .strict.entries import CompileSettings
 from .strict.residual.call_routing import CallRouter
+from .strict.residual.callees import module_call, needs_python_call
 from .strict.residual.module_wrappers import is_module_wrapper
 from .strict.explain import ExplainOutput, explain_call, explain_wrapper_call
+from .strict.guards.guards import global_module_hooks
 from .strict.marked.markers import (
     disable,
     disable_mark,
@@ -40,7 +42,12 @@ __all__ = ["compile", "explain", "reset", "graph_break", "error_on_graph_break",
 
 
 class OptimizedModule(torch.nn.Module):
-    """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared."""
+    """A compiled module: `_orig_mod` is the original; parameters and state_dict are shared.
+
+    Attributes it does not have itself are the original's (read, written, listed by `dir`), and
+    `training` is the original's flag. Hooks registered for every module
+    (`register_module_forward_hook`) run once, on the original module, as in eager; hooks
+    registered on the compiled module itself run around it."""
 
     _graphwright_compiled_module = True  # the tracer traces `_orig_mod` when this is called inside a trace
 
@@ -57,13 +64,45 @@ class OptimizedModule(torch.nn.Module):
             self.__dict__["_compiled_forward"] = compile_fn(type(mod).forward)
             # with hooks of its own, the module is called as a whole, so its hooks are traced too
             self.__dict__["_compiled_call"] = compile_fn(_calling(mod, f"{type(mod).__qualname__}.__call__"))
-        self.training = mod.training
+            # with hooks that autograd must wrap around the call, nn.Module's protocol runs as
+            # Python around the compiled forward, each hook compiled on its own
+            self.__dict__["_hooked_call"] = module_call(self._compiled_forward, CallRouter(compile_fn).route)
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        original = self.__dict__.get("_modules", {}).get("_orig_mod")
+        return True if original is None else original.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        original = self.__dict__.get("_modules", {}).get("_orig_mod")
+        if original is not None:  # nn.Module.__init__ sets the default before there is one
+            original.training = value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return super().__call__(*args, **kwargs)
+        # nn.Module's call would run the hooks registered for every module on this wrapper too
+        return self.forward(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         mod = self._orig_mod
+        if "_lazy_settled" not in self.__dict__:
+            if hasattr(mod, "_initialize_hook"):
+                # a lazy module infers its parameters from the first inputs, eagerly as in eager
+                # (its pre-hook removes itself); the initialized module is compiled
+                mod._infer_parameters(mod, args, kwargs)
+            if any(hasattr(module, "_initialize_hook") for module in mod.modules()):
+                # lazy submodules infer theirs from the inputs they see: this call runs as in eager
+                return mod(*args, **kwargs)
+            self.__dict__["_lazy_settled"] = True  # the walk over submodules is not repeated
         forward = type(mod).forward  # read at each call: the class's method may be replaced
+        if needs_python_call(mod) and "forward" not in mod.__dict__ and type(forward) is types.FunctionType \
+                and not is_module_wrapper(mod):
+            return self._hooked_call(mod, *args, **kwargs)
         if is_module_wrapper(mod) or mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks \
-                or mod._backward_pre_hooks or "forward" in mod.__dict__ or type(forward) is not types.FunctionType:
+                or mod._backward_pre_hooks or global_module_hooks() or "forward" in mod.__dict__ \
+                or type(forward) is not types.FunctionType:
             return self._compiled_call(*args, **kwargs)
         return self._compiled_forward.call_as(forward, mod, *args, **kwargs)
 
@@ -73,7 +112,7 @@ class OptimizedModule(torch.nn.Module):
         return getattr(self._orig_mod, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("_orig_mod", "training") or hasattr(type(self), name) or "_orig_mod" not in self._modules:
+        if name == "_orig_mod" or hasattr(type(self), name) or "_orig_mod" not in self._modules:
             return super().__setattr__(name, value)
         setattr(self._orig_mod, name, value)
 
@@ -81,6 +120,10 @@ class OptimizedModule(torch.nn.Module):
         if hasattr(type(self), name) or name == "_orig_mod":
             return super().__delattr__(name)
         delattr(self._orig_mod, name)
+
+    def __dir__(self) -> list[str]:
+        names = self._orig_mod.__dir__()
+        return names + [name for name in super().__dir__() if name not in names]
 
 
 def _calling(target: Callable, name: str) -> types.FunctionType:

@@ -327,3 +327,45 @@ def test_embedding_max_norm_renormalises_the_weight_through_a_detached_alias():
 
     for actual, expected in zip(run(compiled=True), run(compiled=False)):
         torch.testing.assert_close(actual, expected)
+
+
+def _write_through_windows(step_cols):
+    size, step, cols = step_cols
+
+    def fn(x, buf):
+        windows = buf.unfold(1, size, step)
+        windows[0] = -1.5
+        return x * 2, (x * 3).unfold(1, 2, 1).sum()
+    return fn, cols
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+@pytest.mark.parametrize("windows", [(2, 2, 3), (2, 1, 3), (2, 3, 5)], ids=["leave_one_out", "overlap", "gaps"])
+def test_a_write_through_unfold_windows_that_do_not_tile_runs_as_captured(backend, windows):
+    # AOT autograd would write the windows back with unfold_backward: zeros where no window
+    # is, sums where windows overlap (torch.compile gives those values)
+    fn, cols = _write_through_windows(windows)
+    x = torch.randn(4, cols, requires_grad=True)
+    buf = torch.randn(4, cols)
+    expected_buf, actual_buf = buf.clone(), buf.clone()
+    expected = fn(x, expected_buf)
+    with pytest.warns(UserWarning, match="unfold|internal overlap"):
+        actual = graphwright.compile(fn, backend=backend)(x, actual_buf)
+    assert torch.equal(actual_buf, expected_buf)
+    for e, a in zip(expected, actual):
+        torch.testing.assert_close(a, e)
+    expected[1].backward()
+    grad, x.grad = x.grad, None
+    actual[1].backward()
+    torch.testing.assert_close(x.grad, grad)
+
+
+def test_a_write_through_unfold_windows_that_tile_is_compiled(recwarn):
+    fn, _ = _write_through_windows((2, 2, 4))
+    x, buf = torch.randn(4, 4, requires_grad=True), torch.randn(4, 4)
+    expected_buf, actual_buf = buf.clone(), buf.clone()
+    expected = fn(x, expected_buf)
+    actual = graphwright.compile(fn, backend="aot_eager")(x, actual_buf)
+    assert torch.equal(actual_buf, expected_buf)
+    torch.testing.assert_close(actual[1], expected[1])
+    assert not [w for w in recwarn if "graphwright" in str(w.message)]

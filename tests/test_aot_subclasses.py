@@ -269,12 +269,49 @@ def test_a_plain_gradient_for_a_subclass_output_is_refused():
         out.backward(torch.ones(3))
 
 
-def test_a_subclass_gradient_for_a_plain_output_is_refused_as_torch_compile_refuses_it():
+def test_a_subclass_gradient_for_a_plain_output_that_a_subclass_gradient_reads_is_refused():
+    """As torch.compile refuses it: `y`'s gradient is a TwoTensor desugared into two, each of
+    which would become a TwoTensor when the backward runs on the subclass gradient of `y.sin()`."""
     x, y = two(3, requires_grad=True), torch.randn(3, requires_grad=True)
     outs = graphwright.compile(lambda x, y: (x * y, y.sin()), backend="aot_eager", fullgraph=True)(x, y)
     with pytest.raises(graphwright.BackendError, match="gradient of differentiable output 1 .* is a `TwoTensor`, "
-                                                       "but the output is a plain tensor"):
+                                                       "but the output is a plain tensor and the gradient of a "
+                                                       "subclass input depends on it"):
         (outs[0].sum() + outs[1].sum()).backward()  # the sum of a TwoTensor and a tensor is a TwoTensor
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_subclass_gradient_for_a_plain_output_runs_the_backward_graph_on_it_as_eager_would(backend):
+    """The output is added to a TwoTensor after the call (found by the program generator): its
+    gradient is a TwoTensor, and so are the inputs' gradients, as in eager."""
+    def scaled_sine(x, w):
+        return x.sin() * w
+
+    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    x2, w2 = copied(x), copied(w)
+    t = two(3)
+    actual = graphwright.compile(scaled_sine, backend=backend, fullgraph=True)(x, w)
+    expected = scaled_sine(x2, w2)
+    (actual * t).sum().backward()
+    (expected * t).sum().backward()
+    assert_same(x.grad, x2.grad)
+    assert_same(w.grad, w2.grad)
+    assert type(x.grad) is TwoTensor
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_subclass_gradient_for_a_plain_output_next_to_a_subclass_input(backend):
+    def outputs(x, t):
+        return x.cos() * 3, t * 2
+
+    x, t = torch.randn(3, requires_grad=True), two(3, requires_grad=True)
+    x2, t2 = copied(x), copied(t)
+    actual = graphwright.compile(outputs, backend=backend, fullgraph=True)(x, t)
+    expected = outputs(x2, t2)
+    (actual[0].sum() + actual[1].sin().sum()).backward()  # a TwoTensor sum: a TwoTensor gradient for both
+    (expected[0].sum() + expected[1].sin().sum()).backward()
+    assert_same(x.grad, x2.grad)
+    assert_same(t.grad, t2.grad)
 
 
 class _Rescalable(torch.Tensor):
@@ -377,3 +414,65 @@ def test_an_intermediate_the_subclass_cannot_desugar_is_named_with_its_operation
     graph.output((graph.call_function(torch.mul, (wrapped, 2)),))
     with pytest.raises(BackendRefusal, match=r"is a `subclass_models.OpaqueWrapper`, made by `OpaqueWrapper`"):
         lookup_backend("aot_eager")(torch.fx.GraphModule(torch.nn.Module(), graph), [torch.randn(3)])
+
+
+def _add_in_place(x, t):
+    u = x[0].clone()
+    u.add_(t)
+    return u
+
+
+def _augmented_assignment(x, t):
+    u = x[0].clone()
+    u += t
+    return u * 2
+
+
+def _item_assignment(x, t):
+    u = x.clone()
+    u[0] = t
+    return u
+
+
+def _multiply_a_view_in_place(x, t):
+    u = x * 1
+    v = u[0]
+    v.mul_(t).add_(1)
+    return u.sum(), v
+
+
+IN_PLACE_ON_PLAIN = [_add_in_place, _augmented_assignment, _item_assignment, _multiply_a_view_in_place]
+
+
+def _flat(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("program", IN_PLACE_ON_PLAIN, ids=lambda f: f.__name__.strip("_"))
+def test_a_plain_tensor_mutated_with_a_subclass_argument_is_what_the_subclass_dispatch_makes_it(program, backend):
+    """In eager TwoTensor's dispatch runs the in-place op on the plain tensor once per inner
+    tensor, and it stays plain; its gradients (plain, or TwoTensor where eager's are) match."""
+    x, t = torch.randn(2, 3, requires_grad=True), two(3, requires_grad=True)
+    x2, t2 = copied(x), copied(t)
+    actual = _flat(graphwright.compile(program, backend=backend, fullgraph=True)(x, t))
+    expected = _flat(program(x2, t2))
+    for out, ref in zip(actual, expected):
+        assert_same(out, ref)
+    sum(out.sum() for out in actual).backward()
+    sum(ref.sum() for ref in expected).backward()
+    assert_same(x.grad, x2.grad)
+    assert_same(t.grad, t2.grad)
+
+
+def test_out_into_a_plain_tensor_with_a_subclass_argument_matches_torch_compile():
+    def add_out(x, t):
+        u = x[0].clone()
+        torch.add(u, t, out=u)
+        return u
+
+    x, t = torch.randn(2, 3), two(3)
+    actual = graphwright.compile(add_out, backend="aot_eager", fullgraph=True)(x, t)
+    assert_same(actual, add_out(x, t))
+    torch._dynamo.reset()
+    assert_same(actual, torch.compile(add_out, backend="aot_eager", fullgraph=True)(x, t))

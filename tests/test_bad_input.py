@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import copy
 import types
 import warnings
 import zlib
@@ -129,9 +130,9 @@ def sets_the_default_dtype(x):
     return x + 1
 
 
-@bad("GB015", "id")
-def asks_for_the_id_of_a_tensor_made_in_the_region(x):
-    return x + (id(x * 2) > 0)  # bad:id
+@bad("GB015", "deepcopy-memo")
+def deep_copies_with_a_memo_of_its_own(x):
+    return copy.deepcopy(x * 2, {}) + 1  # bad:deepcopy-memo
 
 
 def _yields_while_handling(x):
@@ -161,6 +162,11 @@ _HOOKED.register_full_backward_hook(lambda module, grad_in, grad_out: None)
 @bad("GB018", "hooked")
 def calls_a_module_with_a_backward_hook(x):
     return _HOOKED(x) + 1  # bad:hooked
+
+
+@bad("GB025", "lazy", inputs=lambda: (torch.ones(2, 3), nn.LazyLinear(2)))
+def calls_a_lazy_module_not_initialized_yet(x, lazy):
+    return lazy(x) + 1  # bad:lazy
 
 
 @bad("GB019", "context")
@@ -330,6 +336,27 @@ def _(x, thing):
 @bad("GB107", "leaf-input")
 def leaf_function_with_an_object_input(x):
     return _leaf_of_anything(x, _OPAQUE)[0]  # bad:leaf-input
+
+
+_SCHEDULED = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+_SCHEDULER = torch.optim.lr_scheduler.StepLR(_SCHEDULED, step_size=1)
+
+
+@bad("GB024", "never-traced")
+def scheduler_stepped_in_the_region(x):
+    _SCHEDULER.step()  # bad:never-traced
+    return x + 1
+
+
+def _two_tensor_input():
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return (TwoTensor(torch.ones(2, 3), torch.zeros(2, 3)),)
+
+
+@bad("GB112", "leaf-subclass", inputs=_two_tensor_input)
+def leaf_function_with_a_tensor_subclass_input(x):
+    return _leaf_of_anything(x, None)[0]  # bad:leaf-subclass
 
 
 @graphwright.allow_in_graph

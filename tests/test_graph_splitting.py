@@ -409,3 +409,51 @@ def test_a_resume_function_keeps_locals_whose_names_are_no_identifiers():
     torch.testing.assert_close(compiled(x), checked(x))
     assert counter.frame_count == 2
     assert any(not name.isidentifier() for name in checked.__code__.co_varnames)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_hook_on_an_intermediate_already_used_sees_every_use_so_the_function_is_not_split(backend):
+    def fn(x):
+        y = x * 2
+        z = y + 1  # a use before the hook: the hook must still see its gradient
+        y.register_hook(lambda grad: grad * 2)
+        return (z + y * 3).sum()
+
+    x_eager, x_compiled = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    fn(x_eager).backward()
+    counter = CompileCounterWithBackend(backend)
+    graphwright.compile(fn, backend=counter)(x_compiled).backward()
+    torch.testing.assert_close(x_compiled.grad, x_eager.grad)  # 16: (1 + 3) * 2 * 2
+    assert counter.frame_count == 0
+
+
+def test_a_hook_on_an_intermediate_not_used_yet_is_captured_in_the_graph():
+    def fn(x):
+        y = x.sin()
+        y.register_hook(lambda grad: grad + 1)
+        return (y * y).sum()
+
+    x_eager = torch.randn(3, requires_grad=True)
+    x_compiled = x_eager.detach().clone().requires_grad_()
+    fn(x_eager).backward()
+    counter = CompileCounterWithBackend("aot_eager")
+    graphwright.compile(fn, backend=counter, fullgraph=True)(x_compiled).backward()
+    torch.testing.assert_close(x_compiled.grad, x_eager.grad)
+    assert counter.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_tensor_with_a_captured_hook_may_change_in_place_afterwards(backend):
+    def fn(x):
+        y = x * 2
+        y.register_hook(lambda grad: grad * 3)
+        y.mul_(2)
+        return (y * y).sum()
+
+    x_eager = torch.randn(3, requires_grad=True)
+    x_compiled = x_eager.detach().clone().requires_grad_()
+    fn(x_eager).backward()
+    counter = CompileCounterWithBackend(backend)
+    graphwright.compile(fn, backend=counter, fullgraph=True)(x_compiled).backward()
+    torch.testing.assert_close(x_compiled.grad, x_eager.grad)
+    assert counter.frame_count == 1

@@ -97,3 +97,62 @@ def test_the_harness_runs_a_file_on_pytorch_and_on_graphwright(tmp_path):
     assert row[1:5] == ["3", "3", "3", "2"], done.stdout
     details = (tmp_path / "out" / "test_tiny.py.tsv").read_text()
     assert "test_which_compiler\tpassed\tTrue\tfailed" in details, details
+
+
+def test_cpython_files_are_edited_as_pytorch_edits_its_copies():
+    from tools.pytorch_suite.cpython_files import convert
+
+    edited = convert(textwrap.dedent("""\
+        from __future__ import annotations
+        import unittest
+        from test import list_tests, support
+
+
+        class ListTest(list_tests.CommonTest):
+            pass
+
+
+        class Other(unittest.TestCase):
+            def test_local_classes(self):
+                @staticmethod
+                class A:
+                    pass
+                class B(A):
+                    pass
+                x = 1
+                class C:
+                    pass
+    """), "test_x.py")
+    assert edited.startswith("from __future__ import annotations\n# Generated")
+    assert "__TestCase = CPythonTestCase" in edited
+    assert "import list_tests\nfrom test import support" in edited
+    assert "class Other(__TestCase):" in edited
+    compile(edited, "test_x.py", "exec")
+    # consecutive classes share one region where TorchDynamo may break the graph
+    assert edited.count("with torch._dynamo.error_on_graph_break(False):") == 2
+    assert "        with torch._dynamo.error_on_graph_break(False):\n            @staticmethod\n" in edited
+
+
+def test_cpython_tests_find_their_source_in_the_helper_modules_they_inherit_from():
+    seq_tests = "class CommonTest(__TestCase):\n    def test_len(self):\n        self.assertEqual(1, 1)\n"
+    list_tests = ("class CommonTest(seq_tests.CommonTest):\n    def test_sort(self):\n"
+                  "        with torch._dynamo.error_on_graph_break(False):\n            class K:\n                pass\n")
+    text = "class ListTest(list_tests.CommonTest):\n    pass\n"
+    verdicts = classify(text, ["t.py::ListTest::test_len", "t.py::ListTest::test_sort"],
+                        {"list_tests": list_tests, "seq_tests": seq_tests})
+    assert verdicts["t.py::ListTest::test_len"].portable
+    # PyTorch's wrapping of local classes is set-up, not a check of TorchDynamo
+    assert verdicts["t.py::ListTest::test_sort"].portable, verdicts["t.py::ListTest::test_sort"].reasons
+
+
+def test_cpython_support_fills_in_what_python_3_11_lacks():
+    from tools.pytorch_suite import cpython_support
+
+    cpython_support.install()
+    from test import support
+    from test.support.testcase import ExceptionIsLikeMixin  # noqa: F401
+
+    assert support.get_c_recursion_limit() > 1000
+    with support.suppress_immortalization():
+        pass
+    assert iter(support.BrokenIter()) is not None

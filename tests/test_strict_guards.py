@@ -303,7 +303,8 @@ def test_an_int_argument_that_changes_becomes_symbolic_under_dynamic_none():
     assert counter.frame_count == 3
 
 
-def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
+@pytest.mark.parametrize("unspecialized", [False, True])
+def test_a_counter_kept_on_a_module_is_specialized_as_in_pytorch_unless_allowed(unspecialized, monkeypatch):
     class Stepper(nn.Module):
         def __init__(self):
             super().__init__()
@@ -313,14 +314,16 @@ def test_a_counter_kept_on_a_module_stops_recompiling_once_symbolic():
             self.steps += 1
             return x * self.steps
 
+    monkeypatch.setattr(graphwright.config, "allow_unspec_int_on_nn_module", unspecialized)
     module = Stepper()
     counter = CompileCounter()
     compiled = graphwright.compile(module, backend=counter, fullgraph=True)
     for expected in range(1, 7):
         assert compiled(torch.ones(1)).item() == expected
     assert module.steps == 6 and type(module.steps) is int
-    # 1 specialised, then one symbolic graph (torch.compile: 6, it specialises the ints of modules)
-    assert counter.frame_count == 2
+    # PyTorch's default specialises the ints of modules (6 graphs, as torch.compile); allowed,
+    # 1 specialised graph then one symbolic graph
+    assert counter.frame_count == (2 if unspecialized else 6)
 
 
 def test_a_conjugate_view_recompiles_and_says_its_dispatch_keys_changed():
@@ -383,3 +386,63 @@ def test_a_subclass_defined_after_compiling_is_found_on_the_next_call():
     torch.testing.assert_close(result[0], f(x)[0])
     assert result[1] == ["First", "Second"]
     assert counter.frame_count == 2
+
+
+def _split(x, sections):
+    return torch.tensor_split(x, sections)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_operator_reading_a_0_dim_integer_input_specialises_on_its_value_and_guards_it(backend):
+    counter = graphwright.testing.CompileCounterWithBackend(backend)
+    compiled = graphwright.compile(_split, backend=counter, fullgraph=True)
+    x = torch.randn(6, 4)
+    for value, frames in [(2, 1), (2, 1), (3, 2), (2, 2), (1, 3)]:
+        sections = torch.tensor(value)
+        actual, expected = compiled(x, sections), _split(x, sections)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert a.stride() == e.stride() and a.untyped_storage().data_ptr() == e.untyped_storage().data_ptr()
+            assert torch.equal(a, e)
+        assert counter.frame_count == frames
+
+
+def test_the_value_guard_names_the_tensor_and_its_values_in_the_recompile_reason():
+    compiled = graphwright.compile(_split, backend="eager", fullgraph=True)
+    x = torch.randn(6, 4)
+    compiled(x, torch.tensor(2))
+    compiled(x, torch.tensor(3))
+    (reason,) = graphwright.counters["recompiles"]
+    assert reason == "'sections.item()' changed: expected 2, actual 3"
+
+
+def test_a_0_dim_integer_input_the_graph_wrote_is_not_specialised_on_its_value():
+    def fn(x, sections):
+        sections.add_(1)
+        return torch.tensor_split(x, sections)
+
+    x = torch.randn(6, 4)
+    compiled = graphwright.compile(fn, backend="eager")
+    actual, expected = compiled(x, torch.tensor(1)), fn(x, torch.tensor(1))
+    assert [a.shape for a in actual] == [e.shape for e in expected]
+    with pytest.raises(graphwright.Unsupported, match="Data-dependent"):
+        graphwright.compile(fn, backend="eager", fullgraph=True)(x, torch.tensor(1))
+
+
+def test_a_0_dim_float_input_is_not_specialised_on_its_value():
+    compiled, counter = compiled_with_counter(lambda x, t: x * t)
+    x = torch.randn(3)
+    for value in (1.0, 2.0, 3.0):
+        torch.testing.assert_close(compiled(x, torch.tensor(value)), x * value)
+    assert counter.frame_count == 1
+
+
+def test_an_explicit_item_of_an_integer_input_stays_symbolic():
+    def fn(x, n):
+        return x * n.item()
+
+    compiled, counter = compiled_with_counter(fn)
+    x = torch.randn(3)
+    for value in (1, 2, 3):
+        torch.testing.assert_close(compiled(x, torch.tensor(value)), fn(x, torch.tensor(value)))
+    assert counter.frame_count == 1

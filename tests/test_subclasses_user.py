@@ -199,3 +199,130 @@ def test_isinstance_of_an_operation_on_a_subclass_sees_the_subclass():
 
     x = TwoTensor(torch.randn(3), torch.randn(3))
     assert_same(graphwright.compile(branch, backend="eager", fullgraph=True)(x), branch(x))
+
+
+class _StandsForATensor:
+    """Not a tensor: an object whose class's `__torch_function__` takes torch's functions, as
+    `torch.overrides` allows (it unwraps the tensor it holds and counts the calls)."""
+
+    calls = 0
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls += 1
+        unwrap = lambda value: value.tensor if isinstance(value, _StandsForATensor) else value  # noqa: E731
+        args = [[unwrap(item) for item in arg] if isinstance(arg, list) else unwrap(arg) for arg in args]
+        return func(*args, **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+def _add_and_stack(w, x):
+    return torch.add(w, x, alpha=2.0), torch.stack([w, x])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_object_with_torch_function_takes_the_torch_functions_it_is_given_as_in_eager(backend):
+    w, x = _StandsForATensor(torch.randn(3)), torch.randn(3)
+    _StandsForATensor.calls = 0
+    expected = _add_and_stack(w, x)
+    eager_calls = _StandsForATensor.calls
+    actual = graphwright.compile(_add_and_stack, backend=backend, fullgraph=True)(w, x)
+    for out, ref in zip(actual, expected):
+        torch.testing.assert_close(out, ref)
+    assert _StandsForATensor.calls == 2 * eager_calls  # the trace ran the hook as eager does
+    torch._dynamo.reset()
+    for out, ref in zip(torch.compile(_add_and_stack, backend=backend, fullgraph=True)(w, x), expected):
+        torch.testing.assert_close(out, ref)
+
+
+class _Marked(torch.Tensor):
+    """A Python subclass with its own `__torch_function__`, a class attribute, a method and a
+    property (found on the class before torch's, as Python looks them up)."""
+
+    unit = 10
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+    def doubled(self):
+        return self * 2
+
+    @property
+    def offset(self):
+        return self.unit + 1
+
+
+class _Quantized(torch.nn.Parameter):
+    """A Parameter subclass made with `_make_subclass` (diffusers' GGUFParameter's pattern): its
+    `__torch_function__` goes through Parameter's disabled one and rewraps with its metadata."""
+
+    def __new__(cls, data, requires_grad=False, quant_type=None):
+        return torch.Tensor._make_subclass(cls, data, requires_grad)
+
+    def __init__(self, *args, quant_type=None, **kwargs):
+        self.quant_type = quant_type
+
+    def as_tensor(self):
+        return torch.Tensor._make_subclass(torch.Tensor, self, self.requires_grad)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        result = super().__torch_function__(func, types, args, kwargs or {})
+        quant_type = next((arg.quant_type for arg in args if isinstance(arg, _Quantized)), None)
+        return cls(result, quant_type=quant_type) if isinstance(result, torch.Tensor) else result
+
+
+def _construct_and_read(x):
+    made = _Marked(x + 1)  # an alias of its tensor, in autograd's graph
+    return made.doubled() + made.unit + made.offset, _Marked(x).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_subclass_made_in_the_region_and_its_class_members_are_eagers(backend):
+    x = torch.randn(3, requires_grad=True)
+    x2 = copied(x)
+    actual = graphwright.compile(_construct_and_read, backend=backend, fullgraph=True)(x)
+    expected = _construct_and_read(x2)
+    for out, ref in zip(actual, expected):
+        assert type(out) is type(ref) is _Marked
+        torch.testing.assert_close(out.as_subclass(torch.Tensor), ref.as_subclass(torch.Tensor))
+    sum(out.sum() for out in actual).backward()
+    sum(ref.sum() for ref in expected).backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+
+
+def _dequantize(x):
+    scaled = x * 2
+    return (scaled + scaled.quant_type).as_tensor() * 3
+
+
+def test_a_parameter_subclass_made_with_make_subclass_keeps_its_metadata_through_operations():
+    x = _Quantized(torch.ones(2), quant_type=42)
+    actual = graphwright.compile(_dequantize, backend="eager", fullgraph=True)(x)
+    expected = _dequantize(x)
+    assert type(actual) is type(expected) is torch.Tensor
+    torch.testing.assert_close(actual, expected)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(_dequantize, backend="eager", fullgraph=True)(x), expected)
+
+
+class _PlainMethodHook(torch.Tensor):
+    """`__torch_function__` as a plain method (deprecated, still allowed): torch binds it to the
+    argument it reads it on."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {})) * 2
+
+
+def test_a_torch_function_defined_as_a_plain_method_is_bound_to_the_argument():
+    x = torch.randn(3).as_subclass(_PlainMethodHook)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = x + 1
+        actual = graphwright.compile(lambda x: x + 1, backend="eager", fullgraph=True)(x)
+    assert type(actual) is type(expected)
+    torch.testing.assert_close(actual, expected)

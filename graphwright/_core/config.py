@@ -27,6 +27,11 @@ capture_dynamic_output_shape_ops: bool = False
 """Operators whose output shape depends on data (`nonzero`, boolean masks, `unique`) become
 graph nodes with unbacked sizes instead of graph breaks. On under `fullgraph=True`."""
 
+allow_unspec_int_on_nn_module: bool = False
+"""An int attribute of an `nn.Module` (a step counter) that changed between calls becomes a
+symbol under `dynamic=None`, as other ints do; off, as in PyTorch, it stays a constant and each
+new value recompiles."""
+
 allow_rnn: bool = True
 """`nn.RNN`/`nn.GRU`/`nn.LSTM` modules are traced into the graph (ahead-of-time autograd
 takes their generic implementation). False breaks the graph around them, as PyTorch's

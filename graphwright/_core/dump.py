@@ -22,23 +22,28 @@ import types
 from typing import Any, Iterator
 
 import torch
+import torch._guards
 
+from . import structured_trace
 from .graph_files import write_loadable
 
 ENV_VAR = "GRAPHWRIGHT_DUMP_DIR"
 
 
 class CompileScope:
-    """One cache entry being built: which function, which entry, its dump folder (if any), and
-    the seconds spent compiling it per phase (`times`, as `counters["time"]`, growing while its
-    graphs compile on later calls)."""
+    """One cache entry being built: which function, which entry, its compile id (the frame and
+    compile numbers of the compile trace and the profiler's ranges, `structured_trace`), its
+    dump folder (if any), and the seconds spent compiling it per phase (`times`, as
+    `counters["time"]`, growing while its graphs compile on later calls)."""
 
-    __slots__ = ("function", "location", "entry", "session", "folder", "times")
+    __slots__ = ("function", "location", "entry", "compile_id", "session", "folder", "times")
 
-    def __init__(self, code: types.CodeType, entry: int, session: "_Session | None") -> None:
+    def __init__(self, code: types.CodeType, entry: int, session: "_Session | None",
+                 compile_id: torch._guards.CompileId | None = None) -> None:
         self.function = code.co_qualname
         self.location = f"{code.co_filename}:{code.co_firstlineno}"
         self.entry = entry
+        self.compile_id = compile_id
         self.session = session  # files of an entry go to the dump it was compiled in
         self.folder = None if session is None else session.entry_folder(code, entry)
         self.times: collections.Counter = collections.Counter()
@@ -108,19 +113,25 @@ def active() -> bool:
 
 
 @contextlib.contextmanager
-def compiling(code: types.CodeType, entry: int) -> Iterator[CompileScope]:
+def compiling(code: types.CodeType, entry: int,
+              compile_id: torch._guards.CompileId | None = None) -> Iterator[CompileScope]:
     """The scope of building entry number `entry` of the function of `code`."""
-    scope = CompileScope(code, entry, _session)
+    scope = CompileScope(code, entry, _session, compile_id)
     with within(scope):
         yield scope
 
 
 @contextlib.contextmanager
 def within(scope: CompileScope | None) -> Iterator[None]:
-    """Re-enter `scope` (from `current()` at the time) for work done later for the same entry."""
+    """Re-enter `scope` (from `current()` at the time) for work done later for the same entry;
+    while a compile trace is written, its records (PyTorch's too) carry the entry's compile id."""
     _scopes.append(scope)
     try:
-        yield
+        if structured_trace.on and scope is not None and scope.compile_id is not None:
+            with structured_trace.frame(scope.compile_id):
+                yield
+        else:
+            yield
     finally:
         _scopes.pop()
 

@@ -40,8 +40,9 @@ import torch
 import torch.fx as fx
 import torch.utils._pytree as pytree
 
-from .._core import artifacts, config, logs
+from .._core import artifacts, config, logs, structured_trace
 from .._core.counters import counters
+from .._core.specialised_values import carried_value
 from .metadata import GraphMetadata
 
 FORMAT = 2
@@ -178,6 +179,8 @@ def counted(outcome: str, detail: str) -> None:
     if logs.enabled("caches"):
         owner = artifacts.scope_name() or "a graph"
         logs.log("caches", f"AOT cache {outcome} for {owner}: {detail}")
+    if structured_trace.on:
+        structured_trace.artifact(f"aotautograd_cache_{outcome}", {"detail": detail}, "json")
 
 
 def bypassed(why: str) -> None:
@@ -304,7 +307,8 @@ def _input_parts(fakes: Sequence[Any], fake_mode: Any) -> list[str]:
     for value in fakes:
         if isinstance(value, torch.Tensor):
             storage = storages.setdefault(value.untyped_storage()._cdata, len(storages))
-            parts.append(f"tensor {type(value).__name__} {_tensor_part(value)} storage={storage}")
+            parts.append(f"tensor {type(value).__name__} {_tensor_part(value)} storage={storage} "
+                         f"value={carried_value(value)}")
             for size in (*value.shape, *value.stride(), value.storage_offset()):
                 if isinstance(size, torch.SymInt):
                     symbols |= size.node.expr.free_symbols

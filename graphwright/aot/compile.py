@@ -18,11 +18,12 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 
-from .._core import artifacts, dump
+from .._core import artifacts, config, dump, source_lines
 from .._core.counters import phase
-from .._core.errors import BackendRefusal, TraceError
+from .._core.errors import BackendRefusal, GraphwrightError, TraceError
+from .._core.specialised_values import VALUE_KEY, carry_value, value_read
 from .._core.subclass_protocol import is_wrapper_subclass, is_wrapper_subclass_type
-from .._core.user_stack import warn_at_user_line
+from .._core.user_stack import user_frames_of_stack, warn_at_user_line
 from . import cache as aot_cache
 from . import joint
 from .cache import Entry, GraphStore
@@ -36,6 +37,7 @@ from .runtime import (
     make_training_function,
 )
 from .subclasses import fake_tensors_in, flatten_into, is_fake_value, layout_of, refuse_unsupported_subclasses
+from .view_inverses import checked_decompositions
 
 GraphCompiler = Callable[[torch.fx.GraphModule, list], BoxedFn]
 """Compiles one aten graph: `(gm, fake_example_inputs) -> boxed callable(list) -> outputs`.
@@ -64,6 +66,10 @@ class GraphCompilers:
     inference: GraphCompiler
     graph_passes: Callable[[torch.fx.GraphModule], torch.fx.GraphModule] | None = None
     store: GraphStore | None = None
+    specialises_values: bool = False
+    """The code generator cannot branch on a symbol read from an input's value (Inductor lowers
+    a slice at such a start by its sign): a graph whose operators read the value of a small
+    integer input is compiled once per value (`_PerValueGraph`)."""
 
 
 @dataclasses.dataclass
@@ -179,6 +185,7 @@ class AOTCompiledGraph:
         decompositions: dict | Callable[[], dict] | None,
         recompute: bool,
         size_generic: bool = False,
+        values: dict[int, int | bool] | None = None,
     ) -> None:
         self._state_names, self._state_slots = _lifted_state(gm)
         state = [getattr(m, a) for m, a in self._state_slots]
@@ -186,6 +193,7 @@ class AOTCompiledGraph:
         self._compilers = compilers
         self._size_generic = size_generic
         self._decompositions = decompositions
+        self._checked_decompositions: dict | None = None
         self._recompute = recompute
         self._fake_mode = _fake_mode_of(example_inputs, gm)
         self._gm = gm
@@ -194,6 +202,15 @@ class AOTCompiledGraph:
         all_inputs = [*example_inputs, *state]
         self._tensor_indices = [i for i, v in enumerate(all_inputs) if isinstance(v, torch.Tensor)]
         self._fake_inputs = [self._to_fake(v) for v in all_inputs]
+        placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+        # the values of small integer inputs the graph is specialised on: by the strict tracer
+        # (guarded), or by `_PerValueGraph` (which compares them on every call)
+        self._values = {index: node.meta[VALUE_KEY] for index, node in enumerate(placeholders)
+                        if VALUE_KEY in node.meta}
+        self._values.update(values or {})
+        self._explicitly_read = {index for index, node in enumerate(placeholders)
+                                 if any(user.op == "call_method" and user.target in ("item", "tolist")
+                                        for user in node.users)}
         self.signatures: dict[tuple, CompiledSignature] = {}
         self._makes_leaves, self._returns_leaf = _new_leaves(gm)
         self._enables_grad = _enables_grad(gm)
@@ -210,12 +227,14 @@ class AOTCompiledGraph:
         it, where the subclasses the graph makes are made by `SubclassCalls`, which checks
         each run."""
         gm = self._constructions.graph_module if traced else self._gm
-        run = gm
+        # traced, node by node: each aten node records the lines of the node it comes from
+        module, prefix = (source_lines.RerunModule(gm), "gm.") if traced else (gm, "")
+        run = module
         if self._state_names:
-            names, n = self._state_names, self._num_user_inputs
+            names, n = [prefix + name for name in self._state_names], self._num_user_inputs
 
             def run(*inputs):
-                return torch.func.functional_call(gm, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
+                return torch.func.functional_call(module, dict(zip(names, inputs[n:])), tuple(inputs[:n]))
 
         if gm is self._gm:
             return run
@@ -244,6 +263,10 @@ class AOTCompiledGraph:
 
     def _fakes_for(self, requires_grad: tuple[bool, ...]) -> list[Any]:
         fakes = list(self._fake_inputs)
+        for index, value in self._values.items():
+            # set before each trace: a symbolic graph's fakes are the strict tracer's, shared
+            # by the graphs compiled per value
+            carry_value(fakes[index], value)
         with self._fake_mode:
             for i, flag in zip(self._tensor_indices, requires_grad):
                 if fakes[i].requires_grad != flag:
@@ -278,8 +301,22 @@ class AOTCompiledGraph:
                 warn_at_user_line(f"graphwright runs {owner} as captured, without its backend:\n{refusal}",
                                   refusal.user_stack)
                 return CompiledSignature(self._function())
+            except GraphwrightError:
+                raise
+            except Exception as error:  # an internal failure is never the user's crash: as captured
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright could not compile {owner} with AOT autograd and runs it as "
+                                  f"captured, without its backend: {type(error).__name__}: {error}",
+                                  user_frames_of_stack())
+                return CompiledSignature(self._function())
             if _size_assumptions(shape_env) != assumptions:
                 raise SizesSpecialised()
+            if self._compilers.specialises_values:
+                # the user's inputs only: `_PerValueGraph` reads them from the call's arguments
+                read = [index for index, fake in enumerate(fakes[:self._num_user_inputs])
+                        if index not in self._values and index not in self._explicitly_read and value_read(fake)]
+                if read:
+                    raise ValuesRead(read)
             if signature.save_entry is not None:
                 signature.save_entry()
         if signature.mutated_inputs:
@@ -296,7 +333,7 @@ class AOTCompiledGraph:
         if any(is_wrapper_subclass(value) for value in fakes):
             aot_cache.bypassed("a tensor subclass is among its inputs (the key does not describe subclasses)")
             return None
-        if artifacts.wanted("aot_graphs") or artifacts.wanted("output_code"):
+        if artifacts.shown("aot_graphs") or artifacts.shown("output_code"):
             aot_cache.bypassed("its AOT graphs or generated code are logged or dumped (a hit would have none)")
             return None
         try:
@@ -401,7 +438,8 @@ class AOTCompiledGraph:
         if boundary is None:
             run = make_training_function(forward, backward, meta, num_saved_tensors=part.num_saved_tensors,
                                          detached_inputs=part.inputs_without_gradient,
-                                         gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad)
+                                         gradient_tangents=part.gradient_tangents, enables_grad=self._enables_grad,
+                                         backward_graph=part.backward)
         else:
             run = make_training_function(boundary.forward(forward, part.forward), boundary.backward(backward, part),
                                          meta, num_saved_tensors=part.num_saved_tensors,
@@ -410,11 +448,12 @@ class AOTCompiledGraph:
                                          enables_grad=self._enables_grad)
         return CompiledSignature(run, mutates, joint_graph=joint_graph, partition=part)
 
-    def _decomposition_table(self) -> dict | None:
+    def _decomposition_table(self) -> dict:
         # made on the first trace: a backend's table may import its whole code generator
-        if callable(self._decompositions):
-            self._decompositions = self._decompositions()
-        return self._decompositions
+        if self._checked_decompositions is None:
+            table = self._decompositions() if callable(self._decompositions) else self._decompositions
+            self._checked_decompositions = checked_decompositions(table)
+        return self._checked_decompositions
 
     def _rewrite(self, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         passes = self._compilers.graph_passes
@@ -424,7 +463,8 @@ class AOTCompiledGraph:
 def _publish(gm: torch.fx.GraphModule, kind: str) -> None:
     if artifacts.wanted("aot_graphs"):
         owner = artifacts.scope_name() or "a graph"
-        artifacts.publish_graph("aot_graphs", f"AOT {kind.upper()} GRAPH of {owner}", gm, f"aot_{kind}")
+        artifacts.publish_graph("aot_graphs", f"AOT {kind.upper()} GRAPH of {owner}", gm, f"aot_{kind}",
+                                record=f"aot_{kind}_graph")
 
 
 def _user_output_indices(meta) -> list[int]:
@@ -527,6 +567,15 @@ class SizesSpecialised(Exception):
     """Tracing a graph on symbolic sizes assumed something about them (a new shape guard)."""
 
 
+class ValuesRead(Exception):
+    """Operators of the graph read the values of these small integer inputs (by index), which
+    the backend wants as numbers (`GraphCompilers.specialises_values`)."""
+
+    def __init__(self, indices: list[int]) -> None:
+        super().__init__(indices)
+        self.indices = indices
+
+
 def _size_assumptions(shape_env) -> tuple[int, int] | None:
     if shape_env is None:
         return None
@@ -606,9 +655,57 @@ def aot_compile(
     >>> compiled(x, w)
     """
     symbolic = _symbolic_inputs(gm, example_inputs)
-    if symbolic is None:
-        return AOTCompiledGraph(gm, example_inputs, compilers, decompositions, recompute)
-    return _SizeGenericGraph(
-        AOTCompiledGraph(gm, symbolic, compilers, decompositions, recompute, size_generic=True),
-        lambda real_inputs: AOTCompiledGraph(gm, real_inputs, compilers, decompositions, recompute),
-    )
+
+    def build(values: dict[int, int | bool]) -> Callable[..., Any]:
+        if symbolic is None:
+            return AOTCompiledGraph(gm, example_inputs, compilers, decompositions, recompute, values=values)
+        return _SizeGenericGraph(
+            AOTCompiledGraph(gm, symbolic, compilers, decompositions, recompute, size_generic=True, values=values),
+            lambda real_inputs: AOTCompiledGraph(gm, real_inputs, compilers, decompositions, recompute,
+                                                 values=values),
+        )
+
+    if not compilers.specialises_values:
+        return build({})
+    generic = build({})
+    aot = generic.generic if isinstance(generic, _SizeGenericGraph) else generic
+    return _PerValueGraph(build, generic, aot._function())
+
+
+class _PerValueGraph:
+    """A graph compiled once for every value of the small integer inputs its operators read,
+    for a backend that wants them as numbers (`GraphCompilers.specialises_values`): the first
+    compile finds which inputs those are (`ValuesRead`); from then on every call reads their
+    values again and picks, or compiles, the graph for them; past `config.cache_size_limit`
+    values, the graph runs as captured (with a warning)."""
+
+    def __init__(self, build: Callable[[dict[int, int | bool]], Callable[..., Any]], generic: Callable[..., Any],
+                 captured: Callable[..., Any]) -> None:
+        self._build = build
+        self.generic = generic
+        self._captured = captured
+        self._warned = False
+        self.read: list[int] | None = None
+        self.per_value: dict[tuple, Callable[..., Any]] = {}
+        self._scope = dump.current()
+
+    def __call__(self, *args):
+        if self.read is None:
+            try:
+                return self.generic(*args)
+            except ValuesRead as read:
+                self.read = read.indices
+        values = tuple(args[index].item() for index in self.read)
+        compiled = self.per_value.get(values)
+        if compiled is None and len(self.per_value) >= config.cache_size_limit:
+            if not self._warned:
+                owner = artifacts.scope_name() or "a graph"
+                warn_at_user_line(f"graphwright runs {owner} as captured, without its backend, for values of its "
+                                  f"integer inputs {self.read} beyond the first {config.cache_size_limit} (the "
+                                  "backend compiles it once per value; graphwright.config.cache_size_limit)", [])
+                self._warned = True
+            return self._captured(*args)
+        if compiled is None:
+            with dump.within(self._scope):
+                compiled = self.per_value[values] = self._build(dict(zip(self.read, values)))
+        return compiled(*args)

@@ -11,7 +11,8 @@ subclasses, a `SubclassBoundary` desugars them:
   aten ops it does. Functionalization and autograd work on the subclass
   values themselves (mutations, views and requires_grad are the subclass's,
   tangents and gradients are subclasses), so `GraphMetadata` describes the
-  values the user sees. What the traced function returns is flattened back
+  values the user sees. (An in-place call on a plain tensor with a subclass
+  argument needs the eager order, the subclass first: `subclass_calls.py`.) What the traced function returns is flattened back
   (`flatten_outputs`), and each returned value's layout recorded;
 - at run time, `forward` and `backward` wrap the compiled flat graphs: the
   forward flattens the call's subclass arguments and rebuilds subclass
@@ -46,7 +47,7 @@ from .subclasses import (
     Rebuild,
     Rebuilder,
     SubclassLayout,
-    check_plain_tangents,
+    backward_on_subclass,
     contiguous_strides,
     count_of,
     flatten_into,
@@ -54,6 +55,7 @@ from .subclasses import (
     layout_of,
     rebuild_traced,
     same_context,
+    subclass_gradient_error,
 )
 
 ValueLayout = SubclassLayout | LeafSpec | None
@@ -240,7 +242,7 @@ class SubclassBoundary:
         """The compiled flat backward of `part`, taking subclass tangents and giving subclass gradients."""
         inputs = [node.meta.get("val") for node in part.backward.graph.nodes if node.op == "placeholder"]
         return FlatBackward(compiled, part.num_saved_tensors + part.num_saved_other, self.tangent_layouts,
-                            self.gradient_layouts, Rebuilder(inputs, _output_values(part.backward)))
+                            self.gradient_layouts, Rebuilder(inputs, _output_values(part.backward)), part.backward)
 
 
 SizeInput = tuple[int, tuple[str, ...], str, int, torch.SymInt]
@@ -357,21 +359,32 @@ def _same_structure(value: Any, layout: SubclassLayout) -> bool:
 
 class FlatBackward:
     """A compiled flat backward graph behind the signature's convention: `[*saved, *tangents]` in
-    (a tangent of a subclass output is that subclass), one gradient per input out."""
+    (a tangent of a subclass output is that subclass), one gradient per input out.
+
+    The gradient of a plain output may come as a subclass (the output was added to one after
+    the call): the flat aten `graph` then runs op by op, the subclass dispatching its operations
+    as in eager (`backward_on_subclass`), unless the gradient of a subclass input depends on it
+    (its inner gradients would be subclasses: refused)."""
 
     def __init__(self, compiled, num_saved: int, tangent_layouts: Sequence[SubclassLayout | None],
-                 gradient_layouts: Sequence[SubclassLayout | None], rebuilder: Rebuilder) -> None:
+                 gradient_layouts: Sequence[SubclassLayout | None], rebuilder: Rebuilder,
+                 graph: torch.fx.GraphModule | None = None) -> None:
         self._compiled = compiled
+        self._graph = graph
         self._num_saved = num_saved
         self._tangents = list(tangent_layouts)
         self._gradients = _producers(gradient_layouts, rebuilder)
+        self._gradient_layouts = list(gradient_layouts)
         self._keeps_inputs = rebuilder.reads_inputs
 
     def __call__(self, args: list) -> list:
         flat = list(args[:self._num_saved])
+        run = self._compiled
+        subclass_tangent = None
         for k, (tangent, layout) in enumerate(zip(args[self._num_saved:], self._tangents)):
             if layout is None:
-                check_plain_tangents((tangent,), k)
+                if subclass_tangent is None and type(tangent) is not torch.Tensor and is_wrapper_subclass(tangent):
+                    run, subclass_tangent = backward_on_subclass(self._graph, tangent, k), (tangent, k)
                 flat.append(tangent)
                 continue
             tangent = _coerced(tangent, layout, k)
@@ -384,9 +397,16 @@ class FlatBackward:
                 if all(isinstance(size, int) for size in shape) and tuple(inner.shape) != shape:
                     raise _tangent_error(k, f"its inner tensor {j} has shape {tuple(inner.shape)}, not {shape}",
                                          layout)
-        grads = self._compiled(list(flat) if self._keeps_inputs else flat)
+        grads = run(list(flat) if self._keeps_inputs else flat)
+        if subclass_tangent is not None:
+            self._check_plain_inner_gradients(grads, *subclass_tangent)
         return [grads[start] if rebuild is None or grads[start] is None else rebuild(flat, grads)
                 for start, rebuild in self._gradients]
+
+    def _check_plain_inner_gradients(self, grads: Sequence[Any], tangent: Any, index: int) -> None:
+        for (start, rebuild), layout in zip(self._gradients, self._gradient_layouts):
+            if rebuild is not None and any(is_wrapper_subclass(grad) for grad in grads[start:start + layout.count]):
+                raise subclass_gradient_error(tangent, index, "the gradient of a subclass input depends on it")
 
 
 def _coerced(tangent: Any, layout: SubclassLayout, index: int) -> Any:

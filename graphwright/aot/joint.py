@@ -14,6 +14,7 @@ the partitioner's job.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -21,11 +22,12 @@ import torch
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor
 
-from .._core.errors import BackendError
+from .._core.errors import BackendRefusal
 from .._core.user_stack import user_frames_of_stack
 from ..nonstrict.make_fx import LateInputs, trace_aten_graph
 from . import jagged
 from .desugar import SubclassBoundary
+from .out_calls import OutCallWatcher
 from .metadata import (
     GraphMetadata,
     TensorSpec,
@@ -64,7 +66,8 @@ def trace_signature(
         with functionalization():
             with jagged.dispatch_for(boundary):
                 functional_inputs = [to_functional(t) for t in inputs]
-                flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
+                with OutCallWatcher():
+                    flat_outputs, out_spec = pytree.tree_flatten(fn(*functional_inputs))
                 meta = describe_run(inputs, functional_inputs, flat_outputs, out_spec, grad_enabled=grad_enabled,
                                     eager_outputs=eager_outputs)
                 values = meta.forward_values(functional_inputs, flat_outputs)
@@ -196,7 +199,8 @@ def joint_function(
         with functionalization(), jagged.dispatch_for(boundary):
             functional_inputs = [to_functional(t) for t in inputs]
             mutable_inputs = _clone_mutated(functional_inputs, meta)
-            flat_outputs = pytree.tree_leaves(fn(*mutable_inputs))
+            with OutCallWatcher():
+                flat_outputs = pytree.tree_leaves(fn(*mutable_inputs))
             values = meta.forward_values(mutable_inputs, flat_outputs)
             return _with_gradients(values, meta, functional_inputs, tangents, boundary)
 
@@ -234,10 +238,34 @@ def trace(
     # traced backward cannot pass back: recurrent modules are traced through their generic
     # implementation (cells of matrix products), whose gradients are plain operators.
     with fake_mode, _generic_recurrent_kernels():
-        gm = trace_aten_graph(function, tuple(fake_args), decompositions, generate_code=generate_code,
-                              late_inputs=late_inputs)
+        try:
+            gm = trace_aten_graph(function, tuple(fake_args), decompositions, generate_code=generate_code,
+                                  late_inputs=late_inputs)
+        except RuntimeError as error:
+            op = _op_without_functional_variant(error)
+            if op is not None:
+                raise _not_functionalized(f"`{op}`") from error
+            raise
     _check_functional(gm)
     return gm
+
+
+def _op_without_functional_variant(error: RuntimeError) -> str | None:
+    """The op functionalization's fallback kernel refused: an in-place or out= op without a
+    functional counterpart it knows (`polygamma_`, whose functional op takes `n` first)."""
+    found = re.search(r"operator whose output has alias annotations: ([\w:.]+)\(", str(error))
+    return found.group(1) if found else None
+
+
+def _not_functionalized(what: str) -> BackendRefusal:
+    return BackendRefusal(
+        f"Ahead-of-time autograd could not functionalize {what}",
+        explanation="The traced aten graph would still mutate a tensor in place, so running it would not match "
+        "eager.",
+        hints=["The graph runs as captured (as backend='eager' runs it), with the same results as eager.",
+               "Report this program to graphwright."],
+        user_stack=user_frames_of_stack(),
+    )
 
 
 @contextlib.contextmanager
@@ -263,13 +291,9 @@ def _check_functional(gm: torch.fx.GraphModule) -> None:
         if not target._schema.is_mutable:
             continue
         if any(_root(arg).op == "placeholder" for arg in _written_arguments(node)):
-            raise BackendError(
-                f"Ahead-of-time autograd could not functionalize `{target}`",
-                explanation="The traced aten graph still mutates one of its inputs in place, so "
-                "running it would not match eager.",
-                hints=["Compile with backend='eager', or report this program to graphwright."],
-                user_stack=user_frames_of_stack(),
-            )
+            # a mutation functionalization did not see (`native_batch_norm`'s out= overload runs
+            # the functional op, whose Python kernel updates the running statistics in place)
+            raise _not_functionalized(f"`{target}`")
 
 
 def _written_arguments(node: torch.fx.Node) -> list[torch.fx.Node]:

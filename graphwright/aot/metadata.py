@@ -208,7 +208,7 @@ def describe_run(
     >>> meta.mutated_inputs, [o.kind for o in meta.outputs]
     """
     strides = _EagerStrides(flat_outputs, eager_outputs)
-    mutated = _mutated_inputs(functional_inputs)
+    mutated = _mutated_inputs(fake_inputs, functional_inputs)
     under_no_grad = [
         not grad_enabled or _mutated_out_of_autograd_sight(fake_inputs[i], functional_inputs[i]) for i in mutated
     ]
@@ -298,7 +298,7 @@ def _mutated_out_of_autograd_sight(original: torch.Tensor, functional: torch.Ten
     ) or torch._functionalize_are_all_mutations_hidden_from_autograd(functional)
 
 
-def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
+def _mutated_inputs(fake_inputs: Sequence[Any], functional_inputs: Sequence[Any]) -> list[int]:
     mutated = []
     for i, t in enumerate(functional_inputs):
         if not isinstance(t, torch.Tensor):
@@ -306,7 +306,7 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
         if is_jagged(t):
             jagged.refuse_mutation(t, i)
             continue
-        if torch._functionalize_has_metadata_mutation(t):
+        if torch._functionalize_has_metadata_mutation(t) and _layout_changed(fake_inputs[i], t):
             raise BackendError(
                 "A compiled graph changes the shape or strides of an input in place",
                 explanation=(
@@ -319,6 +319,15 @@ def _mutated_inputs(functional_inputs: Sequence[Any]) -> list[int]:
         if torch._functionalize_has_data_mutation(t):
             mutated.append(i)
     return mutated
+
+
+def _layout_changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether metadata mutations left a tensor with other sizes, strides or offset: some cancel
+    out (a decomposition that transposes an `out` tensor in place and back)."""
+    return not (statically_known_true(before.dim() == after.dim())
+                and all(statically_known_true(a == b) for a, b in zip(before.shape, after.shape))
+                and all(statically_known_true(a == b) for a, b in zip(before.stride(), after.stride()))
+                and statically_known_true(before.storage_offset() == after.storage_offset()))
 
 
 class _ViewChains:

@@ -23,7 +23,7 @@ import torch.utils._pytree as pytree
 from .._core.errors import BackendError
 from .._core.user_stack import user_frames_of_stack
 from .metadata import GraphMetadata, OutputInfo, OutputKind
-from .subclasses import check_plain_tangents, make_zeros, zeros_spec
+from .subclasses import backward_on_subclass, first_subclass_tangent, make_zeros, zeros_spec
 from .views import make_replay
 
 BoxedFn = Callable[[list], Sequence[Any]]
@@ -218,6 +218,7 @@ def make_training_function(
     gradient_tangents: Sequence[frozenset[int]],
     enables_grad: bool = False,
     subclass_tangents: bool = False,
+    backward_graph: torch.fx.GraphModule | None = None,
 ) -> Callable[..., Any]:
     """The callable for calls that need gradients: one autograd.Function around both graphs.
 
@@ -236,8 +237,10 @@ def make_training_function(
     optimizer skips a None gradient but decays a zero one).
 
     `subclass_tangents`: the backward takes tensor subclass tangents (a desugared backward,
-    `desugar.py`, which checks them); otherwise a subclass gradient is refused, as the backward
-    was compiled for plain tensors.
+    `desugar.py`, which checks them). Otherwise a gradient that is a tensor subclass (the
+    output was added to one after the call) runs `backward_graph`, the aten graph the backward
+    was compiled from, op by op: its operations dispatch to the subclass as eager's backward
+    does (`backward_on_subclass`).
     """
     epilogue = _Epilogue(meta)
     num_forward = meta.num_forward_outputs
@@ -274,14 +277,17 @@ def make_training_function(
             if missing:
                 tangents = [make_zeros(spec) if tangent is None else tangent
                             for tangent, spec in zip(tangents, ctx.tangent_layouts)]
+            run_backward = backward
             if not subclass_tangents:
-                check_plain_tangents(tangents)
+                index = first_subclass_tangent(tangents)
+                if index is not None:
+                    run_backward = backward_on_subclass(backward_graph, tangents[index], index)
             args = [*ctx.saved_tensors, *ctx.saved_other, *(tangent.contiguous() for tangent in tangents)]
             if not torch.is_grad_enabled():
-                grads = tuple(backward(args))
+                grads = tuple(run_backward(args))
             else:
                 with torch.no_grad():
-                    grads = backward(args)
+                    grads = run_backward(args)
                 grads = _mark_no_double_backward(grads, [*ctx.saved_tensors, *grad_outputs])
             if missing:
                 grads = _unreached_as_none(grads, gradient_tangents, missing, len(tangents))

@@ -259,19 +259,34 @@ def make_zeros(spec: Any) -> torch.Tensor:
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
-def check_plain_tangents(tangents: Sequence[Any], first_index: int = 0) -> None:
-    """Refuse a tensor subclass gradient where the backward was compiled for a plain one."""
-    for index, tangent in enumerate(tangents, first_index):
+def first_subclass_tangent(tangents: Sequence[Any]) -> int | None:
+    """The index of the first gradient that is a tensor subclass, None when all are plain. Hot
+    path (once per backward)."""
+    for index, tangent in enumerate(tangents):
         if type(tangent) is not torch.Tensor and is_wrapper_subclass(tangent):
-            raise BackendError(
-                f"The gradient of differentiable output {index} of a compiled graph is a "
-                f"`{type(tangent).__qualname__}`, but the output is a plain tensor and its backward was "
-                "compiled for a plain gradient",
-                explanation="A compiled backward runs on the plain tensors it was traced with; running it "
-                "on a tensor subclass would compute a wrong gradient.",
-                hints=["Pass a plain gradient, or keep the subclass math inside the compiled region."],
-                user_stack=user_frames_of_stack(),
-            )
+            return index
+    return None
+
+
+def backward_on_subclass(graph: torch.fx.GraphModule | None, tangent: Any, index: int) -> Callable[[list], Any]:
+    """The backward to run when the gradient `tangent` of plain output `index` is a tensor subclass:
+    the backward's aten `graph` itself, run op by op (not a code generator's compiled code, which
+    takes plain tensors), so that each operation on the gradient dispatches to the subclass as
+    eager's backward does. Refused without the graph (a backward loaded from the AOT cache)."""
+    if graph is None:
+        raise subclass_gradient_error(tangent, index, "its backward was compiled for a plain gradient")
+    return lambda args: graph(*args)
+
+
+def subclass_gradient_error(tangent: Any, index: int, why: str) -> BackendError:
+    return BackendError(
+        f"The gradient of differentiable output {index} of a compiled graph is a "
+        f"`{type(tangent).__qualname__}`, but the output is a plain tensor and {why}",
+        explanation="A compiled backward runs on the plain tensors it was traced with; running it "
+        "on a tensor subclass would compute a wrong gradient.",
+        hints=["Pass a plain gradient, or keep the subclass math inside the compiled region."],
+        user_stack=user_frames_of_stack(),
+    )
 
 
 def is_fake_value(value: Any) -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from .._core import artifacts, dump, logs
+from .._core import artifacts, dump, logs, source_lines
 from .._core import config as graphwright_config
 from .._core.counters import counters
 from .._core.errors import GraphwrightError
@@ -80,7 +80,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
         outcome = _fx_graph_cache_outcome(compiled, started)
     if outcome is not None:
         counters["inductor"][outcome] += 1
-    if artifacts.wanted("output_code"):
+    if artifacts.shown("output_code"):  # a compile trace has Inductor's own record of the code
         _publish_output_code(compiled, kind)
     return compiled
 
@@ -124,11 +124,30 @@ def _publish_output_code(compiled: Any, kind: str) -> None:
     if source is None and path is not None:
         with open(path) as file:
             source = file.read()
-    copy = dump.write(f"inductor_{kind}.py", source) if source is not None else None
+    copy = dump.write(f"inductor_{kind}.py", _with_source_lines(source, path)) if source is not None else None
     if logs.enabled("output_code"):
         owner = artifacts.scope_name() or "a graph"
         logs.log("output_code", f"Output code of the {kind} graph of {owner} written to: {path}"
                  + (f" (copied to {copy})" if copy else ""))
+
+
+def _with_source_lines(source: str, path: str | None) -> str:
+    """The generated module with, above each line Inductor maps to aten nodes (its `linemaps`, made
+    from the nodes' stack_trace), the user's line those nodes came from, as a comment."""
+    from torch._inductor.codecache import PyCodeCache
+
+    linemap = PyCodeCache.linemaps.get(path)
+    if not linemap:
+        return source
+    comments = {lineno: source_lines.comment(trace) for lineno, trace in zip(*linemap)}
+    lines = source.split("\n")
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        text = comments.get(lineno)
+        if text:
+            out.append(line[:len(line) - len(line.lstrip())] + text)
+        out.append(line)
+    return "\n".join(out)
 
 
 def _joint_graph_passes(gm: torch.fx.GraphModule, config: dict[str, Any]) -> torch.fx.GraphModule:
@@ -208,6 +227,7 @@ class InductorBackend:
             inference=functools.partial(_compile_graph, kind="inference", config=self.config),
             graph_passes=functools.partial(_joint_graph_passes, config=self.config),
             store=_InductorStore(self.config),
+            specialises_values=True,
         )
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
 from torch.utils._python_dispatch import _pop_mode_temporarily
 
+from .._core import source_lines
 from .._core.errors import InvalidInputError
 from .._core.user_stack import user_frames_of_stack
 from .inputs import (
@@ -47,6 +49,7 @@ def make_fx(
     *,
     _allow_non_fake_inputs: bool = False,
     _higher_order_operators: bool = False,
+    record_stack_traces: bool = False,
 ) -> Callable[..., torch.fx.GraphModule]:
     """Return a function that traces `f` on its arguments into a GraphModule.
 
@@ -60,7 +63,9 @@ def make_fx(
     "fake" or "symbolic". The graph module carries a `TraceRecord` in
     `gm.meta["nonstrict_trace"]`. `_higher_order_operators` records calls of
     higher-order operators with their functions traced into subgraphs
-    (`higher_order.py`); ahead-of-time autograd asks for it.
+    (`higher_order.py`); ahead-of-time autograd asks for it. With
+    `record_stack_traces`, each node's `meta["stack_trace"]` holds the lines of
+    `f` (and of what it calls) that ran the operation, as in PyTorch's make_fx.
     """
     if tracing_mode not in TRACING_MODES:
         raise InvalidInputError(
@@ -80,7 +85,7 @@ def make_fx(
                 user_stack=user_frames_of_stack(),
             )
         return _trace(f, args, decomposition_table, tracing_mode, _allow_non_fake_inputs,
-                      _higher_order_operators)
+                      _higher_order_operators, record_stack_traces)
 
     return trace
 
@@ -92,8 +97,10 @@ def _trace(
     tracing_mode: str,
     allow_non_fake_inputs: bool,
     higher_order_operators: bool = False,
+    record_stack_traces: bool = False,
 ) -> torch.fx.GraphModule:
-    trace = _record(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs, higher_order_operators)
+    trace = _record(f, args, decomposition_table, tracing_mode, allow_non_fake_inputs, higher_order_operators,
+                    record_stack_traces=record_stack_traces)
     trace.graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(trace.names, trace.in_spec, trace.out_spec)))
     name = type(f).__name__ if isinstance(f, torch.nn.Module) else getattr(f, "__name__", "f")
     gm = torch.fx.GraphModule(trace.constants, trace.graph, class_name=_class_name(name))
@@ -185,6 +192,7 @@ def _record(
     allow_non_fake_inputs: bool,
     higher_order_operators: bool,
     late_inputs: LateInputs | None = None,
+    record_stack_traces: bool = False,
 ) -> _Trace:
     """Run `f(*args)` under a `GraphRecorder`: the graph it recorded, without code yet."""
     names = argument_names(f, len(args))
@@ -203,6 +211,8 @@ def _record(
         named_constants=_module_tensor_names(f),
     )
     recorder.supports_higher_order_operators = higher_order_operators
+    if record_stack_traces:
+        recorder.live_stack = source_lines.LiveStack(sys._getframe())  # `f`'s frames lie above this one
     traced_leaves = [tracing_value(leaf, path, tracing_mode, fake_mode) for leaf, path in zip(leaves, paths)]
     for value, path in zip(traced_leaves, paths):
         _add_placeholder(graph, recorder, sizes, value, path)

@@ -28,7 +28,7 @@ from torch._subclasses.functional_tensor import FunctionalTensor
 from torch.fx.experimental.symbolic_shapes import PendingUnbackedSymbolNotFound, compute_unbacked_bindings
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._core import recompute
+from .._core import recompute, source_lines
 from .._core.errors import NonFakeInputError, TraceError
 from .._core.leaf_op import OPAQUE_CALL_OPERATORS
 from .._core.subclass_protocol import has_own_dispatch
@@ -99,6 +99,9 @@ class GraphRecorder(TorchDispatchMode):
         self._implicit_decompositions: dict[Any, Callable[..., Any] | None] = {}
         self._args_hold_real_constants = False
         self._lifting_literal = False
+        self._gradient_origins = source_lines.GradientOrigins()
+        # set by make_fx(record_stack_traces=True): each node records the Python lines it ran at
+        self.live_stack: source_lines.LiveStack | None = None
 
     def track(self, tensor: torch.Tensor, node: torch.fx.Node) -> None:
         """From now on, `tensor` is computed by `node`."""
@@ -265,6 +268,7 @@ class GraphRecorder(TorchDispatchMode):
             node.meta[recompute.RECOMPUTE_KEY] = recompute.regions[-1]
         if not _grad_enabled():
             node.meta[GRAD_ENABLED_KEY] = False  # replaying the graph must not differentiate it
+        self._record_origin(node)
         self.track_output(node, out)
         shape_env = self._fake_mode.shape_env if self._fake_mode is not None else None
         if shape_env is not None and shape_env.pending_fresh_unbacked_symbols:
@@ -277,6 +281,22 @@ class GraphRecorder(TorchDispatchMode):
             if bindings:
                 node.meta["unbacked_bindings"] = bindings
         return node
+
+    def _record_origin(self, node: torch.fx.Node) -> None:
+        """The lines `node` comes from: those of the graph node being traced again (a backward
+        operation: those of the forward operation it differentiates), else the live stack's."""
+        gradients = self._gradient_origins
+        meta = gradients.backward_meta() if gradients.started else None
+        if meta is None:
+            meta = source_lines.current()
+            if meta is not None:
+                gradients.forward_meta(meta)
+        if meta is not None:
+            source_lines.copy_onto(node, meta)
+        elif self.live_stack is not None:
+            text = self.live_stack.stack_trace()
+            if text:
+                node.meta[source_lines.STACK_TRACE] = text
 
     def track_output(self, node: torch.fx.Node, out: Any) -> None:
         """From now on, the tensors in `out` are computed by `node` (through getitem nodes)."""

@@ -12,6 +12,7 @@ give the body's gradients: each operation runs in the grad mode it was
 recorded in, and `replayable` refuses bodies whose autograd graph holds what
 the operations do not show (a custom `autograd.Function`, whose backward is
 its own, or a tensor made to require grad inside the body).
+The replayed operations keep the body's source lines (`source_lines.Rerun`).
 """
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ from typing import Any
 import torch
 import torch.fx
 
+from .._core.source_lines import Rerun
 from .recorder import GRAD_ENABLED_KEY
 
 
-class _Replay(torch.fx.Interpreter):
+class _Replay(Rerun):
+    """Each operation in its recorded grad mode, with the body's lines after those of its call."""
+
     def run_node(self, node: torch.fx.Node) -> Any:
         if node.meta.get(GRAD_ENABLED_KEY, True):
             return super().run_node(node)

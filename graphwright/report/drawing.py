@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .._core.flat_call import FlatCall
+from .._core.source_lines import innermost_line
 from .._core.leaf_op import LeafCall
 from ..backends.ddp_buckets import BUCKETS_KEY
 
@@ -70,11 +71,15 @@ def node_label(node: torch.fx.Node) -> str:
 
 
 def _describe(node: torch.fx.Node, bucket: int | None) -> str:
-    """The node's tooltip: its fx line, the value's type and shape, its DDP bucket."""
+    """The node's tooltip: its fx line, the value's type and shape, the user's line it came from,
+    its DDP bucket."""
     value = node.meta.get("example_value", node.meta.get("val"))
     lines = [node.format_node() or node.name]
     if isinstance(value, torch.Tensor):
         lines.append(f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}")
+    where = innermost_line(node)
+    if where:
+        lines.append(where)
     if bucket is not None:
         lines.append(f"DDP bucket piece {bucket}")
     return "\n".join(lines)

@@ -180,9 +180,14 @@ def _entry(recording: Recording, entry: EntryRecord, anchor: str, first_graph: i
             f'<figure class="graph-figure" data-graph="{number}">'
             f"<figcaption>Graph {number} <small>({counts}{split})</small></figcaption>"
             f'<div class="graph-scroll">{graph_svg(gm, graph_id)}</div>'
-            f"<details><summary>graph code</summary><pre>{_e(gm.code.strip())}</pre></details></figure>")
+            f"<details><summary>graph code</summary><pre>{_e(_graph_code(gm))}</pre></details></figure>")
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _graph_code(gm: torch.fx.GraphModule) -> str:
+    """The graph's code with shapes, each group of nodes under the user's line it came from."""
+    return gm.print_readable(print_output=False, include_stride=False, include_device=False).strip()
 
 
 def _kind_counts(gm: torch.fx.GraphModule) -> str:

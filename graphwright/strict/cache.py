@@ -12,12 +12,19 @@ a function (or a backend made for it) frees its entries and graphs, but for
 the `config.dropped_cache_limit` caches made most recently, kept so that
 compiling the same function again (in a loop, a fresh module each time)
 reuses its graphs.
+
+Under `torch.profiler.profile()` every call runs its entry's twin that puts the
+body (after the guards) in a profiler range named after the entry, and a
+compile is a range too (`region_name`); without a profiler the hot path pays
+one attribute read for that.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
 import inspect
+import itertools
+import os
 import threading
 import types
 import warnings
@@ -25,9 +32,11 @@ import weakref
 from typing import Any, Callable, Iterator
 
 import torch
+import torch.autograd.profiler as _profiler
+from torch._C._profiler import _RecordFunctionFast
 from torch.utils._python_dispatch import _get_dispatch_stack_at, _pop_mode, _push_mode, any_torch_dispatch_mode_on_stack
 
-from .._core import config, dump
+from .._core import config, dump, structured_trace
 from .._core.counters import counters, phase
 from .._core.errors import GraphwrightError
 from .._core.user_stack import user_frames_of_stack
@@ -39,18 +48,33 @@ from .entries import (
     changed_sizes,
     failure_reason,
 )
-from .guards.codegen import MISS
+from .guards.codegen import MISS, in_region
 from .interpreter.graph_builder import prepare_fake_tensors
 
 
 class CodeCache:
-    __slots__ = ("entries", "exhausted", "dynamic_dims", "__weakref__")
+    """The entries of one compiled function (newest first). Its first compile gives it a frame
+    id, and each compile the next compile number: the compile id `frame/compile` that the
+    compile trace and the profiler's ranges name it by, as torch.compile's `[0/1]`."""
+
+    __slots__ = ("entries", "exhausted", "dynamic_dims", "frame_id", "compiles", "__weakref__")
 
     def __init__(self) -> None:
         self.entries: list[Callable] = []
         self.exhausted = False
         self.dynamic_dims: dict[Any, frozenset[int]] = {}  # learnt under dynamic=None
+        self.frame_id: int | None = None
+        self.compiles = 0
         _LIVE_CACHES.add(self)
+
+    def next_compile_id(self) -> torch._guards.CompileId:
+        if self.frame_id is None:
+            self.frame_id = next(_FRAME_IDS)
+        self.compiles += 1
+        return structured_trace.compile_id(self.frame_id, self.compiles - 1)
+
+
+_FRAME_IDS = itertools.count()  # never reset: ids stay unique in a process's trace
 
 
 # (code, backend, fullgraph, dynamic) -> the cache of the wrappers alive with those settings
@@ -105,6 +129,8 @@ class CompiledFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _profiler._is_profiler_enabled:  # without a profiler, one attribute read per call
+            return self.call_as(self._fn, *args, **kwargs)
         # `_first_hit` spelled out: one Python frame less on every compiled call
         fn = self._fn
         try:
@@ -119,7 +145,10 @@ class CompiledFunction:
 
     def call_as(self, fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
         """Call through this cache as function `fn` (the same code, its own closure cells)."""
-        result = _first_hit(self._entries, fn, args, kwargs)
+        entries = self._entries
+        if _profiler._is_profiler_enabled:
+            entries = _in_regions(entries)
+        result = _first_hit(entries, fn, args, kwargs)
         return self._miss(args, kwargs, fn) if result is MISS else result
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
@@ -132,7 +161,7 @@ class CompiledFunction:
         fn, cache = fn or self._fn, self._cache
         while True:
             tried = list(cache.entries)
-            result = _first_hit(tried, fn, args, kwargs)
+            result = _first_hit(_runnable(tried), fn, args, kwargs)
             if result is not MISS:
                 return result
             with _COMPILE_LOCK:
@@ -141,7 +170,7 @@ class CompiledFunction:
                     break
         if entry is None:
             return fn(*args, **kwargs)
-        result = entry(fn, *args, **kwargs)
+        result = _runnable([entry])[0](fn, *args, **kwargs)
         return fn(*args, **kwargs) if result is MISS else result
 
     def _compile_entry(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Callable | None:
@@ -150,6 +179,7 @@ class CompiledFunction:
         _drop_stale_entries(cache)
         if cache.exhausted or not binds(fn, args, kwargs):
             return None  # arguments that do not bind: Python's own TypeError
+        reasons = []
         if any_torch_dispatch_mode_on_stack():
             # a user's dispatch mode would see the tracer's fake tensors: as in PyTorch, the call
             # runs eagerly, and a function compiled in the mode's handler (where the mode is
@@ -171,18 +201,22 @@ class CompiledFunction:
                 return None
             counters["recompiles"][reason] += 1
             if events.recompile_wanted():
-                events.recompiling(fn, [reason] + [failure_reason(entry, fn, args, kwargs)
-                                                   for entry in cache.entries[1:]])
+                reasons = [reason] + [failure_reason(entry, fn, args, kwargs) for entry in cache.entries[1:]]
             if settings.dynamic is None:
                 for source, dims in changed_sizes(cache.entries[0], fn, args, kwargs).items():
                     cache.dynamic_dims[source] = cache.dynamic_dims.get(source, dims) | dims
-        # Compiling reads the inputs' metadata, which must not run a tensor subclass's
-        # `__torch_function__` (the tracer runs those itself, for the program's own operations).
-        with dump.compiling(fn.__code__, len(cache.entries)) as scope, phase("residual"), _user_modes_off(), \
-                torch._C.DisableTorchFunctionSubclass():
-            entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
-            entry.compile_scope = scope
-            events.entry_built(fn, entry, entry.__globals__)
+        compile_id = cache.next_compile_id()
+        with dump.compiling(fn.__code__, len(cache.entries), compile_id) as scope, \
+                _profiler_range(f"Graphwright Compile: {region_name(fn, compile_id)}"), \
+                events.compiling(fn, scope, reasons, list(cache.entries)) as compile_record:
+            # Compiling reads the inputs' metadata, which must not run a tensor subclass's
+            # `__torch_function__` (the tracer runs those itself, for the program's own operations).
+            with phase("residual"), _user_modes_off(), torch._C.DisableTorchFunctionSubclass():
+                entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
+                entry.compile_scope = scope
+                entry.region_name = f"Graphwright-Compiled Region: {region_name(fn, compile_id)}"
+                events.entry_built(fn, entry, entry.__globals__)
+            compile_record.entry = entry
         cache.entries.insert(0, entry)
         return entry
 
@@ -194,6 +228,25 @@ class CompiledFunction:
 # Held while an entry is compiled (not while entries run): one compile at a time in the
 # process, as PyTorch's compile lock. Reentrant: compiling may call compiled code.
 _COMPILE_LOCK = threading.RLock()
+
+
+def region_name(fn: types.FunctionType, compile_id: torch._guards.CompileId) -> str:
+    """How the profiler names the compile `compile_id` of `fn`: `0/1 f (train.py:12)`."""
+    code = fn.__code__
+    return f"{compile_id} {code.co_qualname} ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+
+
+def _profiler_range(name: str) -> Any:
+    return _RecordFunctionFast(name) if _profiler._is_profiler_enabled else contextlib.nullcontext()
+
+
+def _runnable(entries: list[Callable]) -> list[Callable]:
+    """`entries`, or under the profiler their twins that run in a range naming the entry."""
+    return _in_regions(entries) if _profiler._is_profiler_enabled else entries
+
+
+def _in_regions(entries: list[Callable]) -> list[Callable]:
+    return [in_region(entry, entry.region_name) for entry in entries]
 
 
 def _first_hit(entries: list[Callable], fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:

@@ -29,6 +29,7 @@ from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
 from .guards.guards import STATE_KINDS, ordered
+from .guards.sources import AttrSource
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
 from .interpreter.symbolic_sizes import SCALAR, DataDependence
@@ -169,7 +170,7 @@ def _split(fn: Callable, args: tuple, kwargs: dict, settings: CompileSettings, d
             break
         try:
             entry = _internal_errors_as_breaks(result, lambda: _stopped_entry(
-                fn, result, settings, router, plan, nested_break=len(brk.frames) > 1))
+                fn, result, settings, router, plan, route_callee=_routes_callee(brk)))
             entry.graph_break = brk
             return entry
         except (CannotResume, GraphBreak) as why:
@@ -195,12 +196,19 @@ def _internal_errors_as_breaks(result: TraceResult, make: Callable[[], Callable]
         raise brk from error
 
 
+def _routes_callee(brk: GraphBreak) -> bool:
+    """Whether the call the trace stopped at goes through the router: the break happened inside
+    the callee, or at a module call whose hooks or lazy initialization run in Python around
+    its compiled parts."""
+    return len(brk.frames) > 1 or brk.kind in (gb.MODULE_HOOKS, gb.LAZY_MODULE)
+
+
 def _stopped_entry(fn: Callable, result: TraceResult, settings: CompileSettings, router: CallRouter,
-                   plan: SplitPlan, nested_break: bool) -> Callable:
+                   plan: SplitPlan, route_callee: bool) -> Callable:
     writer = ResidualWriter(fn.__code__, _late_break(result))
     guard_lines = writer.guard_lines(result.guards)
     stop = result.stopped
-    continuation = Continuation(writer, stop.frame, stop.inst, router, nested_break)
+    continuation = Continuation(writer, stop.frame, stop.inst, router, route_callee)
     tail = continuation.resume_tail() if plan.kind == "resume" else continuation.rest_tail()
     exit_open_contexts(result.graph, continuation.contexts)
     return _graph_entry(fn, result, settings, tail, writer, guard_lines)
@@ -373,15 +381,24 @@ def _changed_sizes(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> 
         if guard.kind not in ("const", "tensor"):
             continue
         try:  # the inputs are the user's: reading one may fail (a nested tensor has no sizes)
-            _note_changed_size(guard, guard.source.read(fn, bound.arguments), changed)
+            _note_changed_size(guard, guard.source.read(fn, bound.arguments), changed, fn, bound.arguments)
         except Exception:
             continue
     return changed
 
 
-def _note_changed_size(guard: Any, actual: Any, changed: dict) -> None:
+def _module_int(guard: Any, fn: Callable, arguments: dict) -> bool:
+    """Whether the guard reads an int attribute of an `nn.Module`, which stays a constant unless
+    `config.allow_unspec_int_on_nn_module`."""
+    source = guard.source
+    if config.allow_unspec_int_on_nn_module or type(guard.expected) is not int or not isinstance(source, AttrSource):
+        return False
+    return isinstance(source.base.read(fn, arguments), torch.nn.Module)
+
+
+def _note_changed_size(guard: Any, actual: Any, changed: dict, fn: Callable, arguments: dict) -> None:
     if guard.kind == "const" and (type(guard.expected) in (int, float) or is_numpy_scalar(guard.expected)):
-        if type(actual) is type(guard.expected) and actual != guard.expected:
+        if type(actual) is type(guard.expected) and actual != guard.expected and not _module_int(guard, fn, arguments):
             changed[guard.source] = SCALAR
     if guard.kind != "tensor":
         return

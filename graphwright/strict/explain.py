@@ -18,6 +18,7 @@ import torch
 
 from .._core.counters import compile_times, counters
 from .._core.flat_call import nonstrict_call_sites
+from .._core.source_lines import innermost_line
 from .._core.user_stack import format_user_stack, is_user_file
 from . import events
 from .cache import CompiledFunction
@@ -71,9 +72,9 @@ class ExplainOutput:
             lines.append("    User Stack:")
             lines.append("      " + format_user_stack(brk.user_stack).replace("\n", "\n      "))
         lines.append("Ops per Graph:")
-        for index, ops in enumerate(self.ops_per_graph, 1):
+        for index, gm in enumerate(self.graphs, 1):
             lines.append(f"  Ops {index}:")
-            lines.extend(f"    {getattr(op, '__name__', op)}" for op in ops)
+            lines.extend(_op_line(node) for node in gm.graph.nodes if node.op.startswith("call"))
         sites = [site for gm in self.graphs for site in nonstrict_call_sites(gm)]
         if sites:
             lines.append("Nonstrict Trace Calls:")
@@ -117,6 +118,13 @@ def _explaining(run: Callable[[Callable[[Callable], CompiledFunction]], Any]) ->
         run(lambda fn: CompiledFunction(fn, settings))
     output.compile_times = {phase: seconds - before.get(phase, 0.0) for phase, seconds in compile_times().items()}
     return output
+
+
+def _op_line(node: torch.fx.Node) -> str:
+    """An operation of a graph, with the user's line it came from."""
+    where = innermost_line(node)
+    name = getattr(node.target, "__name__", node.target)
+    return f"    {name}  ({where})" if where else f"    {name}"
 
 
 def format_compile_times(times: dict[str, float]) -> str:

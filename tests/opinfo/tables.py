@@ -22,38 +22,7 @@ METADATA_ONLY = {
 """Ops whose values are not defined by their inputs: compared by dtype, sizes, strides and
 storage offset only, as PyTorch's own consistency tests skip their values."""
 
-# Ahead-of-time autograd's write-backs into inputs (aot/runtime.py):
-_OUT_NONCONTIGUOUS = ("AOT: out= into a non-contiguous (permuted or strided) `out`: the write-back "
-                      "gives the graph's own layout or misplaces values (aot/runtime.py)")
-_OUT_AND_MUTATED_STATE = ("AOT: out= of an op that also mutates inputs (running statistics): the "
-                          "write-back pairs new values with the wrong inputs (aot/runtime.py)")
-# PyTorch's own kernels (torch.compile's aot_eager fails the same way):
-_MATRIX_RANK_OUT = ("PyTorch: the CompositeImplicitAutograd linalg_matrix_rank.out writes nothing "
-                    "into `out` while a Python dispatch mode is active, so tracing records no write")
-_POLYGAMMA_INPLACE = ("PyTorch: aten.polygamma_ has no functionalization kernel (its functional op "
-                      "takes `n` first): ahead-of-time autograd cannot trace it")
-# Refused where torch.compile compiles:
-_TENSOR_SECTIONS = ("GB002: tensor_split's sections given as a 0-dim tensor: how many outputs depends "
-                    "on its value; TorchDynamo specialises on the value (a graph per value), "
-                    "graphwright has no guard on tensor data (under aot_eager both refuse)")
-
-XFAIL: dict[tuple[str, str], str] = {
-    **{(op, "aot_eager"): _OUT_NONCONTIGUOUS for op in (
-        "matmul", "nn.functional.linear", "narrow_copy", "nn.functional.avg_pool3d",
-        "nn.functional.gelu")},
-    ("_native_batch_norm_legit", "aot_eager"): _OUT_AND_MUTATED_STATE,
-    ("native_batch_norm", "aot_eager"): (
-        "AOT: functionalizing native_batch_norm's out= overload leaves the in-place "
-        "_native_batch_norm_legit.default in the graph: refused, where torch.compile compiles it"),
-    ("svd", "aot_eager"): ("AOT: svd's out= kernel restrides its `out` tensors, a metadata "
-                           "mutation of inputs that aot/metadata.py refuses; torch.compile compiles it"),
-    ("linalg.matrix_rank", "aot_eager"): _MATRIX_RANK_OUT,
-    ("linalg.matrix_rank.hermitian", "aot_eager"): _MATRIX_RANK_OUT,
-    **{(f"polygamma.polygamma_n_{n}", "aot_eager"): _POLYGAMMA_INPLACE for n in range(5)},
-    ("tensor_split", "eager"): _TENSOR_SECTIONS,
-    ("narrow", "inductor"): ("Inductor lowers the backward's slice at a data-dependent start by "
-                             "guarding on the start's sign (GuardOnDataDependentSymNode)"),
-}
+XFAIL: dict[tuple[str, str], str] = {}
 """(op id, backend) -> the mechanism that makes it fail; the test expects the failure."""
 
 FAST_SLICE = (
@@ -66,7 +35,8 @@ FAST_SLICE = (
     "special.hermite_polynomial_he", "split_with_sizes", "tensordot", "unfold", "zeros",
     # ops whose failures were fixed (each fix also has its own test)
     "scatter", "split_with_sizes_copy", "histogramdd", "nonzero",
-    "nn.functional.triplet_margin_with_distance_loss",
+    "nn.functional.triplet_margin_with_distance_loss", "narrow_copy", "_native_batch_norm_legit",
+    "linalg.matrix_rank", "tensor_split",
 )
 """The ops `make test` sweeps (`GW_OPINFO=all` sweeps every op)."""
 

@@ -1,11 +1,16 @@
 """Corpus programs about ahead-of-time autograd, run through the `aot_eager` backend behind the
 counter: outputs that alias an input (dtype and complex views, the target of an `out=`
-argument that is not contiguous) come back as eager made them."""
+argument that is not contiguous) come back as eager made them; `out=` calls whose effect
+functionalization does not model as eager's kernel has it (a non-contiguous or resized `out`,
+batch norm's running statistics, an `out` tracing leaves unwritten) give eager's answer."""
 from __future__ import annotations
 
 import torch
+from torch import nn
 
-from .harness import program_decorator, rand
+import graphwright
+
+from .harness import module_program, program_decorator, rand
 
 PROGRAMS = []
 
@@ -61,3 +66,82 @@ def _(x):
     before = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(False)
     return x + 1, before
+
+
+# AOT autograd traces the captured graph node by node, so that each aten node records the user's
+# line of its node (graphwright/_core/source_lines.py): what the graph computes must not change,
+# in-place updates of inputs, hooks' effects and a nonstrict_trace body's replay included.
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        self.inner.register_forward_hook(lambda module, args, out: out * 0.5)
+
+    def forward(self, x, buffer):
+        buffer.add_(1)  # an input updated in place
+        steps = (self.inner(x + k) for k in range(2))
+        return sum(steps) + buffer.mean(), buffer
+
+
+@graphwright.nonstrict_trace
+def _normalised(x, eps):
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return centred / (centred.pow(2).mean(dim=-1, keepdim=True) + eps).sqrt()
+
+
+class _WithNonstrictBody(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _normalised(self.linear(x), 1e-5) * _normalised(x, 1e-3)
+
+
+PROGRAMS.append(module_program(
+    "aot_node_by_node_trace_keeps_hooks_generators_and_input_updates", _Scaled,
+    lambda: (rand(3, 4, requires_grad=True), torch.zeros(4)), backend="aot_eager", grad=True))
+PROGRAMS.append(module_program(
+    "aot_nonstrict_trace_body_replayed_with_its_own_lines", _WithNonstrictBody,
+    lambda: rand(3, 4, requires_grad=True), backend="aot_eager", grad=True))
+
+
+_NONCONTIGUOUS_OUT = {"why": "TorchDynamo refuses out= into a non-contiguous tensor",
+                      "xfail": "Attempted to call op with non-contiguous `out=` tensor"}
+
+
+@program("aot_out_into_a_permuted_target_is_written_as_eagers_kernel_writes_it",
+         lambda: (rand(5, 5, 5), torch.zeros(5, 2, 5)), backend="aot_eager", reference=_NONCONTIGUOUS_OUT)
+def _(x, buffer):
+    # narrow_copy's kernel writes a non-contiguous `out` in memory order: the graph runs as captured
+    torch.narrow_copy(x, 1, 2, 2, out=buffer.permute(2, 1, 0))
+    return buffer * 2
+
+
+@program("aot_out_of_a_vector_matrix_product_into_a_strided_target_is_restrided_as_in_eager",
+         lambda: (rand(4), rand(4, 3), torch.zeros(7)), backend="aot_eager", reference=_NONCONTIGUOUS_OUT)
+def _(v, m, buffer):
+    out = torch.matmul(v, m, out=buffer[1::2])
+    return out, buffer + 1
+
+
+@program("aot_batch_norm_out_updates_the_running_statistics",
+         lambda: (rand(2, 3, 4), rand(3), rand(3), torch.zeros(3), torch.ones(3)), backend="aot_eager")
+def _(x, w, b, running_mean, running_var):
+    out = (torch.empty(2, 3, 4), torch.empty(3), torch.empty(3))
+    torch.native_batch_norm(x, w, b, running_mean, running_var, True, 0.1, 1e-5, out=out)
+    return out[0] * 2, running_mean + 0, running_var + 0
+
+
+@program("aot_out_left_unwritten_by_tracing_is_written", lambda: (rand(5, 5), torch.zeros((), dtype=torch.int64)),
+         backend="aot_eager")
+def _(a, rank):
+    torch.linalg.matrix_rank(a, out=rank)
+    return rank + 1
+
+
+@program("aot_out_resized_from_empty", lambda: (rand(3, 4), torch.empty(0)), backend="aot_eager")
+def _(x, out):
+    torch.cos(x, out=out)
+    return out.sum(0), out.shape

@@ -2,7 +2,7 @@
 the region: the attributes of functions, bound methods, builtin methods and partials made
 or read there (`d.clear.__name__`, `f.__get__(obj)`, `hasattr(partial, name)`), `__class__`
 of any value, `callable()`, and partials passed in (guarded on what they hold, not on their
-identity)."""
+identity), and `__dict__` assigned on an object made in the region."""
 from __future__ import annotations
 
 import collections
@@ -481,3 +481,25 @@ def _(x, y):
          lambda: (rand(2), _Batch(rand(2), rand(2))))
 def _(x, batch):
     return _combine(batch) + x
+
+
+class _Record:
+    def __init__(self, x):
+        self.start = x
+
+
+@program("dunder_dict_assigned_on_an_object_made_in_the_region", lambda: rand(3),
+         reference={"xfail": "`record.scale` raises AttributeError after `record.__dict__ = table`",
+                    "why": "PyTorch 2.13 does not make the assigned dict the object's attributes"})
+def _(x):
+    record, table = _Record(x), {"scale": 2}
+    record.__dict__ = table
+    record.shift = x + 1
+    table["scale"] = 3
+    try:
+        record.__dict__ = [("a", 1)]
+        refused = None
+    except TypeError as error:
+        refused = str(error)
+    return record.shift * record.scale, sorted(table), hasattr(record, "start"), \
+        record.__dict__ is table, vars(record) is table, refused

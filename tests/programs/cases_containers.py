@@ -680,3 +680,14 @@ def _(x):
 def _(x):
     total = _Cents(3) + _Cents(4, "USD")
     return repr(total), f"{total}", total.currency, int(total), total, _Count(5), _Label("out"), x + 1
+
+
+@program("constant_frozensets_equal_frozensets_made_in_the_region", lambda: rand(3))
+def _(x):
+    singletons = [frozenset([0]), frozenset([1])]
+    made = [frozenset([0]) ^ s for s in singletons]  # frozenset() and {0, 1}, made in the region
+    faces = set()
+    for vertex in made:
+        faces.add(frozenset([vertex, frozenset()]))
+    return (x + len(faces), made[0] == frozenset(), frozenset() == made[0], made[1] != frozenset([0, 1]),
+            frozenset([1, 0]) <= made[1])

@@ -589,3 +589,20 @@ class _MaskedModule(torch.nn.Module):
 
 PROGRAMS.append(module_program("exception_only_under_compilation_in_a_module_forward", _MaskedModule,
                                lambda: rand(3), fullgraph=False, frames=0))
+
+
+@program("suppress_context_written_then_reraised", lambda: rand(3))
+def _(x):
+    try:
+        try:
+            try:
+                raise TypeError("first")
+            except TypeError:
+                raise ValueError("second") from None
+        except ValueError as error:
+            before = error.__suppress_context__
+            error.__suppress_context__ = False
+            raise error
+    except ValueError as error:
+        caught = error
+    return x + 1, before, caught.__suppress_context__, type(caught.__context__).__name__, caught.__cause__

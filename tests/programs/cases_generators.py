@@ -334,3 +334,30 @@ def _(x):
     head = next(first)
     same, copy = itertools.tee(first)
     return head, next(copy), next(copy), next(first), next(same), list(second), len(itertools.tee(copy, 0))
+
+
+@program("exception_thrown_into_a_generator_takes_what_it_handles_as_context", lambda: rand(3),
+         reference={"xfail": "the thrown exception takes the caller's handled exception as context",
+                    "why": "PyTorch 2.13 chains to the caller's exception, not the generator's own"})
+def _(x):
+    def handling():
+        try:
+            raise KeyError("inside")
+        except KeyError:
+            yield x + 1
+
+    def plain():
+        yield x * 2
+
+    contexts = []
+    for make in (handling, plain):
+        generator = make()
+        next(generator)
+        try:
+            raise IndexError("caller")  # what the caller handles is not the generator's
+        except IndexError:
+            try:
+                generator.throw(ValueError)
+            except ValueError as error:
+                contexts.append(type(error.__context__).__name__)
+    return x, contexts

@@ -992,3 +992,39 @@ def _(x):
     # the rest of each method runs as resume code, whose first parameters are not `cls`/`self`
     obj = _Derived()
     return x + obj.add(x) + obj.forward(x)
+
+
+_HOOKS_ON_INTERMEDIATES = ("PyTorch captures a hook on an intermediate in the graph, uses before it "
+                           "included; graphwright captures it only before any use, else runs the "
+                           "function in Python")
+
+
+@program("hook_on_an_intermediate_used_before_it_is_registered", lambda: rand(3, requires_grad=True),
+         grad=True, fullgraph=False, frames=0,
+         reference=dict(fullgraph=True, frames=1, why=_HOOKS_ON_INTERMEDIATES))
+def _(x):
+    # the hook sees the gradient of both uses: the graph before the hook must not keep the first
+    y = x * 2
+    z = y + 1
+    y.register_hook(lambda grad: grad * 2)
+    return (z + y * 3).sum()
+
+
+@program("hook_on_an_intermediate_before_any_use", lambda: rand(3, requires_grad=True), grad=True)
+def _(x):
+    # captured: the hook's work runs in the graph's backward
+    y = x.sin()
+    y.register_hook(lambda grad: grad + 1)
+    return (y * y).sum()
+
+
+_scale = {"by": 3.0}
+
+
+@program("hooks_on_intermediates_reading_a_global_or_returning_none", lambda: rand(3, requires_grad=True),
+         grad=True)
+def _(x):
+    y = x * 2
+    y.register_hook(lambda grad: grad * _scale["by"])
+    y.cos().register_hook(lambda grad: None)
+    return y.sum()

@@ -923,3 +923,17 @@ def _block_inputs(with_buffer):
          changed=_block_inputs(True), frames_changed=2, reset=_block_inputs(False))
 def _(x):
     return _BLOCKS[0](x)
+
+
+@program("a_0_dim_integer_tensor_giving_a_shape_specialises_on_its_value",
+         lambda: (rand(6, 4), torch.tensor(2)), changed=lambda: (rand(6, 4), torch.tensor(3)), frames_changed=2)
+def _(x, sections):
+    return [part * 2 for part in torch.tensor_split(x, sections)]
+
+
+@program("a_0_dim_integer_tensor_read_before_the_graph_writes_it_keeps_its_first_value",
+         lambda: (rand(6, 4), torch.tensor(2)), changed=lambda: (rand(6, 4), torch.tensor(3)), frames_changed=2)
+def _(x, sections):
+    parts = torch.tensor_split(x, sections)
+    sections.add_(1)
+    return parts, sections

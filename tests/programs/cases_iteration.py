@@ -2,7 +2,9 @@
 them, so an iterator with side effects (a generator that logs, a user `__next__`) shows the
 same log, and leaves the same items behind, compiled and eager. `any`/`all` and the set
 methods stop at the deciding item, unpacking takes one item more than it needs, an exception
-from the iterator, a key function or the consumer stops it at the same item."""
+from the iterator, a key function or the consumer stops it at the same item. A builtin
+iterator has no `len()` (TypeError naming its own class) and `operator.length_hint` counts
+the items it has left."""
 from __future__ import annotations
 
 import collections
@@ -218,3 +220,88 @@ def _(x):
     except TypeError as error:
         backwards = str(error)
     return torch.flip(x, [0]), backwards, log, list(numbers)
+
+
+class Indexed:
+    """Iterable only through `__getitem__` (Python's old sequence protocol)."""
+
+    def __init__(self, items):
+        self.items = items
+        self.reads = 0
+
+    def __getitem__(self, index):
+        self.reads += 1
+        return self.items[index]
+
+
+class CountsToThree:
+    def __getitem__(self, index):
+        if index == 3:
+            raise StopIteration
+        return index * 10
+
+
+@program("getitem_only_objects_iterate_until_index_error_or_stop_iteration", lambda: rand(3))
+def _(x):
+    indexed = Indexed([x, x * 2])
+    first, second = list(indexed)
+    total = 0
+    for value in CountsToThree():
+        total += value
+    return first + second, tuple(Indexed("ab")), total, 2 in Indexed([1, 2, 3]), indexed.reads
+
+
+@program("regular_expressions_on_constant_strings", lambda: rand(3))
+def _(x):
+    import re
+
+    match = re.compile(r"(\d+)\.(\d+)").fullmatch("2.13")
+    return x * int(match.group(2)), re.split(",", "a,b"), re.escape("a.b"), re.search("z", "abc") is None
+
+
+@program("iter_of_a_callable_and_a_sentinel_and_explicit_dunder_next", lambda: rand(3),
+         reference={"xfail": "a callable iterator ended by StopIteration calls the function again",
+                    "why": "PyTorch 2.13 does not drop the callable once the iterator is exhausted"})
+def _(x):
+    pending = [1, 2, None, 3]
+    until_none = list(iter(lambda: pending.pop(0), None))
+    calls = [0]
+
+    def counter():
+        calls[0] += 1
+        if calls[0] == 3:
+            raise StopIteration
+        return calls[0]
+
+    counted = iter(counter, 99)
+    first = list(counted)
+    step = iter((x, x + 1)).__next__
+    stepped = [step(), step()]
+    try:
+        step()
+    except StopIteration:
+        stepped.append("stop")
+    return x + sum(until_none), first, list(counted), calls[0], pending, stepped
+
+
+def _len_or_error(value):
+    try:
+        return len(value)
+    except TypeError as error:
+        return str(error)
+
+
+@program("builtin_iterators_have_a_length_hint_and_no_len", lambda: rand(3),
+         reference={"xfail": "`operator.length_hint` of a list iterator is an unsupported builtin",
+                    "why": "PyTorch 2.13 does not trace operator.length_hint on iterators"})
+def _(x):
+    import operator
+
+    table, items = {"a": 1, "b": 2}, [x, x * 2, x * 3]
+    iterators = [iter(items), reversed(items), iter(range(4)), iter(table), iter(table.items()),
+                 iter({1, 2}), iter("ab"), iter((1,)), zip(items, items), enumerate(items), map(abs, [1])]
+    lengths = [_len_or_error(it) for it in iterators]
+    next(iterators[0])
+    hints = [operator.length_hint(it, -1) for it in iterators]
+    return x + 1, lengths, hints, operator.length_hint(items), operator.length_hint(x), \
+        type(iterators[1]).__name__, isinstance(iterators[8], zip)

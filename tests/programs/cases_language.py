@@ -1,5 +1,6 @@
 """Corpus programs for the Python language: opcodes, calls, closures, loops,
-comprehensions, unpacking, strings, builtins, dataclass and NamedTuple inputs."""
+comprehensions, unpacking, strings, builtins, dataclass and NamedTuple inputs, `id()` of
+objects made in the region (equal exactly where `is` holds)."""
 from __future__ import annotations
 
 import argparse
@@ -596,3 +597,21 @@ def _(x, y):
     items = [x, y, x + 1]
     index = torch.as_tensor(2)
     return items[index], x.reshape(-1, x.shape[torch.tensor(1)])
+
+
+class _Node:
+    def __init__(self, value):
+        self.value = value
+
+
+@program("id_of_objects_made_in_the_region", lambda: rand(3),
+         reference={"xfail": "`id(y) == id(y.mul_(2))` is False for a tensor made in the region",
+                    "why": "PyTorch 2.13 gives the tensor an in-place method returns an id of its own"})
+def _(x):
+    first, second, y = _Node(x), _Node(x), x * 2
+    alias, table = first, {}
+    memo = {id(first): "first", id(second): "second"}
+    ids = [id(first), id(second), id(alias), id(y), id(table), id(first)]
+    relations = (ids[0] == ids[2] == ids[5], ids[0] != ids[1], len(set(ids)), memo[id(alias)],
+                 id(y) == id(y.mul_(2)), isinstance(ids[0], int))
+    return y + 1, relations

@@ -483,9 +483,7 @@ class TensorHooked(nn.Module):
 
 PROGRAMS.append(module_program(
     "gradient_hook_registered_on_an_intermediate", TensorHooked,
-    lambda: rand(2, 3, requires_grad=True), grad=True,
-    xfail="Tensor.register_hook on an intermediate (GB013, whose text says it runs the backward "
-          "pass)"))
+    lambda: rand(2, 3, requires_grad=True), grad=True))
 
 
 def gradient_penalty(critic, real):

@@ -550,3 +550,134 @@ for _name, _target in [
 PROGRAMS.append(module_program(
     "same_argument_passed_by_keyword_instead_of_position", MLP, lambda: Args(rand(2, 8)),
     changed=lambda: Args(x=rand(2, 8)), frames_changed=1))
+
+
+class FullyHooked(nn.Module):
+    """Forward pre-hook, forward hook, full backward hook and backward pre-hook on the module
+    that is compiled: the backward hooks need autograd's wrapping of the call, so the call
+    runs as nn.Module runs it, each hook and the forward compiled on its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.grads = []
+        self.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+        self.register_forward_hook(lambda module, args, output: output + 1)
+        self.register_full_backward_pre_hook(self._scale_output_grad)
+        self.register_full_backward_hook(self._record_input_grad)
+
+    def _scale_output_grad(self, module, grad_output):
+        return (grad_output[0] * 3,)
+
+    def _record_input_grad(self, module, grad_input, grad_output):
+        self.grads.append(grad_input[0].detach().clone())
+        return (grad_input[0] * 0.5,)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+PROGRAMS.append(module_program(
+    "forward_and_full_backward_hooks_on_the_compiled_module", FullyHooked,
+    lambda: rand(2, 3, requires_grad=True), grad=True, frames=[3, 3],
+    observe=lambda world: list(world.grads)))
+
+
+class HookedChild(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+        self.outer = nn.Linear(3, 2)
+        self.inner.register_full_backward_hook(lambda module, grad_input, grad_output: (grad_input[0] * 2,))
+        self.inner.register_forward_hook(lambda module, args, output: output.tanh())
+
+    def forward(self, x):
+        return self.outer(self.inner(x * 2) + 1).sum(-1)
+
+
+PROGRAMS.append(module_program(
+    "full_backward_hook_on_a_submodule_splits_the_forward", HookedChild,
+    # the caller's graph before the call, the child's forward, its forward hook, the rest
+    lambda: rand(2, 3, requires_grad=True), grad=True, frames=[4, 4], fullgraph=False))
+
+
+class LazyUser(torch.nn.modules.lazy.LazyModuleMixin, nn.Module):
+    """A user's lazy module: its parameter's shape comes from the first input."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.UninitializedParameter()
+
+    def initialize_parameters(self, x):
+        if self.has_uninitialized_params():
+            with torch.no_grad():
+                self.weight.materialize((x.shape[-1],))
+                nn.init.uniform_(self.weight)
+
+    def forward(self, x):
+        return x * self.weight + 1
+
+
+for _name, _make, _inputs in [
+    ("lazy_linear", lambda: nn.LazyLinear(3), lambda: rand(2, 5, requires_grad=True)),
+    ("lazy_conv2d", lambda: nn.LazyConv2d(2, 3), lambda: rand(1, 3, 6, 6, requires_grad=True)),
+    ("user_lazy_module", LazyUser, lambda: rand(2, 4, requires_grad=True)),
+]:
+    PROGRAMS.append(module_program(
+        f"{_name}_initialized_on_the_first_call", _make, _inputs, grad=True, frames=[1, 1]))
+
+PROGRAMS.append(module_program(
+    "lazy_submodules_initialized_on_the_first_call",
+    lambda: nn.Sequential(nn.LazyLinear(5), nn.ReLU(), nn.LazyLinear(2)), lambda: rand(2, 4, requires_grad=True),
+    grad=True, frames=[0, 1],
+    reference=dict(frames=[1, 1],
+                   why="PyTorch initializes lazy submodules while tracing, on fake inputs (their "
+                       "random draws move before the forward's own); graphwright runs that first "
+                       "call as eager does")))
+
+
+class StepCounter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.steps = 0
+
+    def forward(self, x):
+        self.steps += 1
+        return self.lin(x) * 2
+
+
+class CachesOutput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.last = None
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.last = y.detach()
+        return y + 1
+
+
+class FirstCallFlag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.first = True
+
+    def forward(self, x):
+        if self.first:
+            self.first = False
+            return self.lin(x)
+        return self.lin(x) * 3
+
+
+for _name, _make, _frames, _observe in [
+    # an int attribute of a module stays a constant (PyTorch's allow_unspec_int_on_nn_module)
+    ("counter_recompiles_on_each_call", StepCounter, [1, 2, 3], lambda world: world.steps),
+    ("cached_tensor_attribute", CachesOutput, [1, 1, 1], lambda world: world.last),
+    ("python_flag_flipped_on_the_first_call", FirstCallFlag, [1, 2, 2], lambda world: world.first),
+]:
+    PROGRAMS.append(module_program(
+        f"module_mutating_itself_{_name}", _make, lambda: rand(2, 3), repeats=3, frames=_frames,
+        observe=_observe))

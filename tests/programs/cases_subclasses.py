@@ -52,6 +52,60 @@ def _(x, y):
     return x, y.sin()
 
 
+@program("plain_tensor_mutated_in_place_with_a_subclass_argument_stays_plain",
+         lambda: (rand(2, 3, requires_grad=True), two(3, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, t):
+    u = x * 1
+    u[1] += t  # TwoTensor's dispatch adds each inner tensor to the plain row in turn
+    u[0].mul_(t)
+    return u
+
+
+@program("plain_output_summed_with_a_subclass_after_the_call_gets_a_subclass_gradient",
+         lambda: (rand(2, 3, requires_grad=True), two(2, 3, requires_grad=True)), backend="aot_eager", grad=True)
+def _(x, t):
+    # the harness sums the outputs' sines: the plain output's gradient is a TwoTensor
+    return {"plain": torch.nn.functional.layer_norm(x, (3,)) * 0.25, "subclass": t}
+
+
+class _HoldsATensor:
+    """Not a tensor: its `__torch_function__` unwraps the tensor it holds (`torch.overrides`)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda value: value.tensor if isinstance(value, _HoldsATensor) else value  # noqa: E731
+        args = [[unwrap(item) for item in arg] if isinstance(arg, list) else unwrap(arg) for arg in args]
+        return func(*args, **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+@program("object_with_torch_function_takes_torch_functions_as_in_eager",
+         lambda: (_HoldsATensor(rand(3)), rand(3)))
+def _(w, x):
+    return torch.add(w, x, alpha=2.0) + torch.stack([w, x]).sum(0)
+
+
+class _Unit(torch.Tensor):
+    unit = 3
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+    def scaled(self):
+        return self * self.unit
+
+
+@program("python_subclass_made_in_the_region_reads_its_class_members", lambda: rand(3, requires_grad=True),
+         grad=True)
+def _(x):
+    made = _Unit(x.sin())
+    made.tag = 2
+    return made.scaled() + made.tag
+
+
 class _TwoTensorLinear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

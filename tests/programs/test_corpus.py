@@ -36,6 +36,8 @@ from . import (
     cases_nested_jagged,
     cases_new_libraries,
     cases_numpy,
+    cases_observing,
+    cases_python_errors,
     cases_real_models,
     cases_side_effects,
     cases_subclasses,
@@ -54,6 +56,7 @@ ALL_PROGRAMS = [
     *cases_containers.PROGRAMS,
     *cases_attributes.PROGRAMS,
     *cases_numpy.PROGRAMS,
+    *cases_observing.PROGRAMS,
     *cases_exceptions.PROGRAMS,
     *cases_generators.PROGRAMS,
     *cases_iteration.PROGRAMS,
@@ -64,6 +67,7 @@ ALL_PROGRAMS = [
     *cases_dtensor.PROGRAMS,
     *cases_nested_jagged.PROGRAMS,
     *cases_class_statements.PROGRAMS,
+    *cases_python_errors.PROGRAMS,
 ]
 
 

@@ -5,9 +5,10 @@ With `GW_SUITE_MODE=graphwright` it first rebinds PyTorch's compile entry points
 to graphwright, before any test file imports (files bind some of them by name):
 
 - `torch.compile` is `graphwright.compile` (the same signature);
-- `torch._dynamo.optimize(backend, nopython=..., dynamic=..., disable=...)` and
-  `torch._dynamo.optimize_assert(backend, dynamic=...)` return a decorator that
-  compiles with graphwright, `nopython` / `optimize_assert` meaning `fullgraph=True`;
+- `torch._dynamo.optimize(backend, nopython=..., error_on_graph_break=..., dynamic=...,
+  disable=...)` and `torch._dynamo.optimize_assert(backend, dynamic=...)` return a
+  decorator that compiles with graphwright, `nopython`, `error_on_graph_break` and
+  `optimize_assert` meaning `fullgraph=True`;
 - `torch._dynamo.reset` and `torch.compiler.reset` reset graphwright, then TorchDynamo
   (eager code in PyTorch may still compile with it);
 - `torch._dynamo.exc.Unsupported` names both exception types, so that a test
@@ -19,6 +20,9 @@ to graphwright, before any test file imports (files bind some of them by name):
 Functions marked with `torch._dynamo` markers (`graph_break`, `disable`,
 `allow_in_graph`, `nonstrict_trace`, `mark_dynamic`) need no rebinding:
 graphwright honours them.
+
+CPython's test files (PyTorch's `test/dynamo/cpython/3_13`) also get what Python 3.11
+lacks (`cpython_support.py`).
 
 The stored test files may be newer than the pinned PyTorch: a name they import at
 module level that 2.13 lacks gets a neutral stand-in in both modes
@@ -42,6 +46,10 @@ MIRRORED_CONFIG = {
 }
 """TorchDynamo config key -> the graphwright config key with the same meaning."""
 
+EQUIVALENT_BACKENDS = {"eager_noexcept": "eager"}
+"""TorchDynamo's test backends -> graphwright's backend with the same meaning (`eager_noexcept`
+runs the graph as `eager` does, reporting its exceptions as its own)."""
+
 
 def _rebind_to_graphwright() -> None:
     import torch
@@ -52,9 +60,11 @@ def _rebind_to_graphwright() -> None:
 
     import graphwright
 
-    def optimize(backend: Any = "inductor", *, nopython: bool = False, dynamic: bool | None = None,
-                 disable: bool = False, **_ignored: Any) -> Any:
-        return graphwright.compile(backend=backend, fullgraph=nopython, dynamic=dynamic, disable=disable)
+    def optimize(backend: Any = "inductor", *, nopython: bool = False, error_on_graph_break: bool | None = None,
+                 dynamic: bool | None = None, disable: bool = False, **_ignored: Any) -> Any:
+        backend = EQUIVALENT_BACKENDS.get(backend, backend) if isinstance(backend, str) else backend
+        fullgraph = nopython or bool(error_on_graph_break)
+        return graphwright.compile(backend=backend, fullgraph=fullgraph, dynamic=dynamic, disable=disable)
 
     def optimize_assert(backend: Any = "inductor", *, dynamic: bool | None = None, **_ignored: Any) -> Any:
         return graphwright.compile(backend=backend, fullgraph=True, dynamic=dynamic)
@@ -99,6 +109,10 @@ def _stand_in_newer_names() -> None:
 
 
 _stand_in_newer_names()
+if os.environ.get("GW_SUITE_CPYTHON") == "1":
+    from .cpython_support import install
+
+    install()
 if os.environ.get("GW_SUITE_MODE") == "graphwright":
     _rebind_to_graphwright()
 

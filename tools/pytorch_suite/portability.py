@@ -95,30 +95,34 @@ def judge(source: str) -> Verdict:
 
 class TestSources:
     """The source of every test method in one file, found by class and name (the base classes
-    of a class too), with the methods it calls through `self.`."""
+    of a class too, also those of the sibling modules it imports, as CPython's tests inherit
+    from `seq_tests.CommonTest`), with the methods it calls through `self.`."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        tree = ast.parse(text)
-        self.classes: dict[str, tuple[list[str], dict[str, str]]] = {}
-        self.functions: dict[str, str] = {}
-        for node in tree.body:
+    def __init__(self, text: str, siblings: dict[str, str] | None = None) -> None:
+        self.classes: dict[tuple[str, str], tuple[list[tuple[str, str]], dict[str, str]]] = {}
+        for module, module_text in [("", text), *(siblings or {}).items()]:
+            self._read(module, module_text, set(siblings or ()))
+
+    def _read(self, module: str, text: str, siblings: set[str]) -> None:
+        lines = text.splitlines()
+        for node in ast.parse(text).body:
             if isinstance(node, ast.ClassDef):
-                methods = {item.name: self._segment(item) for item in node.body
+                methods = {item.name: self._segment(lines, item) for item in node.body
                            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                bases = [ast.unparse(base).split(".")[-1] for base in node.bases]
-                self.classes[node.name] = (bases, methods)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = self._segment(node)
+                bases = []
+                for base in node.bases:
+                    qualifier, _, name = ast.unparse(base).rpartition(".")
+                    bases.append((qualifier if qualifier in siblings else module, name))
+                self.classes[module, node.name] = (bases, methods)
 
-    def _segment(self, node: ast.AST) -> str:
+    @staticmethod
+    def _segment(lines: list[str], node: ast.AST) -> str:
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        lines = self.text.splitlines()[first - 1:node.end_lineno]
-        return "\n".join(lines)
+        return "\n".join(lines[first - 1:node.end_lineno])
 
     def method(self, cls: str, name: str) -> str | None:
         seen = set()
-        queue = [cls]
+        queue = [("", cls)]
         while queue:
             current = queue.pop(0)
             if current in seen or current not in self.classes:
@@ -158,16 +162,27 @@ class TestSources:
         if not candidates:
             return None
         best = max(candidates, key=len)
-        for class_name in [cls, *self.classes]:
+        for _, class_name in [("", cls), *self.classes]:
             found = self.method(class_name, best)
             if found is not None:
                 return found
         return None
 
 
-def classify(text: str, nodeids: list[str]) -> dict[str, Verdict]:
-    """A verdict for each pytest node id (`file.py::Class::test_name`) of one file."""
-    sources = TestSources(text)
+_ALLOWED_BREAKS = re.compile(r"^(\s*)with torch\._dynamo\.error_on_graph_break\(False\):\s*$", re.M)
+
+
+def classify(text: str, nodeids: list[str], siblings: dict[str, str] | None = None) -> dict[str, Verdict]:
+    """A verdict for each pytest node id (`file.py::Class::test_name`) of one file; `siblings`
+    (module name -> text) are the modules of the same folder the file imports.
+
+    In CPython's test files PyTorch wraps classes defined in a test in
+    `with torch._dynamo.error_on_graph_break(False):` so that TorchDynamo may break there;
+    the wrapping is set-up, not something the test checks, and is left out of the verdict."""
+    if siblings is not None:
+        text = _ALLOWED_BREAKS.sub(r"\1if True:", text)
+        siblings = {name: _ALLOWED_BREAKS.sub(r"\1if True:", sibling) for name, sibling in siblings.items()}
+    sources = TestSources(text, siblings)
     verdicts = {}
     for nodeid in nodeids:
         parts = nodeid.split("::")

@@ -30,6 +30,7 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch._C._profiler import _RecordFunctionFast
 
 from ..._core import dump
 from ..._core.subclass_protocol import overrides_torch_function
@@ -167,8 +168,7 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
     defaults = [f"if {name} is ___NODEFAULT: {name} = {default}" for name, default in filled.items()]
     guard_block = "\n".join("        " + line for line in [*defaults, *guard_lines]) or "        pass"
     body_block = "\n".join("    " + line for line in body)
-    source = (f"def ___entry({params}):\n    try:\n{guard_block}\n    except ___Exception:\n"
-              f"        return ___MISS\n{body_block}\n")
+    source = f"def ___entry({params}):\n    try:\n{guard_block}\n{_GUARDS_END}{body_block}\n"
     text, filename = source, f"<graphwright entry for {name}>"
     if dump.active():  # compiled from the dumped file: tracebacks and debuggers show its lines
         text = _file_header(writer, name) + source
@@ -180,7 +180,29 @@ def assemble(writer: EntryWriter, fn: Any, guard_lines: list[str], body: list[st
         dis.dis(entry, file=listing)
         dump.append(filename, "\n# bytecode:\n" + "".join(f"#   {line}\n" for line in listing.getvalue().splitlines()))
     entry.source = source
+    entry.in_region = None
     return entry
+
+
+_GUARDS_END = "    except ___Exception:\n        return ___MISS\n"
+
+
+def in_region(entry: Callable, name: str) -> Callable:
+    """`entry`'s twin for calls under the profiler: the same guards, then the body inside a
+    profiler range `name` (made on the first such call, kept on the entry as `in_region`)."""
+    twin = entry.in_region
+    if twin is None:
+        head, end, body = entry.source.partition(_GUARDS_END)
+        # the body's lines are statements (string constants are written with repr: no line
+        # breaks inside a literal), so indenting each line nests the body in the range
+        nested = "".join(f"    {line}\n" for line in body.splitlines())
+        source = head.replace("def ___entry(", "def ___entry_in_region(", 1) + end + \
+            f"    with ___RecordFunctionFast({name!r}):\n{nested}"
+        namespace = entry.__globals__
+        namespace["___RecordFunctionFast"] = _RecordFunctionFast
+        exec(compile(source, f"{entry.__code__.co_filename} (in a profiler range)", "exec"), namespace)
+        twin = entry.in_region = namespace["___entry_in_region"]
+    return twin
 
 
 def _file_header(writer: EntryWriter, name: str) -> str:

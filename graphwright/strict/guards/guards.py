@@ -277,8 +277,8 @@ class Guard:
         if kind == "no_hooks" and (actual._forward_hooks or actual._forward_pre_hooks
                                    or actual._backward_hooks or actual._backward_pre_hooks):
             return f"module '{name}' has hooks now"
-        if kind == "call" and getattr(actual, expected[0])(*expected[1]) != expected[2]:
-            return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}"
+        if kind == "call" and (answer := getattr(actual, expected[0])(*expected[1])) != expected[2]:
+            return f"'{name}.{expected[0]}{expected[1]}' changed: expected {expected[2]!r}, actual {answer!r}"
         if kind == "lacks" and hasattr(actual, expected):
             return f"'{name}' has an attribute '{expected}' now"
         if kind == "subclasses" and tuple(actual.__subclasses__()) != expected:

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..._core import config
 from .. import operators
-from ..guards.guards import GLOBAL_HOOK_TABLES, global_module_hooks
 from ..guards.sources import AttrSource, FunctionSource, ItemSource, WeakReferenceSource, WeakrefSource
 from ..marked import marked_calls, markers
 from ..objects import (
@@ -52,8 +50,7 @@ from ..objects.values import (
 )
 from ..objects.wrap import compiled_original, function_value, is_cached_function, is_graph_operator, state_source
 from ..residual.call_routing import never_traced
-from ..residual.module_wrappers import is_module_wrapper
-from . import contexts
+from . import contexts, module_calls
 from . import graph_breaks as gb
 from .graph_builder import is_graph_argument
 
@@ -158,6 +155,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return contexts.use_deterministic_algorithms(tracer, args, kwargs)
     if target is torch.Tensor._make_subclass:
         return instances.make_tensor_subclass(tracer, args, kwargs)
+    if target is torch._C.TensorBase.__new__:
+        return instances.tensor_new(tracer, args, kwargs)
     if _is_one_of(target, contexts.ATTENTION_SWITCHES):
         return contexts.switch_attention_backend(tracer, target, args, kwargs)
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
@@ -334,123 +333,11 @@ def _stateless_torch_module(tracer: "Tracer", cls: type, args: list[Value], kwar
 
 def call_module(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`module(*args, **kwargs)`: the module class's own `__call__` when it overrides
-    nn.Module's, else `module_call`."""
+    nn.Module's, else `module_calls.module_call`."""
     override = classes.special_method(tracer, module, "__call__")
     if override is not None:
         return call_value(tracer, override, args, kwargs)
-    return module_call(tracer, module, args, kwargs)
-
-
-def module_call(tracer: "Tracer", module: ModuleValue, args: list[Value], kwargs: dict[str, Value]) -> Value:
-    """nn.Module's `__call__`: forward pre-hooks, forward, forward hooks, as nn.Module runs them,
-    with the hooks the module has at this point of the region (those registered in it too)."""
-    from ..objects import attributes
-
-    real = module.module
-    if markers.is_disabled(real):
-        name = type(real).__qualname__
-        raise tracer.graph_break(gb.DISABLED_FUNCTION, f"call to disabled module {name}", name=name)
-    if is_module_wrapper(real):
-        name = type(real).__qualname__
-        raise tracer.graph_break(gb.MODULE_WRAPPER, f"call of {name}", name=name)
-    if isinstance(real, torch.nn.RNNBase) and not config.allow_rnn:
-        name = type(real).__qualname__
-        raise tracer.graph_break(gb.RECURRENT_MODULE, f"call to recurrent module {name}", name=name)
-    if global_module_hooks() or any(_changed_in_region(tracer, table) for table in _global_hook_tables()):
-        name = type(real).__name__
-        raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
-    tracer.add_guard(FunctionSource(), "global_hooks")
-    hooks = _ModuleHooks(tracer, module)
-    if hooks.has("_backward_hooks") or hooks.has("_backward_pre_hooks"):
-        name = type(real).__name__
-        raise tracer.graph_break(gb.MODULE_HOOKS, f"hooks on {name}", name=name)
-    if not (hooks.has("_forward_hooks") or hooks.has("_forward_pre_hooks")):
-        if hooks.untouched:
-            tracer.add_guard(module.source, "no_hooks")
-        return call_value(tracer, attributes.load_attr(tracer, module, "forward"), args, kwargs)
-    for hook_id, hook in hooks.items("_forward_pre_hooks"):
-        if hooks.marked("_forward_pre_hooks_with_kwargs", hook_id):
-            result = call_value(tracer, hook, [module, SequenceValue(args, tuple), DictValue(kwargs)], {})
-            if not operations.is_none(result):
-                new_args, new_kwargs = operations.iterate(tracer, result)
-                args, kwargs = operations.iterate(tracer, new_args), operations.dict_items(tracer, new_kwargs)
-        else:
-            result = call_value(tracer, hook, [module, SequenceValue(args, tuple)], {})
-            if not operations.is_none(result):
-                args = operations.iterate(tracer, result) if isinstance(result, SequenceValue) \
-                    and result.kind is tuple else [result]
-    output = call_value(tracer, attributes.load_attr(tracer, module, "forward"), args, kwargs)
-    for hook_id, hook in hooks.items("_forward_hooks"):
-        hook_args = [module, SequenceValue(args, tuple)]
-        if hooks.marked("_forward_hooks_with_kwargs", hook_id):
-            hook_args.append(DictValue(kwargs))
-        result = call_value(tracer, hook, [*hook_args, output], {})
-        if not operations.is_none(result):
-            output = result
-    return output
-
-
-_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks",
-                "_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs")
-
-
-class _ModuleHooks:
-    """A module's hook tables as the call sees them. While the region has changed none of them
-    (`untouched`), they are read from the module, guarded on their keys; once it has (a hook
-    registered or removed in the region), from the values the region changed, so that a hook
-    registered earlier in the same call runs."""
-
-    def __init__(self, tracer: "Tracer", module: ModuleValue) -> None:
-        self.tracer = tracer
-        self.module = module
-        self.untouched = not any(table in module.overlay or _changed_in_region(tracer, module.module.__dict__[table])
-                                 for table in _HOOK_TABLES)
-
-    def has(self, table: str) -> bool:
-        if self.untouched:
-            return bool(self.module.module.__dict__[table])
-        return bool(self._table(table).items)
-
-    def items(self, table: str) -> list[tuple[Any, Value]]:
-        if self.untouched:
-            return _hooks(self.tracer, self.module, table)
-        return list(self._table(table).items.items())
-
-    def marked(self, table: str, hook_id: Any) -> bool:
-        """Whether `hook_id` is in `table` (the hooks called with keyword arguments)."""
-        if self.untouched:
-            return hook_id in self.module.module.__dict__[table]
-        return self._table(table).lookup(hook_id) is not None
-
-    def _table(self, table: str) -> DictValue:
-        from ..objects import attributes
-
-        value = attributes.load_attr(self.tracer, self.module, table)
-        if not isinstance(value, DictValue):
-            raise self.tracer.graph_break(gb.MODULE_HOOKS, f"{table} replaced by {value!r}",
-                                          name=type(self.module.module).__name__)
-        return value
-
-
-def _changed_in_region(tracer: "Tracer", real: Any) -> bool:
-    """Whether the region changed this pre-existing container in place."""
-    known = tracer.memo_by_id.get(id(real))
-    return known is not None and known[0] is real and getattr(known[1], "mutated", False)
-
-
-def _global_hook_tables() -> list[Any]:
-    return [getattr(torch.nn.modules.module, table) for table in GLOBAL_HOOK_TABLES]
-
-
-def _hooks(tracer: "Tracer", module: ModuleValue, table: str) -> list[tuple[Any, Value]]:
-    """The hooks of one table, read by source so that adding or removing one recompiles."""
-    from ..guards.sources import AttrSource
-
-    real = getattr(module.module, table)
-    source = None if module.source is None else AttrSource(module.source, table)
-    tracer.add_guard(source, "keys", tuple(real))
-    return [(hook_id, tracer.wrap(hook, None if source is None else ItemSource(source, hook_id)))
-            for hook_id, hook in real.items()]
+    return module_calls.module_call(tracer, module, args, kwargs)
 
 
 def inline(tracer: "Tracer", function: FunctionValue, args: list[Value], kwargs: dict[str, Value]) -> Value:

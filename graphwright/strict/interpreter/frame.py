@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
+from ..._core.source_lines import Position
 from ..objects import exceptions
 from ..objects.values import CellValue, ConstantValue, Value
 from . import graph_breaks as gb
@@ -92,9 +93,17 @@ class Frame(Instructions311):
         self.checkpoint: tuple[int, dis.Instruction] | None = None
         self.lineno = code.co_firstlineno
         self.result: Value | None = None
+        self.caller: Position | None = None  # where the frame was (last) run from
+
+    def position(self) -> Position:
+        """Where the frame is now, with its callers: a node's origin."""
+        return Position(self.caller, self.code, self.lineno)
 
     def run(self) -> Value:
-        self.tracer.frames.append(self)
+        frames = self.tracer.frames
+        # a generator's frame runs again from wherever the next value is asked for
+        self.caller = frames[-1].position() if frames else None
+        frames.append(self)
         try:
             while self.result is None:
                 inst = self.instructions[self.index]

@@ -228,6 +228,9 @@ def resume(generator: GeneratorValue, sent: Value, thrown: UserException | None 
     generator.running = True
     try:
         if thrown is not None:
+            # raised where the generator is suspended, the exception takes the one the
+            # generator itself is handling there as its context (CPython's _PyErr_ChainStackItem)
+            exceptions.set_context(thrown.value, generator.handled)
             _raise_at_yield(frame, thrown)
         frame.run()
     except Yielded as yielded:

@@ -48,6 +48,9 @@ class GraphBreak(Exception):
         self.needs_sizes = False
         # the `error_on_graph_break` switch where the break happened: an error, as under fullgraph
         self.error_on_graph_break = False
+        # Why no split at this break is sound (the function then runs as Python, its callees
+        # compiled); empty when one may be
+        self.unsplittable = ""
 
     def to_unsupported(self) -> Unsupported:
         context = (f"{self.debug_context}\n\n For more details about this graph break, "
@@ -203,8 +206,10 @@ UNRECONSTRUCTIBLE_VALUE = define_kind(
     "Return tensors, Python constants, lists, tuples or dicts instead.")
 MODULE_HOOKS = define_kind(
     "GB018", "Module with hooks",
-    "`{name}` has forward hooks or pre-hooks, which the tracer does not model.",
-    "Remove the hooks, or compile a function that runs after them.")
+    "`{name}` has {hooks}: autograd must wrap the call itself, so the call runs in Python (as "
+    "`nn.Module.__call__` runs it) with its hooks and `forward` compiled separately.",
+    "Register forward hooks or pre-hooks (inlined into the graph) instead, or tensor hooks "
+    "(`register_hook`) on the inputs or outputs of the compiled region.")
 UNSUPPORTED_CONTEXT_MANAGER = define_kind(
     "GB019", "Unsupported context manager",
     "The tracer cannot enter a `{type}` context manager.",
@@ -236,6 +241,12 @@ NEVER_TRACED_FUNCTION = define_kind(
     "it wraps is still compiled.",
     "Nothing to do: the graphs around the call are kept.",
     "Step the scheduler outside the compiled function to keep the graphs on either side as one.")
+LAZY_MODULE = define_kind(
+    "GB025", "Uninitialized lazy module",
+    "`{name}` has not inferred the shapes of its parameters yet: its first call runs in Python, "
+    "where `initialize_parameters` sees the real inputs as in eager, and the next call compiles "
+    "the initialized module.",
+    "Run the model once on an example input before compiling it to capture it on the first call.")
 SUBGRAPH_SIDE_EFFECT = define_kind(
     "GB040", "Side effect in a function traced as a subgraph",
     "{purpose} is traced once as a subgraph of the graph (both branches of a `torch.cond` are), "

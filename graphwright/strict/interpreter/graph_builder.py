@@ -34,8 +34,10 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from ..._core.errors import ConstraintViolationError
+from ..._core import source_lines
 from ..._core.opaque_objects import opaque_kind
 from ..._core.jagged import is_jagged
+from ..._core.specialised_values import VALUE_KEY, carry_value, small_integer
 from ..._core.subclass_protocol import is_wrapper_subclass
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -192,7 +194,12 @@ class GraphBuilder:
         # `torch_function(classes, kind, target, args, kwargs)`: the tracer runs the subclasses'
         # `__torch_function__` (`objects/torch_functions.py`), unless switched off
         self.torch_function: Callable[..., Value] | None = None
+        # `input_value(tensor)`: the value of a small integer tensor input, guarded by the tracer
+        # from then on; None for any other tensor
+        self.input_value: Callable[[TensorValue], int | bool | None] | None = None
         self._torch_function_off = 0
+        # `origin()`: where a node made now comes from (the tracer's frames and module calls)
+        self.origin: Callable[[], source_lines.Origin] | None = None
         self.dynamic_dims = dynamic_dims or {}
         captures = data_dependence.scalars or data_dependence.shapes or data_dependence.sizes
         shape_env = data_dependence.new_shape_env() if dynamic_all or self.dynamic_dims or marked or captures \
@@ -323,6 +330,8 @@ class GraphBuilder:
         fake_args = [self._fake(arg, target, kind) for arg in args]
         fake_kwargs = {key: self._fake(arg, target, kind) for key, arg in kwargs.items()}
         name = _op_name(kind, target)
+        unread = self._value_candidates([*args, *kwargs.values()])
+        pending = self._pending_symbols()
         try:
             # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
             # ones, and those whose C++ version reads data (istft checks its window with
@@ -335,8 +344,12 @@ class GraphBuilder:
         except DynamicOutputShapeException:
             raise self._on_break(gb.DYNAMIC_SHAPE_OPERATOR, f"op {name}", op=name)
         except DataDependentOutputException:
+            if self._specialise_values(unread, pending):
+                return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.TENSOR_TO_PYTHON, f"op {name}", what=name)
         except GuardOnDataDependentSymNode as error:
+            if self._specialise_values(unread, pending):
+                return self.call(kind, target, args, kwargs, effectful)
             raise self._on_break(gb.DATA_DEPENDENT_BRANCH, f"op {name}: {error}".splitlines()[0])
         except Exception as error:  # the operator rejected its inputs: eager would too
             brk = self._on_break(gb.FAKE_TENSOR_ERROR, f"{type(error).__name__}: {error}",
@@ -458,10 +471,19 @@ class GraphBuilder:
         if kind == "call_function" and isinstance(target, types.MethodType):
             target = _bound_method_target(target)
         node = self.graph.create_node(kind, target, tuple(args), kwargs)
+        if self.origin is not None:
+            node.meta[source_lines.ORIGIN] = self.origin()
         self.call_count += 1
         if self._first_op is None:
             self._first_op = node
         return node
+
+    def rebind(self, value: TensorValue, replacement: TensorValue) -> None:
+        """From now on `value` (the one object every reference in the region shares) stands for
+        `replacement`'s node and fake tensor."""
+        self._by_fake.pop(id(value.fake), None)
+        value.node, value.fake = replacement.node, replacement.fake
+        self._by_fake[id(value.fake)] = value
 
     def _wrap_result(self, node: torch.fx.Node, result: Any) -> Value:
         node.meta["example_value"] = result
@@ -503,6 +525,40 @@ class GraphBuilder:
             cls = type(result) if _is_structseq(result) else None
             return SequenceValue(items, list if isinstance(result, list) else tuple, cls=cls)
         return ConstantValue(result)
+
+    def _value_candidates(self, arguments: list[Value]) -> list[TensorValue]:
+        """The 0-dim integer tensors among `arguments` (in containers too) whose fake has no value
+        yet, neither given nor symbolic: those an operator may read (`specialised_values.py`)."""
+        if self.input_value is None:
+            return []
+        found, pending = [], list(arguments)
+        while pending:
+            value = pending.pop()
+            if isinstance(value, SequenceValue):
+                pending.extend(value.items)
+            elif isinstance(value, TensorValue) and small_integer(value.fake) \
+                    and getattr(value.fake, "item_memo", None) is None:
+                found.append(value)
+        return found
+
+    def _pending_symbols(self) -> int:
+        shape_env = self.fake_mode.shape_env
+        return 0 if shape_env is None else len(shape_env.pending_fresh_unbacked_symbols)
+
+    def _specialise_values(self, tensors: list[TensorValue], pending: int) -> bool:
+        """Give each of `tensors` that is a small integer input its value, for an operator that
+        read it on fakes; the unbacked symbols that call made are dropped (it runs again). False
+        when none could be given."""
+        specialised = False
+        for value in tensors:
+            number = self.input_value(value)
+            if number is not None:
+                carry_value(value.fake, number)
+                value.node.meta[VALUE_KEY] = number
+                specialised = True
+        if specialised and self.fake_mode.shape_env is not None:
+            del self.fake_mode.shape_env.pending_fresh_unbacked_symbols[pending:]
+        return specialised
 
     @staticmethod
     def _holds_tensor(result: Any) -> bool:
@@ -596,6 +652,7 @@ class GraphBuilder:
         leaves as a 0-d float64 tensor (`float_output`): backends return tensors and sizes."""
         self.graph.output(tuple(self._node_arg(self.float_output(value)) for value in outputs))
         self.graph.lint()
+        source_lines.annotate(self.graph)
         root = torch.nn.Module()
         for name, module in self.submodules.items():
             root.add_module(name, module)

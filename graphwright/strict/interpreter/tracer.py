@@ -21,6 +21,8 @@ import torch
 from ..._core import config
 from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
+from ..._core.source_lines import Origin
+from ..._core.specialised_values import may_specialise
 from ..guards.guards import Guard, global_state
 from ..marked.markers import errors_on_graph_break
 from ..guards.sources import (
@@ -36,7 +38,7 @@ from ..guards.sources import (
 )
 from ..objects import exceptions, torch_functions
 from ..objects import wrap as wrapping
-from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, Value
+from ..objects.values import CellValue, ConstantValue, DictValue, SequenceValue, TensorValue, Value
 from ..residual.side_effects import SideEffects
 from . import contexts
 from . import graph_breaks as gb
@@ -65,6 +67,11 @@ class Tracer:
                  data_dependence: DataDependence = NO_DATA_DEPENDENCE) -> None:
         self.graph = GraphBuilder(self.graph_break, dynamic_all, dynamic_dims, marked, data_dependence)
         self.graph.torch_function = functools.partial(torch_functions.run, self)
+        self.graph.origin = self.origin
+        # nn_module_stack: {key: (path, class)} of the module calls being traced, outermost first;
+        # replaced, never changed, so that nodes share it
+        self.module_stack: dict[str, tuple[str, type]] = {}
+        self.graph.input_value = self.input_value
         self.data_dependence = data_dependence
         self.guards: list[Guard] = []
         self.side_effects = SideEffects()
@@ -129,6 +136,21 @@ class Tracer:
     def positions(self) -> list[tuple[Any, int]]:
         """(code, line) of each interpreted frame: a stack to show later, cheap to take."""
         return [(frame.code, frame.lineno) for frame in self.frames]
+
+    def origin(self) -> Origin:
+        """Where a node made now comes from (`source_lines.annotate` formats it)."""
+        frames = self.frames
+        return Origin(frames[-1].position() if frames else None, self.module_stack)
+
+    def input_value(self, tensor: TensorValue) -> int | bool | None:
+        """The value of a small integer tensor input the graph has not written, which an operator
+        needs (`specialised_values.py`): read from the real input and guarded from now on."""
+        real = self.real_tensors.get(id(tensor))
+        if real is None or tensor.source is None or tensor.fake._version != 0 or not may_specialise(real):
+            return None  # without a source, no guard could read the value again
+        number = real.item()
+        self.add_guard(tensor.source, "call", ("item", (), number))
+        return number
 
     def add_guard(self, source: Source | None, kind: str, expected: Any = None) -> None:
         if source is None or kind == "id" and isinstance(source, ConstantSource) and source.value is expected:

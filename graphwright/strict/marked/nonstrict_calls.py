@@ -103,7 +103,8 @@ def trace_on_fakes(tracer: "Tracer", call: Callable, fakes: list[torch.Tensor], 
     # compilation's, even for a call without tensor inputs.
     anchor = tracer.graph.fake_mode.from_tensor(torch.empty(0))
     try:
-        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=reads_constants)(anchor, *fakes)
+        gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=reads_constants,
+                     record_stack_traces=True)(anchor, *fakes)
     except GraphBreak:
         raise
     except Exception as error:

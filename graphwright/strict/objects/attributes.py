@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..._core.opaque_objects import opaque_kind
-from ..._core.subclass_protocol import is_api_member
+from ..._core.subclass_protocol import is_api_member, is_wrapper_subclass_type
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
@@ -45,6 +45,8 @@ from .values import (
     FrameValue,
     FunctionValue,
     GeneratorValue,
+    IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -118,6 +120,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
+    if isinstance(value, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__"):
+        return MethodValue(value, name)  # any builtin iterator's own (methods.call_method)
     if isinstance(value, StorageValue):
         return storages.attribute(tracer, value, name)
     if isinstance(value, TracebackValue):
@@ -139,6 +143,9 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     if real is not None and name in real.__dict__ and not hasattr(type(real), name):
         # an attribute stored on the tensor object itself (`param.add_one = fn`)
         return tracer.wrap(real.__dict__[name], AttrSource(value.source, name))
+    found = _python_subclass_member(tracer, value.cls, name)
+    if found is not None:
+        return classes.bind(tracer, *found, name, value, value.cls)
     if name in ("is_leaf", "grad_fn") and real is not None:
         # autograd history, which the tensor guard does not check: read on the real input
         if getattr(real, name) is not None and name == "grad_fn":
@@ -170,6 +177,23 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
             return tracer.wrap(own[name], AttrSource(value.source, name))
         tracer.add_guard(value.source, "lacks", name)
     return None
+
+
+# Tensor classes whose members the tracer models as torch's own (not Python to inline).
+_TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase, torch.nn.Parameter, torch.nn.Buffer)
+
+
+def _python_subclass_member(tracer: "Tracer", cls: type, name: str) -> tuple[type, Any] | None:
+    """(owner, raw entry) when a Python tensor subclass's own class body defines `name` (a
+    method, property or class attribute found before torch's): Python's attribute lookup on
+    an instance of it finds that first, as the tracer then binds it. Dunder names keep the
+    tracer's own handling (operators, `__torch_function__`), as do traceable wrapper subclasses."""
+    if cls is torch.Tensor or name.startswith("__") or is_wrapper_subclass_type(cls):
+        return None
+    found = classes.find(tracer, cls, name)
+    if found is None or found[0] in _TORCH_TENSOR_CLASSES or not issubclass(found[0], torch.Tensor):
+        return None
+    return found
 
 
 def _subclass_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value:
@@ -295,6 +319,9 @@ def _attr(source: Any, name: str) -> Any:
 
 def store_attr(tracer: "Tracer", owner: Value, name: str, value: Value) -> None:
     if classes.is_instance_value(owner):
+        classes.set_attribute(tracer, owner, name, value)
+        return
+    if isinstance(owner, DictValue) and owner.cls is not None:  # defaultdict's default_factory
         classes.set_attribute(tracer, owner, name, value)
         return
     if isinstance(owner, SequenceValue) and owner.cls is not None and classes.has_instance_dict(owner.cls):

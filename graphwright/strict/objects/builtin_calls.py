@@ -49,13 +49,18 @@ from . import (
     torch_functions,
 )
 from .class_creation import made_class
+from .python_errors import python_raises
 from .values import (
     NONE,
     ArrayValue,
     ConstantValue,
     DictValue,
     DictViewValue,
+    FunctionValue,
+    IteratorValue,
+    LazyIteratorValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -158,6 +163,9 @@ def _pure(*targets: Any) -> None:
 
 
 _pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+# `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
+# or a match and nothing else (the module's cache of compiled patterns is invisible)
+_pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
 for _check in checks.CHECKS:
     _HANDLERS[_check] = lambda tracer, args, kwargs, check=_check: checks.call_check(tracer, check, args, kwargs)
 for _query in checks.SHAPE_QUERIES:
@@ -198,8 +206,9 @@ def _len(tracer, args, kwargs):
         return calls.call_value(tracer, method, [], {})
     if isinstance(value, ScalarInstanceValue):
         return _len(tracer, [value.builtin], kwargs)
-    if classes.is_instance_value(value) and isinstance(value, ObjectValue):
-        raise tracer.user_error(TypeError(f"object of type '{value.cls.__name__}' has no len()"))
+    if classes.is_instance_value(value) and isinstance(value, ObjectValue) \
+            or isinstance(value, (IteratorValue, LazyIteratorValue)):  # an iterator's only a length hint
+        raise tracer.user_error(TypeError(f"object of type '{value.python_type().__name__}' has no len()"))
     if isinstance(value, TensorValue):
         if value.fake.dim() == 0:
             raise tracer.user_error(TypeError("len() of a 0-d tensor"))
@@ -216,6 +225,48 @@ def _len(tracer, args, kwargs):
     if isinstance(value, ModuleValue):
         return ConstantValue(len(operations.iterate(tracer, value)))
     raise _unsupported(tracer, "len", args)
+
+
+@handles(operator.length_hint)
+def _length_hint(tracer, args, kwargs):
+    """`operator.length_hint(value, default=0)`: `len()` where the value has one, else its
+    `__length_hint__`: an iterator's is the count of the items it has left."""
+    if kwargs:
+        raise tracer.user_error(TypeError("_operator.length_hint() takes no keyword arguments"))
+    if not 1 <= len(args) <= 2:
+        raise tracer.user_error(TypeError(
+            f"length_hint expected {'at least 1 argument' if not args else 'at most 2 arguments'}, got {len(args)}"))
+    value, default = args[0], args[1] if len(args) > 1 else ConstantValue(0)
+    default_number = operations.python_value(tracer, default)
+    if not isinstance(default_number, int):
+        raise tracer.user_error(TypeError(
+            f"'{type(default_number).__name__}' object cannot be interpreted as an integer"))
+    if isinstance(value, (IteratorValue, LazyIteratorValue)):
+        if not hasattr(value.python_type(), "__length_hint__"):  # zip, map, a generator...
+            return default
+        if isinstance(value, LazyIteratorValue):  # its items are made on demand
+            raise _unsupported(tracer, "operator.length_hint", args)
+        return ConstantValue(max(len(value.items) - value.position, 0))
+    if isinstance(value, ConstantValue):
+        return evaluate(tracer, operator.length_hint, args, kwargs)
+    if isinstance(value, TensorValue) and value.fake.dim() == 0:
+        return default  # len() raises TypeError, which length_hint passes over
+    if classes.special_method(tracer, value, "__len__") is not None \
+            or isinstance(value, (SequenceValue, DictValue, DictViewValue, TensorValue)):
+        return _len(tracer, [value], {})
+    method = classes.special_method(tracer, value, "__length_hint__")
+    if method is None:
+        return default
+    from ..interpreter import calls
+
+    hint = operations.python_value(tracer, calls.call_value(tracer, method, [], {}))
+    if hint is NotImplemented:
+        return default
+    if not isinstance(hint, int):
+        raise tracer.user_error(TypeError(f"__length_hint__ must be an integer, not {type(hint).__name__}"))
+    if hint < 0:
+        raise tracer.user_error(ValueError("__length_hint__() should return >= 0"))
+    return ConstantValue(hint)
 
 
 @handles(isinstance)
@@ -337,7 +388,10 @@ def _vars(tracer, args, kwargs):
 
 @handles(range)
 def _range(tracer, args, kwargs):
-    return ConstantValue(range(*(operations.python_value(tracer, arg, "range()") for arg in args)))
+    bounds = [operations.python_value(tracer, arg, "range()") for arg in args]
+    named = {key: operations.python_value(tracer, arg, "range()") for key, arg in kwargs.items()}
+    with python_raises(tracer, "range()"):  # a zero step, a float bound: Python's error
+        return ConstantValue(range(*bounds, **named))
 
 
 @handles(sorted)
@@ -628,15 +682,35 @@ def _print(tracer, args, kwargs):
 def _id(tracer, args, kwargs):
     """`id(obj)` of an object read from outside: its identity now, guarded on the object being
     the same one (another object recompiles). An object made in the region has no address
-    until it is rebuilt: a graph break."""
+    until it is rebuilt: an `ObjectIdentity` stands for it."""
     if len(args) != 1 or kwargs:
         raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
     value = args[0]
+    identity = _made_identity(value)
+    if identity is not None:
+        return ObjectIdentity(id(identity), value)
     real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
     if real is None or value.source is None or operations.is_symbolic(value):
         raise _unsupported(tracer, "id (of an object made in the region)", args)
     tracer.add_guard(value.source, "id", real)
     return ConstantValue(id(real))
+
+
+def _made_identity(value: Value) -> Any:
+    """What makes an object made in the region the one it is, as `operations.is_same` decides
+    (a tensor's fake tensor, a made function's own state, else the value itself); None for
+    constants, values read from outside, and bound methods (each read makes a new one)."""
+    if value.source is not None or isinstance(value, (ConstantValue, ModuleValue)):
+        return None
+    if isinstance(value, TensorValue):
+        return value.fake
+    if isinstance(value, FunctionValue):
+        return value.attributes if value.fn is None and value.bound_self is None else None
+    if isinstance(value, ObjectValue):
+        return value if value.obj is None else value.obj
+    if isinstance(value, (SequenceValue, DictValue)):
+        return value
+    return None
 
 
 @handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,

@@ -569,11 +569,18 @@ def generic_set(tracer: "Tracer", instance: Value, name: str, value: Value) -> N
     cls = instance.python_type()
     found = find(tracer, cls, name)
     raw = None if found is None else found[1]
-    if isinstance(instance, ExceptionValue) and type(raw) is types.GetSetDescriptorType:
+    # BaseException keeps its state in getset descriptors, and `__suppress_context__` in a member
+    if isinstance(instance, ExceptionValue) \
+            and type(raw) in (types.GetSetDescriptorType, types.MemberDescriptorType):
         from . import exceptions
 
         if exceptions.write_slot(tracer, instance, found[0], name, value):
             return
+    if name == "__dict__" and type(raw) is types.GetSetDescriptorType and real_object(instance) is None:
+        from .instance_dicts import assign_made_instance_dict
+
+        assign_made_instance_dict(tracer, instance, value)
+        return
     if _made_descriptor_takes(tracer, raw, instance, value):
         return
     if isinstance(raw, ConstantValue) and _is_descriptor_object(raw.value):

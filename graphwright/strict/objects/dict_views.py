@@ -137,9 +137,9 @@ def call_method(tracer: "Tracer", view: DictViewValue, name: str, args: list[Val
     if name == "__len__":
         return ConstantValue(size(tracer, view))
     if name == "__iter__":
-        return IteratorValue(elements(tracer, view))
+        return IteratorValue(elements(tracer, view), cls=operations.iterator_class(view))
     if name == "__reversed__":
-        return IteratorValue(list(reversed(elements(tracer, view))))
+        return IteratorValue(list(reversed(elements(tracer, view))), cls=operations.iterator_class(view, reversed))
     if name == "__contains__" and len(args) == 1:
         return ConstantValue(contains(tracer, view, args[0]))
     if name == "isdisjoint" and len(args) == 1 and kind != "values":

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..interpreter import graph_breaks as gb
 from . import classes, dict_views, operations
 from .hashing import hashable_key
+from .python_errors import check_arguments
 from .values import NONE, ConstantValue, DictValue, DictViewValue, IteratorValue, SequenceValue, Value, key_value
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
                 kwargs: dict[str, Value]) -> Value:
     """A method of a dict, OrderedDict or defaultdict, as its class defines it."""
     base = _base(mapping)
+    if name in vars(dict) and name not in ("fromkeys", "__init__", "__new__"):
+        check_arguments(tracer, base, name, args, kwargs)  # OrderedDict's popitem takes `last`
     if name in _NO_ARGUMENTS and (args or kwargs):
         raise tracer.user_error(TypeError(f"{base.__name__}.{name}() takes no arguments ({len(args)} given)"))
     if name in _AT_LEAST_ONE and not args:
@@ -192,7 +195,8 @@ def call_method(tracer: "Tracer", mapping: DictValue, name: str, args: list[Valu
         return dict_views.make_view(mapping, name)
     if name in ("__iter__", "__reversed__"):
         keys = [key_value(key) for key in mapping.items]
-        return IteratorValue(keys if name == "__iter__" else keys[::-1])
+        making = iter if name == "__iter__" else reversed
+        return IteratorValue(keys if making is iter else keys[::-1], cls=operations.iterator_class(mapping, making))
     if name == "__len__":
         return ConstantValue(len(mapping.items))
     if name == "get":
@@ -237,6 +241,19 @@ def _copy(tracer: "Tracer", mapping: DictValue) -> Value:
     return DictValue(dict(mapping.items))
 
 
+def default_missing(tracer: "Tracer", mapping: DictValue, key: Value) -> Value:
+    """`defaultdict.__missing__(key)`: KeyError without a factory, else the factory's value,
+    stored by `self[key] = value` (a subclass's `__setitem__` runs)."""
+    from . import attributes
+
+    factory = attributes.load_attr(tracer, mapping, "default_factory")
+    if operations.is_none(factory):
+        raise tracer.user_error(KeyError(operations.python_value(tracer, key)))
+    value = _call(tracer, factory, [])
+    operations.setitem(tracer, mapping, key, value)
+    return value
+
+
 def _change(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
             kwargs: dict[str, Value]) -> Value:
     """The methods that change the dict."""
@@ -269,6 +286,11 @@ def _change(tracer: "Tracer", mapping: DictValue, name: str, args: list[Value],
         return NONE
     if name == "popitem":
         return _popitem(tracer, mapping, base, args, kwargs)
+    if name == "__missing__" and base is collections.defaultdict:
+        if len(args) != 1 or kwargs:
+            raise tracer.user_error(TypeError(
+                f"defaultdict.__missing__() takes exactly one argument ({len(args)} given)"))
+        return default_missing(tracer, mapping, args[0])
     if name == "move_to_end":
         _move_to_end(tracer, mapping, args, kwargs)
         return NONE

@@ -337,11 +337,16 @@ def raised(tracer: "Tracer", exception: ExceptionValue, debug_context: str) -> U
     """The exception to propagate when the program raises `exception` afresh (not a re-raise):
     it takes the exception being handled as its `__context__`, cutting any cycle that would
     make (CPython's _PyErr_SetObject)."""
-    handled = tracer.handled.current()
-    if isinstance(handled, ExceptionValue) and handled is not exception:
+    set_context(exception, tracer.handled.current())
+    return UserException(exception, debug_context, tracer.positions())
+
+
+def set_context(exception: Value, handled: Value) -> None:
+    """`exception` takes `handled` (an exception being handled, or None) as its `__context__`,
+    cutting any cycle that would make."""
+    if isinstance(exception, ExceptionValue) and isinstance(handled, ExceptionValue) and handled is not exception:
         _cut_cycle(handled, exception)
         exception.context = handled
-    return UserException(exception, debug_context, tracer.positions())
 
 
 def _cut_cycle(handled: ExceptionValue, exception: ExceptionValue) -> None:

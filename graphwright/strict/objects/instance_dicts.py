@@ -21,12 +21,13 @@ eager). Not modelled (a graph break naming it): keys that are not strings.
 """
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..guards.sources import Source
 from ..interpreter import graph_breaks as gb
-from .values import DictValue, InstanceDictValue, Value
+from .values import DictValue, InstanceDictValue, ObjectValue, Value
 from .wrap import OutsideDict
 
 if TYPE_CHECKING:
@@ -93,10 +94,41 @@ class InstanceAttributes(MutableMapping):
 
 
 def made_instance_dict(instance: Value) -> DictValue:
-    """The `__dict__` of an object made in the region: its overlay, shared."""
+    """The `__dict__` of an object made in the region: its overlay, shared; one dict value
+    however often it is read (a plain object's is rebuilt as its `__dict__`)."""
+    known = getattr(instance, "own_dict", None)
+    if known is not None:
+        return known
     view = DictValue({})
     view.items = instance.overlay  # one dict: writes through either are seen by both
+    if isinstance(instance, ObjectValue) and _dict_assignable(instance.cls):
+        instance.own_dict = view
     return view
+
+
+def _dict_assignable(cls: type) -> bool:
+    """Whether `obj.__dict__ = d` works on the class's instances (a SimpleNamespace's
+    `__dict__` is read-only)."""
+    for klass in cls.__mro__:
+        if "__dict__" in vars(klass):
+            return type(vars(klass)["__dict__"]) is types.GetSetDescriptorType
+    return False
+
+
+def assign_made_instance_dict(tracer: "Tracer", instance: Value, mapping: Value) -> None:
+    """`obj.__dict__ = mapping` on a plain object made in the region: the dict becomes its
+    attributes, the same dict (a store on either shows in the other)."""
+    if not (isinstance(mapping, DictValue) and mapping.kind is dict):
+        raise tracer.user_error(TypeError(
+            f"__dict__ must be set to a dictionary, not a '{mapping.python_type().__name__}'"))
+    if not isinstance(instance, ObjectValue) or mapping.source is not None or mapping.cls is not None \
+            or not all(isinstance(key, str) for key in mapping.items):
+        kind = instance.python_type().__name__
+        raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{kind}.__dict__ = {mapping!r}",
+                                 name="setting __dict__ to a dict read from outside, a dict subclass, "
+                                      "a dict with keys that are not strings, or on a container", type=kind)
+    instance.overlay = mapping.items
+    instance.own_dict = mapping
 
 
 def outside_instance_dict(tracer: "Tracer", instance: Value, real: dict, source: Source | None) -> Value:

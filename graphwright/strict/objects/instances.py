@@ -87,13 +87,15 @@ def type_call(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, 
     base = builtin_base(cls)
     owner, raw = find(tracer, cls, "__new__")
     new = static_function(raw)
-    tensor = base is torch._C.TensorBase and is_python_function(new)
+    tensor = base is torch._C.TensorBase and (is_python_function(new) or new is _TENSOR_NEW)
     if base not in MODELLED_BASES and not exceptions.is_exception_class(base) and not tensor \
             and base is not type and base not in SCALAR_BASES:
         raise _unmodelled_base(tracer, cls, base)
     if tensor and is_wrapper_subclass_type(cls):
         return make_wrapper_subclass(tracer, cls, args, kwargs)
-    if is_python_function(new):
+    if new is _TENSOR_NEW:
+        instance = tensor_new(tracer, [cls_value, *args], kwargs)
+    elif is_python_function(new):
         function = new if isinstance(new, Value) else function_value(new, None)
         instance = _call(tracer, function, [cls_value, *args], kwargs)
     elif new is _TYPE_NEW:  # a metaclass: a class statement's class, `type(name, bases, namespace)`
@@ -158,9 +160,10 @@ def new_instance(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[st
 
 def make_tensor_subclass(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`torch.Tensor._make_subclass(cls, data, require_grad=False)`: `data` detached, with the
-    class `cls` (the residual code makes the same of the graph's output if it leaves). One that
-    requires grad is a new leaf of autograd, which a graph cannot make; a class with a
-    `__torch_function__` of its own needs that run on every operation: graph breaks."""
+    class `cls` (the residual code makes the same of the graph's output if it leaves); a class
+    with a `__torch_function__` of its own has it run on its operations from then on, as any
+    Python subclass's. One that requires grad is a new leaf of autograd, which a graph cannot
+    make, and a traceable wrapper subclass has no storage to share: graph breaks."""
     bound = dict(zip(("cls", "data", "require_grad"), args))
     if len(args) > 3 or set(kwargs) - {"require_grad"} or {"cls", "data"} - set(bound):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "Tensor._make_subclass(...)",
@@ -169,18 +172,35 @@ def make_tensor_subclass(tracer: "Tracer", args: list[Value], kwargs: dict[str, 
     cls, data = bound["cls"], bound["data"]
     cls = cls.value if isinstance(cls, ConstantValue) and isinstance(cls.value, type) else None
     grad = operations.python_value(tracer, bound.get("require_grad", ConstantValue(False)))
-    if cls is None or not issubclass(cls, torch.Tensor) or not isinstance(data, TensorValue) \
-            or data.cls not in (torch.Tensor, torch.nn.Parameter) \
-            or cls.__torch_function__ is not torch._C._disabled_torch_function_impl:
+    if cls is None or not issubclass(cls, torch.Tensor) or is_wrapper_subclass_type(cls) \
+            or not isinstance(data, TensorValue) or is_wrapper_subclass_type(data.cls):
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, "Tensor._make_subclass(...)",
-                                 name=f"{getattr(cls, '__qualname__', 'a class')} (a tensor subclass "
-                                      "with its own __torch_function__, or made of a non-tensor)")
+                                 name=f"{getattr(cls, '__qualname__', 'a class')} (made of a traceable wrapper "
+                                      "subclass or a non-tensor, or one itself)")
     if grad:
         raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"{cls.__qualname__} requiring grad",
                                  name=f"{cls.__qualname__} that requires grad (a new leaf of autograd)")
-    made = tracer.graph.call("call_method", "detach", [data], {})
+    with tracer.graph.torch_function_off():
+        made = tracer.graph.call("call_method", "detach", [data], {})
     made.cls = cls
     return made
+
+
+_TENSOR_NEW = torch._C.TensorBase.__new__
+
+
+def tensor_new(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`TensorBase.__new__(cls, tensor)`, what `cls(tensor)` calls for a Python subclass of
+    Tensor (directly or through `super().__new__`): in eager an alias of `tensor`, in autograd's
+    graph, whose class is `cls`, as `tensor.as_subclass(cls)` makes it. Other arguments (sizes,
+    data) make a new tensor from Python values: graph breaks."""
+    from . import torch_functions
+
+    if len(args) != 2 or kwargs or not isinstance(args[1], TensorValue):
+        cls = operations.python_value(tracer, args[0]) if args else torch.Tensor
+        raise tracer.graph_break(gb.UNSUPPORTED_CLASS, f"instantiate {getattr(cls, '__qualname__', cls)}",
+                                 name=f"{getattr(cls, '__qualname__', cls)} from arguments other than one tensor")
+    return torch_functions.as_subclass(tracer, args[1], args[0])
 
 
 def make_wrapper_subclass(tracer: "Tracer", cls: type, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -256,6 +276,8 @@ def init_builtin(tracer: "Tracer", instance: Value, args: list[Value], kwargs: d
         return
     if base is collections.defaultdict:
         factory = args[0] if args else ConstantValue(None)
+        if not operations.is_none(factory) and not operations.is_callable(tracer, factory):
+            raise tracer.user_error(TypeError("first argument must be callable or None"))
         generic_set(tracer, instance, "default_factory", factory)
         args = args[1:]
     if len(args) > 1:

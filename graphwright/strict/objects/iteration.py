@@ -60,7 +60,7 @@ def _result(items: Iterator[Value], cls: type, lazy: bool, inputs: list[Value] |
     `inputs`: the values `cls(*inputs)` is made of (the helper's own state is no more than
     theirs: zip, map, filter, chain), so that residual code can make it again."""
     if not lazy:
-        return IteratorValue(list(items))
+        return IteratorValue(list(items), cls=cls)
     return LazyIteratorValue(lambda: next(items, None), cls, None if inputs is None else (cls, inputs))
 
 
@@ -78,12 +78,41 @@ def _python(tracer: "Tracer", value: Value | None, default: Any = None) -> Any:
     return default if value is None else operations.python_value(tracer, value)
 
 
+_CALLABLE_ITERATOR = type(iter(lambda: None, None))
+
+
 @_handles(iter)
 def _iter(tracer, args, kwargs):
-    if len(args) > 1:
-        raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, "iter(callable, sentinel)", name="iter",
-                                 types="a callable and a sentinel")
+    if kwargs:
+        raise tracer.user_error(TypeError("iter() takes no keyword arguments"))
+    if len(args) not in (1, 2):
+        raise tracer.user_error(TypeError(f"iter expected at most 2 arguments, got {len(args)}"))
+    if len(args) == 2:
+        return _calling_iterator(tracer, *args)
     return iterator_of(tracer, args[0])
+
+
+def _calling_iterator(tracer: "Tracer", function: Value, sentinel: Value) -> Value:
+    """`iter(function, sentinel)`: calls `function()` at each step until it returns a value equal
+    to `sentinel` (or raises StopIteration); after that it is exhausted for good."""
+    if not operations.is_callable(tracer, function):
+        raise tracer.user_error(TypeError("iter(v, w): v must be callable"))
+
+    def items() -> Iterator[Value]:
+        while True:
+            try:
+                item = _call(tracer, function, [])
+            except UserException as raised:
+                if exceptions.caught(raised, StopIteration):
+                    return
+                raise
+            # CPython compares `sentinel == item`, with the sentinel on the left
+            if operations.is_same(tracer, sentinel, item) \
+                    or operations.truth(tracer, operations.binary(tracer, operator.eq, sentinel, item)):
+                return
+            yield item
+
+    return _result(items(), _CALLABLE_ITERATOR, lazy=True)
 
 
 @_handles(next)
@@ -177,7 +206,8 @@ def _reversed(tracer, args, kwargs):
             and classes.special_method(tracer, value, "__getitem__") is not None:
         count = _python(tracer, _call(tracer, length, []))
         return _result(_items_backwards(tracer, value, count), reversed, lazy=True)
-    return IteratorValue(list(reversed(operations.iterate(tracer, value))))
+    return IteratorValue(list(reversed(operations.iterate(tracer, value))),
+                         cls=operations.iterator_class(value, reversed))
 
 
 def _items_backwards(tracer: "Tracer", sequence: Value, count: int) -> Iterator[Value]:

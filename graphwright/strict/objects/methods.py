@@ -34,6 +34,7 @@ from . import (
     torch_functions,
 )
 from .class_creation import made_class
+from .python_errors import check_arguments, python_raises
 from .values import (
     NONE,
     ArrayValue,
@@ -47,6 +48,7 @@ from .values import (
     FunctionValue,
     GeneratorValue,
     IteratorValue,
+    LazyIteratorValue,
     MethodValue,
     ModuleValue,
     ObjectValue,
@@ -122,6 +124,14 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         return contexts.exit_context(tracer, receiver)
     if isinstance(receiver, ObjectValue) and isinstance(receiver.obj, logging.Logger):
         return output_calls.call_logger_method(tracer, receiver, name, args, kwargs)
+    if isinstance(receiver, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__"):
+        check_arguments(tracer, type(iter(())), name, args, kwargs)
+        if name == "__iter__":
+            return receiver
+        item = operations.next_item(tracer, receiver)
+        if item is None:
+            raise tracer.user_error(StopIteration())
+        return item
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
                              type=receiver.python_type().__name__)
 
@@ -140,8 +150,21 @@ def _tensor_method(tracer: "Tracer", tensor: TensorValue, name: str, args: list[
         return torch_functions.as_subclass(tracer, tensor, args[0])
     if name in _TENSOR_TO_PYTHON:
         raise tracer.graph_break(gb.TENSOR_TO_PYTHON, f"Tensor.{name}()", what=f"Tensor.{name}()")
+    if name == "register_hook" and len(args) == 1 and not kwargs:
+        from ..operators import tensor_hooks
+
+        handle = tensor_hooks.register_hook(tracer, tensor, args[0])
+        if handle is not None:
+            return handle
     if name in _TENSOR_AUTOGRAD:
-        raise tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        brk = tracer.graph_break(gb.AUTOGRAD_CALL, f"Tensor.{name}()", name=f"Tensor.{name}")
+        if name == "register_hook" and tensor.source is None and tensor.node.users:
+            # A hook sees the whole gradient of the tensor, from every use. Split here, the graph
+            # before would keep the uses it already made inside its own backward, out of the
+            # hook's reach.
+            brk.unsplittable = ("a hook registered on a tensor the graph computed and already used: the "
+                                "function runs in plain Python (the functions it calls are compiled)")
+        raise brk
     if name == "__iter__" and not args and not kwargs:
         return IteratorValue(operations.iterate(tracer, tensor))
     if name in _STORAGE_QUERIES and not args and not kwargs:
@@ -205,6 +228,8 @@ def _captured_scalars(tracer: "Tracer", tensor: TensorValue) -> Value:
 def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args: list[Value],
                      kwargs: dict[str, Value]) -> Value:
     items = sequence.items
+    if hasattr(sequence.kind, name):
+        check_arguments(tracer, sequence.kind, name, args, kwargs)
     if sequence.kind is list and name in ("append", "extend", "insert", "pop", "clear", "reverse",
                                           "remove", "sort", "__setitem__", "__delitem__"):
         tracer.side_effects.mutate(sequence)
@@ -213,10 +238,13 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
         elif name == "extend":
             operations.extend(tracer, sequence, args[0])
         elif name == "insert":
-            items.insert(operations.python_value(tracer, args[0]), args[1])
+            index = operations.python_value(tracer, args[0], "an index")
+            with python_raises(tracer, "list.insert()"):
+                items.insert(index, args[1])
         elif name == "pop":
-            index = operations.python_value(tracer, args[0]) if args else -1
-            return items.pop(index)
+            index = operations.python_value(tracer, args[0], "an index") if args else -1
+            with python_raises(tracer, "list.pop()"):
+                return items.pop(index)
         elif name == "clear":
             items.clear()
         elif name == "reverse":
@@ -241,7 +269,10 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
             message = f"{operations.python_value(tracer, args[0])!r} is not in list"
         else:
             message = "value is not in list"
-        return ConstantValue(_index_of(tracer, items, args[0], message))
+        start, stop = [operations.python_value(tracer, arg, "an index") for arg in args[1:]] + [None] * (3 - len(args))
+        with python_raises(tracer, f"{sequence.kind.__name__}.index()"):  # clamped as a slice's bounds
+            positions = range(len(items))[start:stop]
+        return ConstantValue(positions.start + _index_of(tracer, [items[i] for i in positions], args[0], message))
     if name == "count":
         return ConstantValue(sum(operations.is_same(tracer, item, args[0]) or
                                  (operations.is_constant_tree(item) and operations.is_constant_tree(args[0])
@@ -325,9 +356,9 @@ def _module_method(tracer: "Tracer", module: ModuleValue, name: str, args: list[
 
     real = module.module
     if name == "__call__":  # nn.Module's, reached by super() from a class's own __call__
-        from ..interpreter import calls
+        from ..interpreter import module_calls
 
-        return calls.module_call(tracer, module, args, kwargs)
+        return module_calls.module_call(tracer, module, args, kwargs)
     if name == "__getattr__":  # nn.Module's, reached by super(): its parameters, buffers, submodules
         key = operations.python_value(tracer, args[0])
         found = attributes.module_table_entry(tracer, module, key)

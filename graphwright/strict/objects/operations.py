@@ -29,6 +29,8 @@ from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
 from . import deques, dict_views, exceptions, numpy_arrays
 from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
+from .python_errors import PYTHON_ERRORS, python_raises
+from .sequence_comparison import ORDERINGS, sequences_equal, sequences_ordered
 from .storages import same_storage
 from .tensor_indexing import index_by_symbolic_ints
 from .values import (
@@ -220,7 +222,8 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         return SequenceValue(lhs.items + rhs.items, lhs.kind)
     if op in (operator.mul, operator.imul) and _is_repeat(lhs, rhs) or op is operator.mul and _is_repeat(rhs, lhs):
         sequence, count = (lhs, rhs) if isinstance(lhs, SequenceValue) else (rhs, lhs)
-        repeated = sequence.items * int(count.value)  # a symbolic count is specialised
+        with python_raises(tracer, "repeat"):  # a count too large for memory: Python's error
+            repeated = sequence.items * int(count.value)  # a symbolic count is specialised
         if op is operator.imul and sequence.kind is list:
             tracer.side_effects.mutate(sequence)
             sequence.items[:] = repeated
@@ -235,9 +238,12 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
             return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
         except Exception as error:
             raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
-    if op in (operator.eq, operator.ne) and isinstance(lhs, SequenceValue) and isinstance(rhs, SequenceValue):
-        equal = _sequences_equal(tracer, lhs, rhs)
-        return ConstantValue(equal if op is operator.eq else not equal)
+    if isinstance(lhs, SequenceValue) and isinstance(rhs, SequenceValue):
+        if op in (operator.eq, operator.ne):
+            equal = sequences_equal(tracer, lhs, rhs)
+            return ConstantValue(equal if op is operator.eq else not equal)
+        if op in ORDERINGS:
+            return sequences_ordered(tracer, op, lhs, rhs)
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
@@ -253,13 +259,6 @@ def _as_builtin(value: Value) -> Value:
     return SequenceValue(value.items, value.kind) if _is_subclass_sequence(value) else value
 
 
-def _sequences_equal(tracer: "Tracer", lhs: SequenceValue, rhs: SequenceValue) -> bool:
-    """`lhs == rhs` for lists or tuples holding values the region made: item by item, each the
-    same object or equal by `==`, as CPython compares them."""
-    if lhs.kind is not rhs.kind or len(lhs.items) != len(rhs.items):
-        return False
-    return all(is_same(tracer, a, b) or truth(tracer, binary(tracer, operator.eq, a, b))
-               for a, b in zip(lhs.items, rhs.items))
 def _is_repeat(sequence: Value, count: Value) -> bool:
     """`[x] * n`: a list or tuple (of a subclass too: the repetition is a plain one) and an int."""
     return isinstance(sequence, SequenceValue) and isinstance(count, ConstantValue) \
@@ -527,8 +526,15 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
     if isinstance(value, (IteratorValue, LazyIteratorValue)):
         return value
     method = special_method(tracer, value, "__iter__")
+    if method is None and not hasattr(value.python_type(), "__iter__"):
+        getter = special_method(tracer, value, "__getitem__")
+        if getter is not None:
+            return _indexing_iterator(tracer, getter)
     if method is None:
-        return IteratorValue(native_iterate(tracer, value))
+        iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
+        if isinstance(value, DictValue):
+            iterator.watch = _size_watch(tracer, value, iterator)
+        return iterator
     iterator = _call(tracer, method, [])
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
             or special_method(tracer, iterator, "__next__") is not None:
@@ -537,6 +543,80 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+_ITERATED_BUILTINS = (list, tuple, dict, collections.OrderedDict, set, frozenset, str, bytes, bytearray, range)
+
+
+_VIEW_ITERATORS = {(making, type(view)): type(making(view)) for making in (iter, reversed)
+                   for mapping in ({}, collections.OrderedDict())
+                   for view in (mapping.keys(), mapping.values(), mapping.items())}
+
+
+def iterator_class(value: Value, making: Callable = iter) -> type:
+    """The class of the iterator `iter()` (or `reversed()`) gives for a builtin iterable, or an
+    instance of a subclass of one: `list_iterator`, `dict_keyiterator`, `list_reverseiterator`..."""
+    if isinstance(value, ConstantValue) and type(value.value) in _ITERATED_BUILTINS:
+        return type(making(value.value))  # a str's or a range's depends on its contents
+    if isinstance(value, DictViewValue):
+        return _VIEW_ITERATORS.get((making, value.cls), type(iter(())))
+    base = builtin_base(value.python_type())
+    if base not in _ITERATED_BUILTINS or making is reversed and base in (set, frozenset):
+        return type(iter(()))
+    return type(making(base()))
+
+
+def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
+    """What a dict's or set's iterator checks at each step: that the container kept its size
+    (once it did not, every later step raises too, as CPython's iterator does). An
+    OrderedDict's iterator knows its next key before the step: past the last key it stops
+    without checking."""
+    size, changed = len(container.items), False
+    ordered = container.kind is dict and container.cls is not None \
+        and builtin_base(container.cls) is collections.OrderedDict
+    if container.kind is not dict:
+        message = "Set changed size during iteration"
+    elif ordered:
+        message = "OrderedDict mutated during iteration"
+    else:
+        message = "dictionary changed size during iteration"
+
+    def watch() -> None:
+        nonlocal changed
+        if ordered and iterator.position >= len(iterator.items):
+            return
+        changed = changed or len(container.items) != size
+        if changed:
+            raise tracer.user_error(RuntimeError(message))
+
+    return watch
+
+
+class _Indexed:
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+_INDEXING_ITERATOR = type(iter(_Indexed()))
+
+
+def _indexing_iterator(tracer: "Tracer", getter: Value) -> LazyIteratorValue:
+    """`iter()` of an object with `__getitem__` and no `__iter__` (Python's old sequence
+    protocol): items 0, 1, 2... until `__getitem__` raises IndexError or StopIteration."""
+    position = 0
+
+    def advance() -> Value | None:
+        nonlocal position
+        try:
+            item = _call(tracer, getter, [ConstantValue(position)])
+        except UserException as raised:
+            if exceptions.caught(raised, (IndexError, StopIteration)):
+                return None
+            raise
+        position += 1
+        return item
+
+    return LazyIteratorValue(advance, _INDEXING_ITERATOR)
 
 
 def next_item(tracer: "Tracer", iterator: Value) -> Value | None:
@@ -717,12 +797,10 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
             if isinstance(index, slice):
                 return SequenceValue(container.items[index], container.kind)
             return container.items[index]
-        except (IndexError, TypeError):
+        except PYTHON_ERRORS:
             # the error Python gives for this kind of sequence, from one of the same length
-            try:
+            with python_raises(tracer, "getitem"):
                 container.kind(range(len(container.items)))[index]
-            except (IndexError, TypeError) as error:
-                raise _user_error(tracer, error, "getitem") from None
             raise
     if isinstance(container, DictValue):
         python_key = hashable_key(tracer, key)
@@ -744,13 +822,9 @@ def _missing(tracer: "Tracer", container: DictValue, key: Value, python_key: Any
     if method is not None:
         return _call(tracer, method, [key])
     if container.cls is not None and builtin_base(container.cls) is collections.defaultdict:
-        from . import attributes
+        from . import dicts
 
-        factory = attributes.load_attr(tracer, container, "default_factory")
-        if not is_none(factory):
-            value = _call(tracer, factory, [])
-            native_setitem(tracer, container, key, value)
-            return value
+        return dicts.default_missing(tracer, container, key)
     raise _user_error(tracer, KeyError(python_key), "getitem")
 
 
@@ -775,11 +849,10 @@ def native_setitem(tracer: "Tracer", container: Value, key: Value, value: Value)
         return
     if isinstance(container, SequenceValue) and container.kind is list:
         index = python_value(tracer, key, "an index")
+        replacement = iterate(tracer, value) if isinstance(index, slice) else value
         tracer.side_effects.mutate(container)
-        if isinstance(index, slice):
-            container.items[index] = iterate(tracer, value)
-        else:
-            container.items[index] = value
+        with python_raises(tracer, "setitem"):
+            container.items[index] = replacement
         return
     if isinstance(container, DictValue) and container.kind is dict:
         _check_writable(tracer, container)
@@ -821,10 +894,8 @@ def native_delitem(tracer: "Tracer", container: Value, key: Value) -> None:
     if isinstance(container, (SequenceValue, DictValue)) and container.kind in (list, dict):
         _check_writable(tracer, container)
         tracer.side_effects.mutate(container)
-        try:
-            del container.items[hashable_key(tracer, key) if container.kind is dict
-                                else python_value(tracer, key, "an index")]
-        except (KeyError, IndexError) as error:
-            raise _user_error(tracer, error, "delitem")
+        python_key = hashable_key(tracer, key) if container.kind is dict else python_value(tracer, key, "an index")
+        with python_raises(tracer, "delitem"):
+            del container.items[python_key]
         return
     raise _unsupported(tracer, operator.delitem, container, key)

@@ -182,6 +182,7 @@ def contains(tracer: "Tracer", container: Value, item: Value) -> bool:
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | None:
     """`lhs op rhs` where a set or a set-like view takes part; None where neither side's
     operator applies (Python's NotImplemented on both sides)."""
+    lhs, rhs = _as_set(lhs), _as_set(rhs)
     plain = _IN_PLACE.get(op)
     if plain is not None:
         if is_set(lhs) and _builtin_kind(lhs) is set and is_set(rhs):
@@ -198,6 +199,14 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | No
     if op in COMPARISONS and is_set_like(lhs) and is_set_like(rhs):
         return ConstantValue(_compare(tracer, op, lhs, rhs))
     return None
+
+
+def _as_set(value: Value) -> Value:
+    """A frozenset held as a constant (built from constants alone) as the set it is, so that it
+    meets a set made in the region by its members, not by identity."""
+    if isinstance(value, ConstantValue) and type(value.value) in (set, frozenset):
+        return new_set(type(value.value), {key: ConstantValue(key) for key in value.value})
+    return value
 
 
 def _view_operator(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
@@ -279,7 +288,7 @@ def call_method(tracer: "Tracer", value: DictValue, name: str, args: list[Value]
     if name == "__len__":
         return ConstantValue(len(value.items))
     if name == "__iter__":
-        return IteratorValue(in_order(value))
+        return IteratorValue(in_order(value), cls=operations.iterator_class(value))
     if name in _UPDATES:
         if name == "symmetric_difference_update":
             _arity(tracer, value, name, args, 1)

@@ -70,12 +70,33 @@ def tensor_values(args: list[Value]) -> list[TensorValue]:
 
 def subclass_classes(args: list[Value]) -> list[type]:
     """The classes whose `__torch_function__` an operation on `args` would call, in eager's order
-    (subclasses before their bases, else first seen first)."""
+    (subclasses before their bases, else first seen first): Python tensor subclasses, and any
+    other class that defines one (an object standing in for a tensor, as `torch.overrides`
+    allows), among the arguments and the items of their lists and tuples."""
     found: list[type] = []
-    for value in tensor_values(args):
-        if overrides_torch_function(value.cls) and value.cls not in found:
-            found.append(value.cls)
+    for value in _arguments(args):
+        cls = _class_of(value)
+        if _dispatches_torch_function(cls) and cls not in found:
+            found.append(cls)
     return sorted(found, key=lambda cls: -sum(issubclass(cls, other) for other in found))
+
+
+def _class_of(value: Value) -> type:
+    return value.cls if isinstance(value, TensorValue) else value.python_type()
+
+
+def _arguments(args: list[Value]) -> list[Value]:
+    found = []
+    for arg in args:
+        found.extend(arg.items if isinstance(arg, SequenceValue) else [arg])
+    return found
+
+
+def _dispatches_torch_function(cls: type) -> bool:
+    if issubclass(cls, torch.Tensor):
+        return overrides_torch_function(cls)
+    hook = getattr(cls, "__torch_function__", None)
+    return hook is not None and hook is not torch._C._disabled_torch_function_impl
 
 
 def func_and_args(kind: str, target: Any, args: list[Value]) -> tuple[Any, list[Value]]:
@@ -102,10 +123,12 @@ def run(tracer: "Tracer", classes: list[type], kind: str, target: Any, args: lis
     func = ConstantValue(function)
     types = ConstantValue(tuple(classes))
     call_args = SequenceValue(list(args), tuple)
-    call_kwargs = DictValue({ConstantValue(key): value for key, value in kwargs.items()}, dict)
+    call_kwargs = DictValue(dict(kwargs), dict)
     for cls in classes:
         owner, raw = find(tracer, cls, "__torch_function__")
-        hook = bind(tracer, owner, raw, "__torch_function__", None, cls, class_value(cls))
+        # read on the argument, as torch reads it: a plain method binds to that instance
+        instance = next(value for value in _arguments([*args, *kwargs.values()]) if _class_of(value) is cls)
+        hook = bind(tracer, owner, raw, "__torch_function__", instance, cls, class_value(cls))
         result = calls.call_value(tracer, hook, [func, types, call_args, call_kwargs], {})
         if not (isinstance(result, ConstantValue) and result.value is NotImplemented):
             return result
@@ -117,7 +140,6 @@ def run(tracer: "Tracer", classes: list[type], kind: str, target: Any, args: lis
 def default_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
     """`Tensor.__torch_function__(cls, func, types, args, kwargs)`, torch's default hook: the
     operation with subclass dispatch off, its new tensor results made instances of `cls`."""
-    from ..interpreter import calls
     from . import operations
 
     bound = dict(zip(("cls", "func", "types", "args", "kwargs"), args))
@@ -126,16 +148,39 @@ def default_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str
     types = operations.python_value(tracer, bound["types"])
     if not all(issubclass(cls, t) for t in types):
         return ConstantValue(NotImplemented)
-    call_args = operations.iterate(tracer, bound["args"]) if "args" in bound else []
-    call_kwargs = bound.get("kwargs")
-    keywords = {} if call_kwargs is None or isinstance(call_kwargs, ConstantValue) else \
-        {operations.python_value(tracer, key): value for key, value in call_kwargs.items.items()}
+    call_args, keywords = _call_arguments(tracer, bound)
     arguments = {id(value) for value in tensor_values(call_args)}
-    with tracer.graph.torch_function_off():
-        result = calls.call_value(tracer, bound["func"], call_args, keywords)
+    result = _call_without_torch_function(tracer, bound["func"], call_args, keywords)
     if operations.python_value(tracer, bound["func"]) not in torch.overrides.get_default_nowrap_functions():
         made_instances(result, cls, arguments)
     return result
+
+
+def disabled_torch_function(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`torch._C._disabled_torch_function_impl(func, types, args, kwargs)`, the hook of classes
+    that turn `__torch_function__` off (nn.Parameter), reached through `super()` from a
+    subclass's own: the operation with subclass dispatch off, its results as it makes them."""
+    bound = dict(zip(("func", "types", "args", "kwargs"), args))
+    bound.update(kwargs)
+    call_args, keywords = _call_arguments(tracer, bound)
+    return _call_without_torch_function(tracer, bound["func"], call_args, keywords)
+
+
+def _call_arguments(tracer: "Tracer", bound: dict[str, Value]) -> tuple[list[Value], dict[str, Value]]:
+    from . import operations
+
+    call_args = operations.iterate(tracer, bound["args"]) if "args" in bound else []
+    call_kwargs = bound.get("kwargs")
+    keywords = {} if call_kwargs is None or isinstance(call_kwargs, ConstantValue) else dict(call_kwargs.items)
+    return call_args, keywords
+
+
+def _call_without_torch_function(tracer: "Tracer", func: Value, args: list[Value],
+                                 kwargs: dict[str, Value]) -> Value:
+    from ..interpreter import calls
+
+    with tracer.graph.torch_function_off():
+        return calls.call_value(tracer, func, args, kwargs)
 
 
 def made_instances(value: Value, cls: type, arguments: set[int]) -> None:
@@ -165,4 +210,4 @@ def as_subclass(tracer: "Tracer", tensor: TensorValue, cls_value: Value) -> Valu
     return made
 
 
-HANDLERS = {_DEFAULT: default_torch_function}
+HANDLERS = {_DEFAULT: default_torch_function, torch._C._disabled_torch_function_impl: disabled_torch_function}

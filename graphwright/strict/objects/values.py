@@ -92,6 +92,19 @@ class ConstantValue(Value):
         return f"ConstantValue({self.value!r})"
 
 
+class ObjectIdentity(ConstantValue):
+    """`id(obj)` of an object made in the region. While tracing, its value is the id of what
+    stands for the object in the trace (alive, so distinct from every live object's, and the
+    same for each `id` of the same object, as `is` decides); rebuilt after the graph as `id()`
+    of the object rebuilt, so that it names the object the program holds."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, number: int, of: Value) -> None:
+        super().__init__(number)
+        self.of = of
+
+
 class TensorValue(Value):
     """An fx node and its fake tensor; `overlay` holds the attributes the region stored on the
     tensor (`t.grad = g`, `t.flag = True`), None until it stores one."""
@@ -423,13 +436,16 @@ class ModuleValue(Value):
 class ObjectValue(Value):
     """A user object; `obj` is the real one, or None for one created while tracing."""
 
-    __slots__ = ("obj", "cls", "overlay")
+    __slots__ = ("obj", "cls", "overlay", "own_dict")
 
     def __init__(self, obj: Any, cls: type, source: Source | None = None) -> None:
         super().__init__(source)
         self.obj = obj
         self.cls = cls
         self.overlay: dict[str, Value] = {}
+        # of an object made in the region: the dict the program holds as its `__dict__` (read,
+        # or assigned), whose items are the overlay; None until the program holds one
+        self.own_dict: DictValue | None = None
 
     def python_type(self) -> type:
         return self.cls
@@ -532,21 +548,28 @@ class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
     remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
 
-    __slots__ = ("items", "position")
+    __slots__ = ("cls", "items", "position", "watch")
 
-    def __init__(self, items: list[Value], source: Source | None = None) -> None:
+    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(()))) -> None:
         super().__init__(source)
         self.items = items
         self.position = 0
+        self.cls = cls  # the class CPython's iterator has (`list_iterator`, `dict_keyiterator`...)
+        # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
+        # step once the container changed size, until the iterator is exhausted
+        self.watch: Callable[[], None] | None = None
 
     def next_item(self) -> Value | None:
+        if self.watch is not None:
+            self.watch()
         if self.position >= len(self.items):
+            self.watch = None
             return None
         self.position += 1
         return self.items[self.position - 1]
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return self.cls
 
 
 class LazyIteratorValue(Value):

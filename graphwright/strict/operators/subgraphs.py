@@ -59,6 +59,7 @@ class SubgraphBuilder(GraphBuilder):
                  mutable_inputs: bool = False) -> None:
         super().__init__(on_break)
         self.parent = parent
+        self.origin = parent.origin
         self.purpose = purpose
         self.mutable_inputs = mutable_inputs
         self.mutated_storages: set[int] = set()  # the inputs' storages it changed (`mutable_inputs`)

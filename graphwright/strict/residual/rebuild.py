@@ -55,6 +55,7 @@ from ..objects.values import (
     LazyIteratorValue,
     MethodValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -187,6 +188,8 @@ class ResidualWriter(EntryWriter):
             return f"___out[{index}]" if known is None else known[1]
         if isinstance(value, FormattedText) and value.parts is not None:
             return self._format(value)
+        if isinstance(value, ObjectIdentity):
+            return f"id({self.rebuild(value.of)})"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
@@ -340,6 +343,11 @@ class ResidualWriter(EntryWriter):
                                        for key, item in value.items.items()) + "}"
         elif isinstance(value, SequenceValue) and base is not tuple:
             contents = "[" + "".join(self.rebuild(item) + ", " for item in value.items) + "]"
+        own_dict = getattr(value, "own_dict", None)
+        if own_dict is not None:  # the dict the program holds is the object's `__dict__` itself
+            self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{}})")
+            self.rebuilt.append(f"___setattr({built}, '__dict__', {self.rebuild(own_dict)})")
+            return built
         state = ", ".join(f"{name!r}: {self.rebuild(item)}" for name, item in value.overlay.items()
                           if item is not None)
         self.rebuilt.append(f"___fill({built}, {self.ref(base)}, {contents}, {{{state}}})")

@@ -65,6 +65,8 @@ class SplitPlan:
 
 def plan_split(brk: GraphBreak) -> SplitPlan:
     """How to split the compiled function at `brk`, from the trace that hit it."""
+    if brk.unsplittable:
+        return SplitPlan("skip", reason=brk.unsplittable)
     if brk.kind is gb.OBSERVED_EXCEPTION:
         return SplitPlan("skip", reason="the function runs in plain Python, which raises the exception only if "
                                         "eager Python does (the functions it calls are compiled)")
@@ -132,13 +134,13 @@ class Continuation:
     in plain Python goes through `router`, so what it calls is compiled too."""
 
     def __init__(self, writer: ResidualWriter, frame: Frame, inst: dis.Instruction, router: CallRouter,
-                 nested_break: bool) -> None:
+                 route_callee: bool) -> None:
         self.writer = writer
         self.frame = frame
         self.inst = inst
         self.router = router
         self.compile_function = router.compile_function
-        self.nested_break = nested_break
+        self.route_callee = route_callee
         self.code = original_position(frame.code, inst.offset)[0]  # what resume functions continue
         self.contexts = self._open_contexts()
 
@@ -203,10 +205,11 @@ class Continuation:
         raise CannotResume(f"no continuation for {name}")
 
     def _callee(self, function: Value) -> str:
-        """The callable to call: when the break happened inside it, routed to its compiled
-        wrapper (a function, method, module, partial or callable object)."""
+        """The callable to call: when the break happened inside it (or `route_callee` says so
+        for another reason), routed to its compiled wrapper (a function, method, module,
+        partial or callable object)."""
         rebuilt = self.writer.rebuild(function)
-        if not self.nested_break and not routes_itself(_callable_of(function)):
+        if not self.route_callee and not routes_itself(_callable_of(function)):
             return rebuilt
         return f"{self.writer.ref(self.router.route)}({rebuilt})"
 

@@ -42,4 +42,3 @@ OBSERVED = []
 BREAKS = []
 COMPILE_OPTIONS = {}
 CONFIG = {}
-XFAIL = "an in-place change through unfold windows that do not cover the dimension: aot_eager writes the input back through unfold_backward, zeroing the elements no window holds (PyTorch functionalization inverse; torch.compile does the same)"
