@@ -21,7 +21,8 @@ demo: $(STAMP)
 	done
 
 # One worker process per core, each taking whole files (a file's module-scoped fixtures,
-# such as the DDP runs, are made once); `PYTEST_WORKERS=0` runs in this process.
+# such as the DDP runs, are made once), except that the real-model suite's file is taken one
+# model at a time (tests/conftest.py: SPLIT_BY_FIRST_ID_PART); `PYTEST_WORKERS=0` runs in this process.
 PYTEST_WORKERS ?= auto
 PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
@@ -29,7 +30,11 @@ test: $(STAMP)
 	$(PYTEST) -m "not breadth" tests
 
 # The slow cases of the wide real-model matrices (every optimizer, diffusers and repo-style
-# model under each backend, against torch.compile): longer than CI's budget.
+# model under each backend, against torch.compile; the 33 breadth families of Hugging Face
+# models under the eager backend and torch.compile's recorded graph counts for them): longer
+# than CI's budget. `make test` keeps a slice of each matrix: its quick cases, every Hugging
+# Face family under aot_eager (the eager backend's capture, then AOT autograd), and the
+# counts of the 20 core models.
 test-breadth: $(STAMP)
 	$(PYTEST) -m breadth tests
 

@@ -12,7 +12,15 @@ two models, marked slow; so are all cases of the families added for breadth,
 torch.compile's (`TORCH_COUNTS`, recorded from `torch.compile(backend=<its
 CompileCounter>)` on the same programs and re-checked by a slow test: compiling
 each model with TorchDynamo takes 2-6 s, twice graphwright's eager and
-aot_eager runs together).
+aot_eager runs together). That re-check checks the recorded counts, not
+graphwright: `make test` runs it for the 20 core models, `make test-breadth` for
+the breadth families too (marked `breadth`). A breadth family's programs run in
+`make test` under `aot_eager`, whose capture is the `eager` backend's with AOT
+autograd after it; under `eager` they are `breadth` cases.
+
+Each model's cases (their ids start with its name) are one unit of work for
+pytest-xdist (tests/conftest.py): they share the model built once and its eager
+runs, and the file's 53 models spread over the workers.
 
 A case the tracer cannot compile yet is a strict xfail whose reason is its
 first failure; README.md keeps the table. When a fix lands, the case XPASSes
@@ -105,6 +113,8 @@ def _cases() -> list:
                 if backend == "inductor" and (name not in INDUCTOR_MODELS or mode == "outputs"):
                     continue
                 marks = [pytest.mark.slow] if _slow(name, mode, backend) else []
+                if MODELS[name].slow and backend == "eager":  # aot_eager runs the same capture in make test
+                    marks.append(pytest.mark.breadth)
                 reason = FIRST_FAILURES.get((name, mode))
                 if reason is not None:
                     marks.append(pytest.mark.xfail(strict=True, reason=reason))
@@ -128,7 +138,8 @@ def _reference_cases() -> list:
     cases = []
     for name in MODELS:
         for mode in MODES:
-            marks = [pytest.mark.slow]
+            # a breadth family's counts are re-checked by `make test-breadth` only
+            marks = [pytest.mark.slow, *([pytest.mark.breadth] if MODELS[name].slow else [])]
             if (name, mode) in TORCH_CANNOT:
                 marks.append(pytest.mark.xfail(strict=True, raises=(torch._dynamo.exc.Unsupported,
                                                                    torch._dynamo.exc.UserError),
