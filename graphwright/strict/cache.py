@@ -49,6 +49,7 @@ from .entries import (
     failure_reason,
 )
 from .guards.codegen import MISS, in_region
+from .guards.guards import compiling_call
 from .interpreter.graph_builder import prepare_fake_tensors
 
 
@@ -211,7 +212,7 @@ class CompiledFunction:
                 events.compiling(fn, scope, reasons, list(cache.entries)) as compile_record:
             # Compiling reads the inputs' metadata, which must not run a tensor subclass's
             # `__torch_function__` (the tracer runs those itself, for the program's own operations).
-            with phase("residual"), _user_modes_off(), torch._C.DisableTorchFunctionSubclass():
+            with phase("residual"), _user_modes_off(), compiling_call(), torch._C.DisableTorchFunctionSubclass():
                 entry = build_entry(fn, args, kwargs, settings, cache.dynamic_dims, self._compile_residual_call)
                 entry.compile_scope = scope
                 entry.region_name = f"Graphwright-Compiled Region: {region_name(fn, compile_id)}"

@@ -29,7 +29,7 @@ from .._core.subclass_protocol import overrides_torch_function
 from .._core.user_stack import warn_at_user_line
 from . import events
 from .guards.codegen import EntryWriter, assemble, signature_text
-from .guards.guards import STATE_KINDS, ordered
+from .guards.guards import STATE_KINDS, ordered, torch_function_state
 from .guards.sources import AttrSource
 from .interpreter import graph_breaks as gb
 from .interpreter.graph_breaks import GraphBreak
@@ -328,11 +328,12 @@ def _with_kwdefaults(function: types.FunctionType, kwdefaults: dict) -> types.Fu
 
 def failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
     """The first guard of `entry` that the call `fn(*args, **kwargs)` fails, in user terms."""
+    state = torch_function_state()
     with torch._C.DisableTorchFunctionSubclass():  # reading tensors runs no subclass's Python
-        return _failure_reason(entry, fn, args, kwargs)
+        return _failure_reason(entry, fn, args, kwargs, state)
 
 
-def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) -> str:
+def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict, state: tuple[bool, bool]) -> str:
     try:
         bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
@@ -340,7 +341,7 @@ def _failure_reason(entry: Callable, fn: Callable, args: tuple, kwargs: dict) ->
     bound.apply_defaults()
     for guard in ordered(entry.guards):
         try:
-            actual = None if guard.kind in STATE_KINDS \
+            actual = state if guard.kind == "torch_function" else None if guard.kind in STATE_KINDS \
                 else guard.source.read(fn, bound.arguments)
             if guard.kind == "sizes":
                 code, sources = guard.expected

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from subclass_models import RoundedTensor, ScaledTensor, TaggedTensor
+from subclass_models import LoggedTensor, RoundedTensor, ScaledTensor, TaggedTensor
 
 from .harness import module_program, program_decorator, rand
 
@@ -168,3 +168,18 @@ def _(x, w):
          reference=_PYTORCH_BACKWARD_BUG)
 def _(x, w):
     return x.sin() * w
+
+
+def _inside_disable_torch_function_subclass(world, compiled, args):
+    with torch._C.DisableTorchFunctionSubclass():
+        return compiled(*args.args)
+
+
+@program("subclass_hook_stays_off_for_a_call_made_inside_disable_torch_function_subclass",
+         lambda: rand(3).as_subclass(LoggedTensor), call=_inside_disable_torch_function_subclass,
+         observe=lambda world: list(LoggedTensor.calls), reset=LoggedTensor.calls.clear)
+def _(x):
+    y = x * 2
+    with torch._C.DisableTorchFunction():
+        every_override_off = torch._C._is_torch_function_all_disabled()
+    return y.sin(), every_override_off, torch._C._is_torch_function_enabled()

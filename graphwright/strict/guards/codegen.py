@@ -98,16 +98,21 @@ class EntryWriter:
     def guard_lines(self, guards: list[Guard]) -> list[str]:
         """The guard section; the reads it needs are emitted in line, then `reads` starts afresh.
         Reading a tensor subclass's metadata must not run its `__torch_function__` (eager does not
-        read it): such guards run with it off."""
+        read it): such guards run with it off, after the check of the torch function state the
+        call starts with."""
         with phase("guards"):
+            state = [f"if not ({guard.condition('', self)}): return ___MISS"
+                     for guard in guards if guard.kind == "torch_function"]
             lines = self.reads = []
             for guard in ordered(guards):
+                if guard.kind == "torch_function":
+                    continue
                 value = "" if guard.kind in STATE_KINDS else self.expr(guard.source)
                 lines.append(f"if not ({guard.condition(value, self)}): return ___MISS")
             self.reads = []
             if any(guard.kind == "tensor" and overrides_torch_function(guard.expected.cls) for guard in guards):
                 lines = [f"with {self.ref(torch._C.DisableTorchFunctionSubclass)}():", *("    " + line for line in lines)]
-            return lines
+            return [*state, *lines]
 
 
 def parameter_name(name: str) -> str:

@@ -8,10 +8,12 @@ failed; that runs only on the slow path, never on a hit.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import types
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
@@ -21,13 +23,13 @@ from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
-_COST = {"grad_mode": 0, "global_state": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
+_COST = {"grad_mode": 0, "global_state": 0, "torch_function": 0, "global_hooks": 0, "query": 1, "call": 3, "subclasses": 3,
          "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2, "lacks_item": 5,
          "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "flatten": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 # Kinds that check global state, not a value read from a source.
-STATE_KINDS = frozenset({"grad_mode", "global_state", "global_hooks", "query", "sizes"})
+STATE_KINDS = frozenset({"grad_mode", "global_state", "torch_function", "global_hooks", "query", "sizes"})
 
 
 def autocast_state() -> tuple | None:
@@ -58,6 +60,32 @@ def global_state() -> tuple:
     """Global torch state that changes what operators return: the default dtype, autocast, and
     the flags of `TORCH_FLAGS` (deterministic algorithms, TF32 matmuls)."""
     return (torch.get_default_dtype(), autocast_state(), tuple(flag() for flag in TORCH_FLAGS))
+
+
+def torch_function_state() -> tuple[bool, bool]:
+    """Whether `__torch_function__` overrides run (off inside `DisableTorchFunctionSubclass()`),
+    and whether every one is off, torch function modes too (inside `DisableTorchFunction()`)."""
+    return torch._C._is_torch_function_enabled(), torch._C._is_torch_function_all_disabled()
+
+
+_CALL_TORCH_FUNCTION_STATE: contextvars.ContextVar[tuple[bool, bool] | None] = \
+    contextvars.ContextVar("call_torch_function_state", default=None)
+
+
+@contextlib.contextmanager
+def compiling_call() -> Iterator[None]:
+    """Compiling runs with subclass dispatch off (reading the inputs runs no subclass's Python):
+    the state the call itself has is read first, for the tracer to start from and guard."""
+    token = _CALL_TORCH_FUNCTION_STATE.set(torch_function_state())
+    try:
+        yield
+    finally:
+        _CALL_TORCH_FUNCTION_STATE.reset(token)
+
+
+def call_torch_function_state() -> tuple[bool, bool]:
+    """The torch function state of the call being compiled (`compiling_call`)."""
+    return _CALL_TORCH_FUNCTION_STATE.get() or torch_function_state()
 
 
 DIMENSION_MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices")
@@ -184,6 +212,10 @@ class Guard:
                               else f"{ref(autocast_state)}() == {ref(autocast)}")
             flag_checks = "".join(f" and {ref(flag)}() is {value!r}" for flag, value in zip(TORCH_FLAGS, flags))
             return f"{ref(torch.get_default_dtype)}() is {ref(dtype)} and {autocast_check}{flag_checks}"
+        if kind == "torch_function":  # checked before any read with subclass dispatch off (codegen)
+            return " and ".join(f"{ref(check)}() is {flag!r}" for check, flag in
+                                zip((torch._C._is_torch_function_enabled, torch._C._is_torch_function_all_disabled),
+                                    expected))
         if kind == "global_hooks":  # hooks registered for every module (none when traced)
             hooks = ref(torch.nn.modules.module)
             return " and ".join(f"not {hooks}.{table}" for table in GLOBAL_HOOK_TABLES)
@@ -246,6 +278,7 @@ class Guard:
             "grad_mode": lambda: f"grad mode is {'enabled' if expected else 'disabled'}",
             "global_state": lambda: f"default dtype is {expected[0]}, autocast state is {expected[1]}, "
                                     f"deterministic algorithms, warn only, TF32 matmuls are {expected[2]}",
+            "torch_function": lambda: _torch_function_text(expected),
             "code": lambda: f"{name} is the code object {_short(expected)} (or an equal one)",
             "global_hooks": lambda: "no module hook is registered for every module",
             "query": lambda: f"{getattr(expected[0], '__qualname__', expected[0])}() == {expected[1]!r}",
@@ -289,6 +322,9 @@ class Guard:
         if kind == "global_state" and global_state() != expected:
             return f"global torch state changed (default dtype, autocast, deterministic algorithms, TF32): " \
                    f"expected {expected}, actual {global_state()}"
+        if kind == "torch_function" and actual != expected:
+            return f"torch function state changed: expected {_torch_function_text(expected)}, " \
+                   f"actual {_torch_function_text(actual)}"
         if kind == "global_hooks" and global_module_hooks():
             return "hooks for every module were registered (`register_module_forward_hook`...)"
         if kind == "query" and expected[0]() != expected[1]:
@@ -369,3 +405,10 @@ def _short(value: Any, limit: int = 80) -> str:
     text = getattr(value, "__qualname__", None) if not isinstance(value, str) else None
     text = text or (f"module {value.__name__}" if isinstance(value, types.ModuleType) else repr(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _torch_function_text(state: tuple[bool, bool]) -> str:
+    enabled, all_disabled = state
+    if all_disabled:
+        return "every __torch_function__ off (DisableTorchFunction)"
+    return "__torch_function__ on" if enabled else "subclasses' __torch_function__ off (DisableTorchFunctionSubclass)"

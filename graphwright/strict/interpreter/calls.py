@@ -63,6 +63,9 @@ _AUTOGRAD_CALLS = {torch.Tensor.backward, torch.autograd.backward, torch.autogra
 # region): their answers follow from the entry's grad-mode and global-state guards.
 _MODELLED_STATE = {getattr(module, name) for module in (torch, torch._C) for name in dir(module)
                    if "grad_enabled" in name or "autocast" in name or "deterministic_algorithms" in name}
+# The torch function state, which the tracer models (`with DisableTorchFunctionSubclass()` in the
+# region) from the state the call starts with (guarded).
+_TORCH_FUNCTION_QUERIES = (torch._C._is_torch_function_enabled, torch._C._is_torch_function_all_disabled)
 _GLOBAL_STATE_CALLS = {torch.manual_seed, torch.seed, torch.set_default_dtype,
                        torch.set_default_device, torch.set_printoptions, torch.set_num_threads}
 
@@ -159,6 +162,10 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return instances.tensor_new(tracer, args, kwargs)
     if _is_one_of(target, contexts.ATTENTION_SWITCHES):
         return contexts.switch_attention_backend(tracer, target, args, kwargs)
+    if target in _TORCH_FUNCTION_QUERIES and not args and not kwargs:
+        graph = tracer.graph
+        return ConstantValue(graph.torch_function_enabled() if target is torch._C._is_torch_function_enabled
+                             else graph.torch_function_all_disabled())
     if _is_one_of(target, _GLOBAL_STATE_CALLS):
         raise tracer.graph_break(gb.GLOBAL_STATE_CALL, f"call {target.__name__}", name=f"torch.{target.__name__}")
     return None

@@ -72,7 +72,7 @@ def make_context(tracer: "Tracer", cls: type, args: list, kwargs: dict) -> Value
     if cls in PROFILER_CLASSES:
         return ContextValue("profiler", (), cls)
     if cls in TORCH_FUNCTION_SWITCHES:
-        return ContextValue("torch_function", (), cls)
+        return ContextValue("torch_function", (cls is torch._C.DisableTorchFunction,), cls)
     if cls is warnings.catch_warnings:
         if args:
             raise tracer.user_error(TypeError("catch_warnings.__init__() takes 1 positional argument"))
@@ -253,7 +253,7 @@ def enter_modelled(tracer: "Tracer", manager: ContextValue, bound: bool) -> None
         raise tracer.graph_break(gb.UNSUPPORTED_CONTEXT_MANAGER, "profiler as ...",
                                  type="profiler whose object is used (the graph does not profile)")
     elif manager.kind == "torch_function":
-        tracer.graph.switch_torch_function(False)
+        tracer.graph.switch_torch_function(False, every=manager.args[0])
     elif manager.kind == "error_on_graph_break":
         manager.saved = tracer.error_on_graph_break
         tracer.error_on_graph_break = manager.args[0]
@@ -289,7 +289,7 @@ def exit_context(tracer: "Tracer", context: ContextValue) -> Value:
         real = tracer.open_contexts.pop()
         real.__exit__(None, None, None)
     elif context.kind == "torch_function":
-        tracer.graph.switch_torch_function(True)
+        tracer.graph.switch_torch_function(True, every=context.args[0])
     elif context.kind == "error_on_graph_break":
         tracer.error_on_graph_break = context.saved
     elif context.kind == "warnings":

@@ -198,7 +198,12 @@ class GraphBuilder:
         # `input_value(tensor)`: the value of a small integer tensor input, guarded by the tracer
         # from then on; None for any other tensor
         self.input_value: Callable[[TensorValue], int | bool | None] | None = None
+        # torch's torch-function state as the traced code sees it: blocks that switch subclass
+        # dispatch off (`DisableTorchFunctionSubclass`, the tracer's own default hook), and those
+        # that switch every override off (`DisableTorchFunction`); the entry guards the state the
+        # call starts with (`start_torch_function_state`)
         self._torch_function_off = 0
+        self._torch_function_all_off = 0
         # `origin()`: where a node made now comes from (the tracer's frames and module calls)
         self.origin: Callable[[], source_lines.Origin] | None = None
         self.dynamic_dims = dynamic_dims or {}
@@ -406,8 +411,28 @@ class GraphBuilder:
         finally:
             self.switch_torch_function(True)
 
-    def switch_torch_function(self, on: bool) -> None:
-        self._torch_function_off += -1 if on else 1
+    def switch_torch_function(self, on: bool, every: bool = False) -> None:
+        """Enter (`on` False) or leave a block that switches subclass dispatch off, and with
+        `every` torch function modes too (`torch._C.DisableTorchFunction`)."""
+        step = -1 if on else 1
+        self._torch_function_off += step
+        if every:
+            self._torch_function_all_off += step
+
+    def start_torch_function_state(self, state: tuple[bool, bool]) -> None:
+        """The state at the call's start (`torch_function_state()`: enabled, all disabled): a
+        call made inside `DisableTorchFunctionSubclass()` traces with subclass dispatch off."""
+        enabled, all_disabled = state
+        self._torch_function_off = int(not enabled)
+        self._torch_function_all_off = int(all_disabled)
+
+    def torch_function_enabled(self) -> bool:
+        """What `torch._C._is_torch_function_enabled()` answers at this point of the trace."""
+        return not self._torch_function_off
+
+    def torch_function_all_disabled(self) -> bool:
+        """What `torch._C._is_torch_function_all_disabled()` answers at this point of the trace."""
+        return bool(self._torch_function_all_off)
 
     def _bind_new_symbols(self, node: torch.fx.Node, result: Any) -> None:
         """The unbacked symbols the call made (`.item()`, `nonzero`) are bound to its node, as a

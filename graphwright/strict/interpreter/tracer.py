@@ -23,7 +23,7 @@ from ..._core.counters import phase
 from ..._core.errors import ConstraintViolationError, GraphwrightError
 from ..._core.source_lines import Origin
 from ..._core.specialised_values import may_specialise
-from ..guards.guards import Guard, global_state
+from ..guards.guards import Guard, call_torch_function_state, global_state
 from ..marked.markers import errors_on_graph_break
 from ..guards.sources import (
     AttrSource,
@@ -227,6 +227,9 @@ def _trace(fn: Callable, args: tuple, kwargs: dict, dynamic_all: bool, dynamic_d
     grad_enabled, flags = torch.is_grad_enabled(), contexts.saved_torch_flags()
     tracer.add_guard(FunctionSource(), "grad_mode", grad_enabled)
     tracer.add_guard(FunctionSource(), "global_state", global_state())
+    state = call_torch_function_state()
+    tracer.add_guard(FunctionSource(), "torch_function", state)
+    tracer.graph.start_torch_function_state(state)
     # functions sharing this code share the cache; `fn.__code__ = ...` is another function
     tracer.add_guard(AttrSource(FunctionSource(), "__code__"), "code", fn.__code__)
     try:

@@ -618,8 +618,9 @@ class GeneratorValue(LazyIteratorValue):
 
 class ContextValue(Value):
     """A context manager the tracer models: `kind` is "grad" (`args`: the mode), "autocast",
-    "torch_function" (subclasses' `__torch_function__` off), "warnings" (replayed), or "lock" and
-    "profiler" (no-ops); `cls` is the class the program made it from (what `type()` answers)."""
+    "torch_function" (subclasses' `__torch_function__` off; `args`: whether every override is),
+    "warnings" (replayed), or "lock" and "profiler" (no-ops); `cls` is the class the program made
+    it from (what `type()` answers)."""
 
     __slots__ = ("kind", "args", "saved", "cls")
 
