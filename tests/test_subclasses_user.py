@@ -117,6 +117,48 @@ def test_a_torch_function_subclass_sees_the_calls_eager_makes_and_no_other(backe
     assert compiled_calls == LoggedTensor.calls == ["mul", "add", "sin"]
 
 
+def _reads_properties(x):
+    return x.T * x.shape[0] + x.ndim, x.dtype, x.requires_grad
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_torch_function_subclass_sees_the_property_reads_eager_makes(backend):
+    """Reading `x.T`, `x.shape`... on a subclass calls its hook with `Tensor.<name>.__get__`."""
+    x = torch.randn(2, 3).as_subclass(LoggedTensor)
+    compiled = graphwright.compile(_reads_properties, backend=backend, fullgraph=True)
+    LoggedTensor.calls.clear()
+    actual = compiled(x)
+    compiled_calls = list(LoggedTensor.calls)
+    LoggedTensor.calls.clear()
+    expected = _reads_properties(x)
+    assert compiled_calls == LoggedTensor.calls == ["__get__", "__get__", "mul", "__get__", "add", "__get__",
+                                                    "__get__"]
+    assert_same(actual[0], expected[0])
+    assert actual[1:] == expected[1:]
+
+
+class _TenDimensions(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func == torch.Tensor.ndim.__get__:
+            return 10
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def _ndim_plus_ones(w):
+    return w.ndim + torch.ones(2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_torch_function_subclass_answers_a_property_read_as_in_eager(backend):
+    w = torch.ones(2, 2).as_subclass(_TenDimensions)
+    counter = CompileCounterWithBackend(backend)
+    actual = graphwright.compile(_ndim_plus_ones, backend=counter, fullgraph=True)(w)
+    assert_same(actual, _ndim_plus_ones(w))
+    torch.testing.assert_close(actual, torch.full((2,), 11.0))
+    assert counter.frame_count == torch_compile_frames(_ndim_plus_ones, w) == 1
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_torch_function_subclass_with_its_own_semantics_keeps_them(backend):
     # torch.compile fails on this program (RecursionError in TorchDynamo): one graph

@@ -183,3 +183,20 @@ def _(x):
     with torch._C.DisableTorchFunction():
         every_override_off = torch._C._is_torch_function_all_disabled()
     return y.sin(), every_override_off, torch._C._is_torch_function_enabled()
+
+
+class _ClaimsTenDimensions(torch.Tensor):
+    """Its `__torch_function__` answers `x.ndim` itself: eager asks it for the properties read on
+    an instance (`func` is `Tensor.ndim.__get__`)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func == torch.Tensor.ndim.__get__:
+            return 10
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+@program("torch_function_subclass_is_asked_for_the_properties_read_on_it",
+         lambda: rand(2, 3).as_subclass(_ClaimsTenDimensions))
+def _(x):
+    return x * x.shape[0] + x.ndim, x.dtype, x.ndim

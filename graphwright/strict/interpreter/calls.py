@@ -34,6 +34,7 @@ from ..objects import (
     numpy_calls,
     operations,
     optimizer_state,
+    torch_functions,
 )
 from ..objects.class_creation import made_class
 from ..objects.values import (
@@ -146,6 +147,10 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return _call_cached(tracer, target, args, kwargs)
     if _is_dynamo_generation_tag(target):
         return ConstantValue(None)
+    if type(target) is types.MethodWrapperType:
+        read = torch_functions.read_tensor_property(tracer, target, args, kwargs)
+        if read is not None:
+            return read
     unbound = classes.call_unbound_builtin(tracer, target, args, kwargs)
     if unbound is not None:
         return unbound

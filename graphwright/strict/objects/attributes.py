@@ -33,6 +33,7 @@ from . import (
     output_calls,
     storages,
     symbolic_numbers,
+    torch_functions,
 )
 from .class_creation import made_class
 from .values import (
@@ -146,6 +147,11 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
     found = _python_subclass_member(tracer, value.cls, name)
     if found is not None:
         return classes.bind(tracer, *found, name, value, value.cls)
+    getter = torch_functions.tensor_getter(name)
+    if getter is not None and tracer.graph.torch_function_enabled() \
+            and torch_functions.subclass_classes([value]):
+        # eager reads a tensor property of a subclass through its `__torch_function__`
+        return tracer.graph.call("call_function", getter, [value], {})
     if name in ("is_leaf", "grad_fn") and real is not None:
         # autograd history, which the tensor guard does not check: read on the real input
         if getattr(real, name) is not None and name == "grad_fn":

@@ -23,6 +23,7 @@ the fakes and decides their results' class.
 from __future__ import annotations
 
 import operator
+from types import GetSetDescriptorType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -97,6 +98,25 @@ def _dispatches_torch_function(cls: type) -> bool:
         return overrides_torch_function(cls)
     hook = getattr(cls, "__torch_function__", None)
     return hook is not None and hook is not torch._C._disabled_torch_function_impl
+
+
+def tensor_getter(name: str) -> Any:
+    """`Tensor.<name>.__get__` for a property torch defines in C (`ndim`, `shape`, `T`): what eager
+    passes to `__torch_function__` as `func` when the property is read on a subclass instance."""
+    descriptor = torch._C.TensorBase.__dict__.get(name)
+    return descriptor.__get__ if type(descriptor) is GetSetDescriptorType else None
+
+
+def read_tensor_property(tracer: "Tracer", getter: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`Tensor.<name>.__get__(x)`, called by `__torch_function__` as it calls any `func`: the
+    attribute read (through `x`'s `__torch_function__` unless dispatch is off, as in eager)."""
+    from .attributes import load_attr
+
+    descriptor = getattr(getter, "__self__", None)
+    if type(descriptor) is not GetSetDescriptorType or descriptor.__objclass__ is not torch._C.TensorBase \
+            or getter.__name__ != "__get__" or kwargs or len(args) != 1 or not isinstance(args[0], TensorValue):
+        return None
+    return load_attr(tracer, args[0], descriptor.__name__)
 
 
 def func_and_args(kind: str, target: Any, args: list[Value]) -> tuple[Any, list[Value]]:
