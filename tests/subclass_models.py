@@ -4,6 +4,8 @@
   `scale` in its flatten context (the pattern of scaled/quantized tensors): its
   `__torch_dispatch__` unwraps to `data * scale`, computes, and rewraps floating
   results with the first operand's scale. A traceable wrapper subclass.
+- `LabelledTensor`: a wrapper whose flatten context holds a label its computation ignores and
+  a version that matters; its `__metadata_guard__` says so (a graph serves any label).
 - `OpaqueWrapper`: a wrapper with a `__torch_dispatch__` but no `__tensor_flatten__`:
   not traceable, refused by AOT autograd.
 - `LoggedTensor`: a `__torch_function__`-only subclass that records what ran on it, then
@@ -51,6 +53,36 @@ class ScaledTensor(torch.Tensor):
         out = func(*args, **kwargs)
         return pytree.tree_map_only(
             torch.Tensor, lambda t: ScaledTensor(t / scale, scale) if t.is_floating_point() else t, out)
+
+
+class LabelledTensor(torch.Tensor):
+    """A wrapper whose flatten context holds a label that its computation ignores and a version
+    that matters: its `__metadata_guard__` lets a graph serve any label of the same version."""
+
+    @staticmethod
+    def __new__(cls, data, label, version):
+        return torch.Tensor._make_wrapper_subclass(cls, data.shape, strides=data.stride(), dtype=data.dtype,
+                                                   device=data.device, requires_grad=data.requires_grad)
+
+    def __init__(self, data, label, version):
+        self.data_, self.label, self.version = data, label, version
+
+    def __tensor_flatten__(self):
+        return ["data_"], (self.label, self.version)
+
+    @classmethod
+    def __tensor_unflatten__(cls, inner, context, outer_size, outer_stride):
+        return cls(inner["data_"], *context)
+
+    @classmethod
+    def __metadata_guard__(cls, compiled, context):
+        return compiled[1] == context[1]
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        first = next(t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, LabelledTensor))
+        args, kwargs = pytree.tree_map_only(LabelledTensor, lambda t: t.data_ * t.version, (args, kwargs or {}))
+        return pytree.tree_map_only(torch.Tensor, lambda t: cls(t, first.label, first.version), func(*args, **kwargs))
 
 
 class OpaqueWrapper(torch.Tensor):

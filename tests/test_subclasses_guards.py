@@ -10,7 +10,7 @@ import graphwright
 from graphwright._core import logs
 from graphwright.testing import CompileCounterWithBackend
 
-from subclass_models import ScaledTensor
+from subclass_models import LabelledTensor, ScaledTensor
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +107,48 @@ def test_the_guards_say_what_they_check():
     text = "\n".join(handler.messages)
     assert "tensor x flattens to ['data_'] with context {'scale': 2.0}" in text
     assert "tensor x.data_: Tensor, torch.float32, cpu, size=[3]" in text
+
+
+class LabelledTensorWithPlainGuard(LabelledTensor):
+    """`__metadata_guard__` as a plain method: not torch's protocol, so contexts compare equal."""
+
+    def __metadata_guard__(self, compiled, context):
+        return True
+
+
+def _call_with_contexts(cls, contexts, backend):
+    compiled, counter = compiled_with_counter(_plus_one, backend)
+    frames = []
+    for label, version in contexts:
+        x = cls(torch.randn(3), label, version)
+        actual, expected = compiled(x), _plus_one(x)
+        assert type(actual) is type(expected)
+        torch.testing.assert_close(actual.data_, expected.data_)
+        if backend == "eager":  # the captured graph dispatches to the subclass as eager does
+            assert (actual.label, actual.version) == (expected.label, expected.version)
+        frames.append(counter.frame_count)
+    return frames
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_metadata_guard_decides_which_flatten_contexts_reuse_the_graph(backend):
+    contexts = [("a", 1), ("b", 1), ("c", 2), ("d", 2), ("e", 1)]
+    assert _call_with_contexts(LabelledTensor, contexts, backend) == [1, 1, 2, 2, 2]
+
+
+def test_a_metadata_guard_that_is_no_classmethod_is_not_used():
+    assert _call_with_contexts(LabelledTensorWithPlainGuard, [("a", 1), ("b", 1)], "eager") == [1, 2]
+
+
+def test_the_metadata_guard_recompiles_as_often_as_torch_compile():
+    import torch._dynamo
+    import torch._dynamo.testing
+
+    contexts = [("a", 1), ("b", 1), ("c", 2), ("d", 2), ("e", 1)]
+    torch._dynamo.reset()
+    counter = torch._dynamo.testing.CompileCounter()
+    compiled = torch.compile(_plus_one, backend=counter, fullgraph=True)
+    for label, version in contexts:
+        compiled(LabelledTensor(torch.randn(3), label, version))
+    torch._dynamo.reset()
+    assert _call_with_contexts(LabelledTensor, contexts, "eager")[-1] == counter.frame_count

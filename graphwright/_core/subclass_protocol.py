@@ -23,7 +23,8 @@ through this module; it reads, it never builds a tensor or traces.
 """
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Callable
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
@@ -60,6 +61,29 @@ def flatten_signature(tensor: torch.Tensor) -> tuple[tuple[str, ...], Any]:
     """The inner attribute names and the constant context `__tensor_flatten__` gives."""
     attributes, context = tensor.__tensor_flatten__()
     return tuple(attributes), context
+
+
+def metadata_guard(cls: type) -> Callable[[Any, Any], Any] | None:
+    """The class's own `__metadata_guard__(compiled_context, context)`: whether a tensor with flatten
+    context `context` may run what was compiled for `compiled_context` (a context holding a value
+    the compiled code does not depend on). None where the class has none, or one that is not a
+    classmethod of two arguments (contexts are then compared by equality, as without one)."""
+    found = inspect.getattr_static(cls, "__metadata_guard__", None)
+    if not isinstance(found, classmethod):
+        return None
+    try:
+        inspect.signature(found.__func__).bind(cls, None, None)
+    except TypeError:
+        return None
+    return getattr(cls, "__metadata_guard__")
+
+
+def same_flatten(tensor: torch.Tensor, expected: tuple[tuple[str, ...], Any, Callable[[Any, Any], Any]]) -> bool:
+    """Whether `tensor` flattens to the attribute names `expected` holds, with a context its
+    class's `metadata_guard` (the third item) accepts in place of the compiled one."""
+    attributes, context = tensor.__tensor_flatten__()
+    names, compiled_context, custom = expected
+    return tuple(attributes) == names and bool(custom(compiled_context, context))
 
 
 def inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:

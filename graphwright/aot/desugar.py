@@ -38,7 +38,7 @@ import torch
 
 from .._core.errors import BackendError
 from .._core.jagged import is_jagged, is_ragged_size, is_static_ragged_size
-from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass
+from .._core.subclass_protocol import flatten_signature, is_wrapper_subclass, metadata_guard
 from .._core.user_stack import user_frames_of_stack
 from .jagged import refuse_static
 from .partition import Partition
@@ -354,7 +354,9 @@ def _check_input(value: Any, layout: SubclassLayout, index: int) -> None:
 
 def _same_structure(value: Any, layout: SubclassLayout) -> bool:
     attributes, context = flatten_signature(value)
-    if set(attributes) != layout.names or not same_context(context, layout.context_pattern):
+    custom = metadata_guard(layout.cls)
+    if set(attributes) != layout.names or not (same_context(context, layout.context_pattern) if custom is None
+                                               else custom(layout.context, context)):
         return False
     if any(getattr(value, name) is not opaque for name, opaque in layout.opaque):
         return False

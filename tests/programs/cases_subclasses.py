@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from subclass_models import LoggedTensor, RoundedTensor, ScaledTensor, TaggedTensor
+from subclass_models import LabelledTensor, LoggedTensor, RoundedTensor, ScaledTensor, TaggedTensor
 
 from .harness import module_program, program_decorator, rand
 
@@ -200,3 +200,11 @@ class _ClaimsTenDimensions(torch.Tensor):
          lambda: rand(2, 3).as_subclass(_ClaimsTenDimensions))
 def _(x):
     return x * x.shape[0] + x.ndim, x.dtype, x.ndim
+
+
+@program("subclass_metadata_guard_lets_another_label_reuse_the_graph",
+         lambda: LabelledTensor(torch.randn(3), "first", 2), backend="aot_eager",
+         changed=lambda: LabelledTensor(torch.randn(3), "second", 2), frames_changed=1)
+def _(x):
+    # a subclass output would carry the compiled label (the guard says labels do not matter)
+    return x.data_ * x.version * 3 + 1

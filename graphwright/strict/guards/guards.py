@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
 
-from ..._core.subclass_protocol import flatten_signature
+from ..._core.subclass_protocol import flatten_signature, same_flatten
 from ..interpreter.symbolic_sizes import substitute_inputs
 from .sources import ExprWriter, Source, literal
 
@@ -241,6 +241,8 @@ class Guard:
             return f"{value} is not {writer.expr(expected)}"
         if kind == "tensor":
             return _tensor_condition(value, expected, ref)
+        if kind == "flatten" and len(expected) == 3:  # the class's own `__metadata_guard__` decides
+            return f"{ref(same_flatten)}({value}, {ref(expected)})"
         if kind == "flatten":  # a tensor subclass's inner attributes and flatten context
             return f"{ref(flatten_signature)}({value}) == {ref(expected)}"
         if kind == "sizes":
@@ -334,7 +336,8 @@ class Guard:
             return f"grad mode changed: expected {expected}, actual {torch.is_grad_enabled()}"
         if kind == "tensor":
             return _tensor_failure(name, expected, actual)
-        if kind == "flatten" and flatten_signature(actual) != expected:
+        if kind == "flatten" and (not same_flatten(actual, expected) if len(expected) == 3
+                                  else flatten_signature(actual) != expected):
             attributes, context = flatten_signature(actual)
             return (f"tensor '{name}' flattens to other inner tensors or context: expected {list(expected[0])} "
                     f"with {_short(expected[1])}, actual {list(attributes)} with {_short(context)}")

@@ -24,6 +24,7 @@ from ..._core.subclass_protocol import (
     flatten_signature,
     inner_tensors,
     is_wrapper_subclass,
+    metadata_guard,
     opaque_attributes,
 )
 from ..guards.guards import TensorMeta
@@ -480,7 +481,9 @@ def _guard_subclass(tracer: "Tracer", real: torch.Tensor, fake: torch.Tensor, so
     object that is not a tensor (a DTensor's device mesh, a constant of the graph)."""
     # the fake's context: equal to the real one's, but where sizes are symbolic, any size matches
     attributes, context = flatten_signature(fake)
-    tracer.add_guard(source, "flatten", (attributes, context_pattern(context)))
+    custom = metadata_guard(type(real))
+    tracer.add_guard(source, "flatten", (attributes, context_pattern(context)) if custom is None
+                     else (attributes, flatten_signature(real)[1], custom))
     from ..operators import dtensor
 
     if dtensor.is_dtensor(real):
