@@ -159,6 +159,26 @@ def test_a_torch_function_subclass_answers_a_property_read_as_in_eager(backend):
     assert counter.frame_count == torch_compile_frames(_ndim_plus_ones, w) == 1
 
 
+def _reads_what_intermediates_hold(x, w):
+    t = x * 2 + w
+    s = ScaledTensor(w.detach() * 1, 3.0) + 1
+    return t.a.sin() + t.b, s.data_ * s.scale, s.scale
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_what_a_wrapper_subclass_intermediate_holds_is_read_as_in_eager(backend):
+    """Inner tensors and constants of a subclass made by an operation in the region."""
+    x = TwoTensor(torch.randn(3), torch.randn(3)).requires_grad_()
+    w = torch.randn(3, requires_grad=True)
+    counter = CompileCounterWithBackend(backend)
+    actual = graphwright.compile(_reads_what_intermediates_hold, backend=counter, fullgraph=True)(x, w)
+    expected = _reads_what_intermediates_hold(x, w)
+    assert_same(actual[0], expected[0])
+    assert_same(actual[1], expected[1])
+    assert actual[2] == expected[2]
+    assert counter.frame_count == torch_compile_frames(_reads_what_intermediates_hold, x, w) == 1
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_torch_function_subclass_with_its_own_semantics_keeps_them(backend):
     # torch.compile fails on this program (RecursionError in TorchDynamo): one graph

@@ -156,6 +156,12 @@ def is_api_member(cls: type, name: str) -> bool:
     return is_wrapper_subclass_type(cls) and hasattr(cls, name) and not hasattr(torch.Tensor, name)
 
 
+def holds(value: Any, name: str) -> bool:
+    """Whether a wrapper subclass tensor holds `name` itself (an inner tensor, a constant its
+    `__init__` stored), rather than through its class."""
+    return is_wrapper_subclass(value) and name in getattr(value, "__dict__", ()) and not hasattr(type(value), name)
+
+
 def dtensor_from_local(*args: Any, **kwargs: Any) -> torch.Tensor:
     """`DTensor.from_local`, as a captured graph calls it."""
     from torch.distributed.tensor import DTensor

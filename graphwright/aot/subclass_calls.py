@@ -47,7 +47,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._core import artifacts
 from .._core.errors import BackendRefusal
-from .._core.subclass_protocol import API_FUNCTIONS, is_api_member, is_wrapper_subclass, is_wrapper_subclass_type
+from .._core.subclass_protocol import API_FUNCTIONS, holds, is_api_member, is_wrapper_subclass, is_wrapper_subclass_type
 from .._core.user_stack import user_frames_of_stack
 from .metadata import from_functional, functionalization_paused, to_functional
 from .subclasses import flatten_values, layout_of, rebuild_traced
@@ -143,7 +143,7 @@ def _routed_call(node: torch.fx.Node) -> tuple[str, Callable[..., Any], str] | N
         name = node.target
         return f"{cls.__qualname__}.{name}", _method_call(name), _Kind.API
     if node.op == "call_function" and node.target is builtins.getattr and len(node.args) == 2 \
-            and isinstance(node.args[1], str) and is_api_member(cls, node.args[1]):
+            and isinstance(node.args[1], str) and (is_api_member(cls, node.args[1]) or holds(receiver, node.args[1])):
         return f"{cls.__qualname__}.{node.args[1]}", builtins.getattr, _Kind.API
     return None
 

@@ -208,3 +208,11 @@ def _(x):
 def _(x):
     # a subclass output would carry the compiled label (the guard says labels do not matter)
     return x.data_ * x.version * 3 + 1
+
+
+@program("what_a_subclass_intermediate_holds_is_read_in_the_region", lambda: (two(3), rand(3)),
+         backend="aot_eager")
+def _(x, w):
+    t = x * 2 + w
+    s = ScaledTensor(w * 1, 3.0) + 1
+    return t.a.sin() + t.b, s.data_ * s.scale

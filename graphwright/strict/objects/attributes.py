@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..._core.opaque_objects import opaque_kind
-from ..._core.subclass_protocol import is_api_member, is_wrapper_subclass_type
+from ..._core.subclass_protocol import holds, is_api_member, is_wrapper_subclass_type
 from ..guards.sources import AttrSource, ModuleDictSource
 from ..interpreter import graph_breaks as gb
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
@@ -175,7 +175,8 @@ def _tensor_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value | Non
         return MethodValue(value, name)
     if hasattr(torch.Tensor, name):
         raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"Tensor.{name}", name=name, type="Tensor")
-    if is_api_member(value.cls, name):
+    if is_api_member(value.cls, name) or real is None and holds(value.fake, name):
+        # what the class defines, or what an intermediate holds (its inner tensors, its context)
         return _subclass_attr(tracer, value, name)
     if real is not None:  # an attribute the user stored on the input tensor
         own = vars(real)
@@ -203,11 +204,12 @@ def _python_subclass_member(tracer: "Tracer", cls: type, name: str) -> tuple[typ
 
 
 def _subclass_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value:
-    """What a traceable wrapper subclass's class defines (DTensor's `placements`, `to_local`):
-    a method is called as Tensor methods are (a graph node, its result computed by the subclass
-    on the fakes); any other attribute is read on the fake, whose structure (flatten context,
-    opaque inner objects) the input guards and the subclass's own dispatch make the real one's."""
-    if callable(getattr(value.cls, name)):
+    """What a traceable wrapper subclass's class defines (DTensor's `placements`, `to_local`), or
+    what an intermediate one holds (its inner tensors, its constants): a method is called as
+    Tensor methods are (a graph node, its result computed by the subclass on the fakes); any
+    other attribute is read on the fake, whose structure (flatten context, opaque inner objects)
+    the input guards and the subclass's own dispatch make the real one's."""
+    if callable(getattr(value.cls, name, None)):
         return MethodValue(value, name)
     read = getattr(value.fake, name)
     if isinstance(read, torch.Tensor):
