@@ -6,6 +6,8 @@
   results with the first operand's scale. A traceable wrapper subclass.
 - `LabelledTensor`: a wrapper whose flatten context holds a label its computation ignores and
   a version that matters; its `__metadata_guard__` says so (a graph serves any label).
+- `RowScaledTensor`: a wrapper holding `data` (rows x columns) and a per-row `scale` vector,
+  an inner tensor of another rank than the subclass (whose sizes are its own symbols).
 - `OpaqueWrapper`: a wrapper with a `__torch_dispatch__` but no `__tensor_flatten__`:
   not traceable, refused by AOT autograd.
 - `LoggedTensor`: a `__torch_function__`-only subclass that records what ran on it, then
@@ -83,6 +85,31 @@ class LabelledTensor(torch.Tensor):
         first = next(t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, LabelledTensor))
         args, kwargs = pytree.tree_map_only(LabelledTensor, lambda t: t.data_ * t.version, (args, kwargs or {}))
         return pytree.tree_map_only(torch.Tensor, lambda t: cls(t, first.label, first.version), func(*args, **kwargs))
+
+
+class RowScaledTensor(torch.Tensor):
+    @staticmethod
+    def __new__(cls, data, scale):
+        return torch.Tensor._make_wrapper_subclass(cls, data.shape, strides=data.stride(), dtype=data.dtype,
+                                                   device=data.device, requires_grad=data.requires_grad)
+
+    def __init__(self, data, scale):
+        self.data_, self.scale = data, scale
+
+    def __tensor_flatten__(self):
+        return ["data_", "scale"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner, context, outer_size, outer_stride):
+        return RowScaledTensor(inner["data_"], inner["scale"])
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        args, kwargs = pytree.tree_map_only(RowScaledTensor, lambda t: t.data_ * t.scale[:, None],
+                                            (args, kwargs or {}))
+        out = func(*args, **kwargs)
+        return pytree.tree_map_only(
+            torch.Tensor, lambda t: RowScaledTensor(t, torch.ones(t.shape[0])) if t.dim() == 2 else t, out)
 
 
 class OpaqueWrapper(torch.Tensor):

@@ -13,6 +13,7 @@ from torch.testing._internal.two_tensor import TwoTensor
 import graphwright
 from graphwright.testing import CompileCounterWithBackend
 
+from subclass_models import RowScaledTensor
 from test_aot_subclasses import RecordingBackend, assert_same, copied
 
 BACKENDS = ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)]
@@ -87,3 +88,45 @@ def test_an_outer_size_other_than_its_inner_ones_recompiles():
     assert counter.frame_count == 2
     assert actual.shape == (6,) and type(actual) is TwoTensor  # as eager: the result's size is its tensors'
     torch.testing.assert_close(actual.a, a * 2)
+
+
+def _row_sums(x, w):
+    return (x * w).sum(1)
+
+
+def _dense(t):
+    return t.data_ * t.scale[:, None] if isinstance(t, RowScaledTensor) else t
+
+
+def _frames_over_row_counts(compile_fn, rows):
+    for n in rows:
+        x = RowScaledTensor(torch.randn(n, 4), torch.randn(n)).requires_grad_()
+        w = torch.randn(4, requires_grad=True)
+        x2, w2 = RowScaledTensor(x.data_.clone(), x.scale.clone()).requires_grad_(), w.detach().clone().requires_grad_()
+        actual, expected = compile_fn(x, w), _row_sums(x2, w2)
+        torch.testing.assert_close(actual, expected)
+        actual.sum().backward()
+        expected.sum().backward()
+        assert type(x.grad) is type(x2.grad)
+        torch.testing.assert_close(_dense(x.grad), _dense(x2.grad))
+        torch.testing.assert_close(w.grad, w2.grad)
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_inner_tensor_of_another_rank_is_symbolic_under_dynamic_true(backend, dynamic):
+    """The per-row scale's length is a size of its own: symbolic with `dynamic=True`, so other
+    row counts run the same graph; each recompiles with `dynamic=False`, as in torch.compile."""
+    import torch._dynamo
+    import torch._dynamo.testing
+
+    rows = (3, 5, 7)
+    counter = CompileCounterWithBackend(backend)
+    _frames_over_row_counts(graphwright.compile(_row_sums, backend=counter, dynamic=dynamic), rows)
+    torch._dynamo.reset()
+    reference = torch._dynamo.testing.CompileCounter()
+    for n in rows:
+        torch.compile(_row_sums, backend=reference, dynamic=dynamic)(
+            RowScaledTensor(torch.randn(n, 4), torch.randn(n)), torch.randn(4))
+    torch._dynamo.reset()
+    assert counter.frame_count == reference.frame_count == (1 if dynamic else 3)

@@ -52,32 +52,38 @@ def marked_dims(tensor: torch.Tensor) -> set[int]:
 
 
 def symbolic_fake(fake_mode: Any, real: torch.Tensor, dims: frozenset[int],
-                  ranges: dict[int, tuple[int, int | None]], name: str) -> torch.Tensor:
+                  ranges: dict[int, tuple[int, int | None]], name: str, every_inner: bool = False) -> torch.Tensor:
     """A fake of `real` (the input `name`) in `fake_mode` (which has a ShapeEnv) whose `dims` are
-    symbolic, those in `ranges` within (lowest, highest)."""
+    symbolic, those in `ranges` within (lowest, highest); with `every_inner` (`dynamic=True`) every
+    size of a tensor subclass's inner tensors too."""
     if not is_wrapper_subclass(real):
         return fake_mode.from_tensor(real, static_shapes=False,
                                      symbolic_context=symbolic_context(real, dims, ranges, None))
     source = InputName(name)
     fake = fake_mode.from_tensor(real, static_shapes=False, source=source,
-                                 symbolic_context=symbolic_context(real, dims, ranges, source))
+                                 symbolic_context=symbolic_context(real, dims, ranges, source, every_inner))
     _relate_outer_sizes(fake)
     return fake
 
 
 def symbolic_context(real: torch.Tensor, dims: frozenset[int], ranges: dict[int, tuple[int, int | None]],
-                     source: ShapeEnvSource | None) -> StatelessSymbolicContext:
+                     source: ShapeEnvSource | None, every_inner: bool = False) -> StatelessSymbolicContext:
     """How the fake of `real` is made symbolic. A tensor subclass's inner tensors are symbolic in
     the same dimensions as it when they have as many (TwoTensor's, DTensor's local tensor), in
-    those marked on them (a jagged tensor's values and sequence-length tensors), and static
-    otherwise (a scale, a jagged tensor's offsets)."""
+    those marked on them (a jagged tensor's values and sequence-length tensors), in all of them
+    with `every_inner`, and static otherwise (a scale, a jagged tensor's offsets)."""
     sizes = [DimDynamic.DYNAMIC if index in dims else DimDynamic.STATIC for index in range(real.dim())]
     constraints = [_range_constraint(*ranges[index]) if index in ranges else None for index in range(real.dim())]
     if not is_wrapper_subclass(real):
         return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-    inner = {name: symbolic_context(tensor, (dims if tensor.dim() == real.dim() else frozenset())
-                                    | frozenset(marked_dims(tensor)),
-                                    ranges if tensor.dim() == real.dim() else {}, InputName(f"{source.name}.{name}"))
+
+    def inner_dims(tensor: torch.Tensor) -> frozenset[int]:
+        if every_inner:
+            return frozenset(range(tensor.dim())) - set(getattr(tensor, "_dynamo_static_indices", ()))
+        return (dims if tensor.dim() == real.dim() else frozenset()) | frozenset(marked_dims(tensor))
+
+    inner = {name: symbolic_context(tensor, inner_dims(tensor), ranges if tensor.dim() == real.dim() else {},
+                                    InputName(f"{source.name}.{name}"), every_inner)
              for name, tensor in inner_tensors(real)}
     return SubclassSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints, inner_contexts=inner,
                                    tensor_source=source)

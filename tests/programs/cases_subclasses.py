@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch.testing._internal.two_tensor import TwoTensor
 
-from subclass_models import LabelledTensor, LoggedTensor, RoundedTensor, ScaledTensor, TaggedTensor
+from subclass_models import LabelledTensor, LoggedTensor, RoundedTensor, RowScaledTensor, ScaledTensor, TaggedTensor
 
 from .harness import module_program, program_decorator, rand
 
@@ -216,3 +216,13 @@ def _(x, w):
     t = x * 2 + w
     s = ScaledTensor(w * 1, 3.0) + 1
     return t.a.sin() + t.b, s.data_ * s.scale
+
+
+@program("subclass_inner_tensor_of_another_rank_is_symbolic_under_dynamic_true",
+         lambda: (RowScaledTensor(rand(3, 4), rand(3)), rand(4, requires_grad=True)), backend="aot_eager",
+         changed=lambda: (RowScaledTensor(rand(5, 4), rand(5)), rand(4, requires_grad=True)), frames_changed=1,
+         options={"dynamic": True}, grad=True,
+         reference={"why": "PyTorch 2.13's aot_eager formats a tensor with an unbacked size in this backward",
+                    "xfail": "GuardOnDataDependentSymNode"})
+def _(x, w):
+    return (x * w).sum(1)

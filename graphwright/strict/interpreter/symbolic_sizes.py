@@ -78,10 +78,10 @@ class SymbolicSizes:
         self._nodes: dict[Any, torch.fx.Node] = {}
 
     def fake_input(self, fake_mode: Any, real: torch.Tensor, dims: frozenset[int],
-                   ranges: dict[int, tuple[int, int | None]], name: str) -> torch.Tensor:
+                   ranges: dict[int, tuple[int, int | None]], name: str, every_inner: bool = False) -> torch.Tensor:
         """A fake of `real` (the input `name`) whose `dims` are symbolic, those in `ranges` within
-        (lowest, highest)."""
-        return symbolic_fake(fake_mode, real, dims, ranges, name)
+        (lowest, highest), and with `every_inner` every size of a subclass's inner tensors."""
+        return symbolic_fake(fake_mode, real, dims, ranges, name, every_inner)
 
     def specialised(self, size: Any) -> bool:
         """Whether the program forced symbolic `size` to one value."""
