@@ -93,6 +93,20 @@ def test_a_batch_of_another_size_recompiles_as_torch_compile_does():
     assert ours.frame_count == theirs.frame_count == 2
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_batch_of_another_size_under_dynamic_true_runs_the_same_graph(backend):
+    """With `dynamic=True` the batch size (and so the offsets' length) is symbolic too."""
+    ours = CompileCounterWithBackend(backend)
+    theirs = torch._dynamo.testing.CompileCounter()
+    compiled = graphwright.compile(_pointwise, backend=ours, dynamic=True)
+    reference = torch.compile(_pointwise, backend=theirs, dynamic=True)
+    for seed, lengths in enumerate([(2, 3, 4), (3, 4, 5, 6), (5, 2)]):
+        x = jagged(lengths, width=7, seed=seed)  # a width no batch size + 1 equals (duck sizing)
+        assert_same_jagged(compiled(x), _pointwise(x))
+        reference(x)
+    assert ours.frame_count == theirs.frame_count == 1
+
+
 torch.manual_seed(0)
 _linear = torch.nn.Linear(4, 6)
 

@@ -292,10 +292,10 @@ class GraphBuilder:
         if self.symbolic is None or not dims:
             return self.fake_mode.from_tensor(real, static_shapes=True)
         ranges = _marked_ranges(real, source, marked & dims)
-        # under dynamic=True a subclass's inner sizes are symbolic too (a scale's), except a jagged
-        # tensor's, whose offsets and ragged sizes keep the structure its own marks give them
+        # under dynamic=True every size of a subclass's inner tensors is symbolic too (a scale's, a
+        # jagged tensor's offsets: another batch size runs the same graph)
         fake = self.symbolic.fake_input(self.fake_mode, real, frozenset(dims), ranges, source.name(),
-                                        every_inner=self.dynamic_all and not is_jagged(real))
+                                        every_inner=self.dynamic_all)
         self.marked_sizes += [(fake.shape[dim], source, dim) for dim in marked if dim < real.dim()
                               and isinstance(fake.shape[dim], torch.SymInt)]
         return fake
