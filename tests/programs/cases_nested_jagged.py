@@ -68,3 +68,10 @@ def _(a, b):
 def _(q, k, v):
     q, k, v = (t.unflatten(-1, (2, 2)).transpose(1, 2) for t in (q, k, v))
     return torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).values()
+
+
+@program("jagged_input_batch_of_another_size_under_dynamic_true_does_not_recompile",
+         lambda: (jagged(3, 5),), changed=lambda: (jagged(2, 6, 3, 4, 2),), frames_changed=1, backend="aot_eager",
+         options={"dynamic": True})
+def _(x):
+    return (x.cos() + 1).values()
