@@ -404,3 +404,26 @@ def test_a_jagged_input_no_gradient_reaches_runs_detached(backend):
         actual = compiled(x, nt)
     for a, e in zip(actual, _no_gradient_reaches_the_jagged_input(x, nt)):
         torch.testing.assert_close(a, e)
+
+
+def _rebuilt_with_its_max_seqlen(values, offsets, max_seqlen):
+    made = torch.nested.nested_tensor_from_jagged(values, offsets, max_seqlen=max_seqlen)
+    return torch.nested.nested_tensor_from_jagged(values, made.offsets(), max_seqlen=made._maybe_max_seqlen)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_symbolic_size_read_from_a_jagged_intermediate_makes_another(backend):
+    """`_maybe_max_seqlen` of a jagged tensor made in the region is a symbolic size of the graph."""
+    ours = CompileCounterWithBackend(backend)
+    theirs = torch._dynamo.testing.CompileCounter()
+    compiled = graphwright.compile(_rebuilt_with_its_max_seqlen, backend=ours, fullgraph=True, dynamic=True)
+    reference = torch.compile(_rebuilt_with_its_max_seqlen, backend=theirs, fullgraph=True, dynamic=True)
+    values, offsets = torch.randn(10, 5), torch.tensor([0, 2, 4, 7, 10])
+    for max_seqlen in (5, 7, 4):
+        expected = _rebuilt_with_its_max_seqlen(values, offsets, max_seqlen)
+        actual = compiled(values, offsets, max_seqlen)
+        assert actual._maybe_max_seqlen == expected._maybe_max_seqlen == max_seqlen
+        assert torch.equal(actual.offsets(), expected.offsets())
+        torch.testing.assert_close(actual.values(), expected.values())
+        reference(values, offsets, max_seqlen)
+    assert ours.frame_count == theirs.frame_count == 1

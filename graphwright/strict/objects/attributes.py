@@ -214,6 +214,8 @@ def _subclass_attr(tracer: "Tracer", value: TensorValue, name: str) -> Value:
     read = getattr(value.fake, name)
     if isinstance(read, torch.Tensor):
         return tracer.graph.call("call_function", getattr, [value, ConstantValue(name)], {})
+    if isinstance(read, SYMBOLIC_TYPES):  # a size of the fake (a jagged tensor's `_maybe_max_seqlen`)
+        return ConstantValue(read)
     return tracer.wrap(read, None)
 
 
