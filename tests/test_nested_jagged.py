@@ -411,10 +411,11 @@ def _rebuilt_with_its_max_seqlen(values, offsets, max_seqlen):
     return torch.nested.nested_tensor_from_jagged(values, made.offsets(), max_seqlen=made._maybe_max_seqlen)
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_a_symbolic_size_read_from_a_jagged_intermediate_makes_another(backend):
-    """`_maybe_max_seqlen` of a jagged tensor made in the region is a symbolic size of the graph."""
-    ours = CompileCounterWithBackend(backend)
+def test_a_symbolic_size_read_from_a_jagged_intermediate_makes_another():
+    """`_maybe_max_seqlen` of a jagged tensor made in the region is a symbolic size of the graph.
+    (AOT autograd runs this graph as captured: a nested int times the symbolic width of the
+    values is no size it can trace.)"""
+    ours = CompileCounterWithBackend("eager")
     theirs = torch._dynamo.testing.CompileCounter()
     compiled = graphwright.compile(_rebuilt_with_its_max_seqlen, backend=ours, fullgraph=True, dynamic=True)
     reference = torch.compile(_rebuilt_with_its_max_seqlen, backend=theirs, fullgraph=True, dynamic=True)

@@ -80,7 +80,7 @@ def _(x):
 @program("jagged_intermediate_max_seqlen_is_a_symbolic_size_that_makes_another",
          lambda: (torch.randn(10, 5), torch.tensor([0, 2, 4, 7, 10]), 5),
          changed=lambda: (torch.randn(10, 5), torch.tensor([0, 2, 4, 7, 10]), 7), frames_changed=1,
-         backend="aot_eager", options={"dynamic": True})
+         options={"dynamic": True})
 def _(values, offsets, max_seqlen):
     made = torch.nested.nested_tensor_from_jagged(values, offsets, max_seqlen=max_seqlen)
     again = torch.nested.nested_tensor_from_jagged(values * 2, made.offsets(), max_seqlen=made._maybe_max_seqlen)

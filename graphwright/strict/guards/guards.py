@@ -24,8 +24,8 @@ from .sources import ExprWriter, Source, literal
 
 # Lower runs first: a cheap type or constant check that fails saves the tensor checks.
 _COST = {"grad_mode": 0, "global_state": 0, "torch_function": 0, "global_hooks": 0, "query": 1, "call": 3,
-         "subclasses": 3, "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2, "lacks_item": 5,
-         "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
+         "subclasses": 3, "type": 1, "id": 1, "code": 1, "const": 2, "len": 2, "keys": 3, "contains": 2,
+         "lacks_item": 5, "no_hooks": 3, "lacks": 3, "mro_lacks": 3,
          "tensor": 4, "flatten": 4, "alias": 5, "distinct": 5, "sizes": 6}
 
 # Kinds that check global state, not a value read from a source.
