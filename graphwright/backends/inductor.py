@@ -6,6 +6,8 @@ run PyTorch's AOT autograd again (`compile_fx`, the usual entry point, does:
 it would trace our graphs a second time). What `compile_fx` would otherwise
 do around it, we do here:
 - trace with Inductor's decomposition table (`select_decomp_table`);
+- rewrite the graphs where an Inductor pattern pass would change what they
+  compute (`inductor_rewrites`);
 - run Inductor's joint-graph passes (`joint_graph_passes`) on the joint
   graph before partitioning and on the inference graph: among them the
   rewrite of random ops into seeded Inductor random ops, which its lowering
@@ -47,6 +49,7 @@ from .._core.errors import GraphwrightError
 from .._core.tracing_context import compiling_with
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
 from ..aot.cache import Bypass
+from .inductor_rewrites import rewrite_for_inductor
 from .registry import register_backend
 
 
@@ -69,6 +72,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
     else:
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
+    rewrite_for_inductor(gm)
     with _config_patch(config), compiling_with(_fake_mode(gm, example_inputs)):
         started = time.time_ns()
         compiled = compile_fx_inner(
