@@ -6,8 +6,6 @@ run PyTorch's AOT autograd again (`compile_fx`, the usual entry point, does:
 it would trace our graphs a second time). What `compile_fx` would otherwise
 do around it, we do here:
 - trace with Inductor's decomposition table (`select_decomp_table`);
-- rewrite the graphs where an Inductor pattern pass would change what they
-  compute (`inductor_rewrites`);
 - run Inductor's joint-graph passes (`joint_graph_passes`) on the joint
   graph before partitioning and on the inference graph: among them the
   rewrite of random ops into seeded Inductor random ops, which its lowering
@@ -27,6 +25,8 @@ do around it, we do here:
   config values from `torch._inductor.list_mode_options`, options are
   Inductor config names) around all of the above, the lazily compiled
   backward included.
+Beyond what `compile_fx` does, each graph is rewritten where one of Inductor's
+own pattern passes would change what it computes (`inductor_rewrites`).
 Inductor is imported on first use, so `import graphwright` stays light.
 """
 from __future__ import annotations

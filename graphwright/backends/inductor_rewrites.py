@@ -10,7 +10,8 @@ This module must not rewrite for speed: a rewrite here answers a wrong result of
   `alpha`, so `torch.add(x, a @ b, alpha=0.5)` computes `x + a @ b` (PyTorch 2.13;
   `torch.compile` gives the same wrong value). Such an add gets its scaling as a
   multiplication of its own: Inductor lowers an add with `alpha` on the CPU as that same
-  multiplication followed by the add.
+  multiplication followed by the add (on CUDA as one fused multiply-add, so there the
+  rewritten add may round once more than eager's).
 """
 from __future__ import annotations
 
