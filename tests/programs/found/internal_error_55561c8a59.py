@@ -116,4 +116,4 @@ OBSERVED = ['TRACE']
 BREAKS = ['GB002']
 COMPILE_OPTIONS = {}
 CONFIG = {}
-XFAIL = "aot_eager: the gradient a jagged output receives (a graph break between two compiled graphs) requires grad and has another ragged size than the one its backward was traced for: refused as another structure (desugar.py _coerced); with the structure check relaxed, the input gradient comes back with the tangent's nested int (j13, expected j12)"
+XFAIL = "aot_eager: the gradient a jagged output receives (a graph break between two compiled graphs) requires grad (its flatten context says so): refused as another structure (desugar.py _coerced); with the structure check relaxed, the input gradient comes back with the tangent's nested int (j13, expected j12)"
