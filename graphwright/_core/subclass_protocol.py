@@ -19,15 +19,18 @@ attributes of a subclass those are, and `dtensor_from_local` is the function a
 captured graph calls for `DTensor.from_local`.
 
 The strict tracer's guards and AOT autograd's desugaring both read subclasses
-through this module; it reads, it never builds a tensor or traces.
+through this module; it reads, it never builds a tensor or traces. It also says
+how fake tensors must be computed where a subclass pairs inner results
+(`exact_fake_runs`).
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, disable_fake_tensor_cache
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 
@@ -171,3 +174,17 @@ def dtensor_from_local(*args: Any, **kwargs: Any) -> torch.Tensor:
 
 API_FUNCTIONS = frozenset({dtensor_from_local})
 """Graph targets that make subclasses through their Python API."""
+
+
+def exact_fake_runs(fake_mode: Any, with_subclasses: bool) -> contextlib.AbstractContextManager:
+    """With wrapper subclasses about (`with_subclasses`), `fake_mode` computes every op again,
+    without its dispatch cache.
+
+    The cache rebuilds a cached op's output at storage offset 0 (PyTorch 2.13): eager's
+    `select_scatter` into a view at offset 3 returns offset 3, and so does the op's first fake
+    run, but a second run on equal metadata returns 0. A subclass runs an op once per inner
+    tensor: the second, a cache hit, then disagrees with the first, and the subclass refuses to
+    be made of them (TwoTensor asserts equal storage offsets). Functionalization runs such ops
+    itself, regenerating a view written through. Plain tensors read no offset there.
+    """
+    return disable_fake_tensor_cache(fake_mode) if with_subclasses else contextlib.nullcontext()

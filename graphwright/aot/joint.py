@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor
 
 from .._core.errors import BackendRefusal
+from .._core.subclass_protocol import exact_fake_runs
 from .._core.user_stack import user_frames_of_stack
 from ..nonstrict.make_fx import LateInputs, trace_aten_graph
 from . import jagged
@@ -84,14 +85,16 @@ def trace_signature(
 
     primals = fakes if boundary is None else boundary.flat_inputs
     try:
-        gm = trace(joint, primals, fake_mode, decompositions, generate_code=False, late_inputs=late)
+        with exact_fake_runs(fake_mode, boundary is not None):
+            gm = trace(joint, primals, fake_mode, decompositions, generate_code=False, late_inputs=late)
     except _MutatesDifferentiableInput:
         # The gradient must be taken with respect to such an input's value on entry: the graph
         # is traced again, mutating a clone of it (only the first run says which inputs).
         with fake_mode:
             tangents = _tangents(meta.tangent_specs, boundary)
-        return meta, trace(joint_function(fn, meta, len(primals), boundary), [*primals, *tangents], fake_mode,
-                           decompositions, generate_code=False)
+        with exact_fake_runs(fake_mode, boundary is not None):
+            return meta, trace(joint_function(fn, meta, len(primals), boundary), [*primals, *tangents], fake_mode,
+                               decompositions, generate_code=False)
     if any(meta.forward_requires_grad):
         return meta, gm
     return meta, torch.fx.GraphModule(gm, gm.graph, class_name="forward")  # it runs: generate its code

@@ -25,6 +25,8 @@ do around it, we do here:
   config values from `torch._inductor.list_mode_options`, options are
   Inductor config names) around all of the above, the lazily compiled
   backward included.
+Beyond what `compile_fx` does, each graph is rewritten where one of Inductor's
+own pattern passes would change what it computes (`inductor_rewrites`).
 Inductor is imported on first use, so `import graphwright` stays light.
 """
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .._core.errors import GraphwrightError
 from .._core.tracing_context import compiling_with
 from ..aot import USER_OUTPUTS_KEY, GraphCompilers, aot_compile
 from ..aot.cache import Bypass
+from .inductor_rewrites import rewrite_for_inductor
 from .registry import register_backend
 
 
@@ -69,6 +72,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs: list, *, kind: str,
     else:
         visible = output.meta.get(USER_OUTPUTS_KEY, [])
     output.meta["user_visible_output_idxs"] = visible
+    rewrite_for_inductor(gm)
     with _config_patch(config), compiling_with(_fake_mode(gm, example_inputs)):
         started = time.time_ns()
         compiled = compile_fx_inner(

@@ -2,7 +2,9 @@
 counter: outputs that alias an input (dtype and complex views, the target of an `out=`
 argument that is not contiguous) come back as eager made them; `out=` calls whose effect
 functionalization does not model as eager's kernel has it (a non-contiguous or resized `out`,
-batch norm's running statistics, an `out` tracing leaves unwritten) give eager's answer."""
+batch norm's running statistics, an `out` tracing leaves unwritten) give eager's answer; under
+`inductor`, an aten graph that one of Inductor's own pattern passes would compute wrongly is
+rewritten first."""
 from __future__ import annotations
 
 import torch
@@ -145,3 +147,12 @@ def _(a, rank):
 def _(x, out):
     torch.cos(x, out=out)
     return out.sum(0), out.shape
+
+
+@program("inductor_add_with_alpha_of_a_matrix_product_keeps_its_scaling",
+         lambda: (rand(3, 6, requires_grad=True), rand(3, 3, requires_grad=True), rand(1, 6)), backend="inductor",
+         grad=True, reference={"why": "Inductor's addmm fusion of add(x, mm(a, b)) reads no alpha (PyTorch 2.13)",
+                               "xfail": "values differ"})
+def _(x, a, row):
+    # each product has one use, as the fusion wants; a (1, 1) @ (1, m) product is an mm too
+    return torch.add(x, a @ x, alpha=0.5), torch.add(a.T @ x, x, alpha=-3), torch.add(row, row[:, :1] @ row, alpha=2.0)

@@ -226,3 +226,16 @@ def _(x, w):
                     "xfail": "GuardOnDataDependentSymNode"})
 def _(x, w):
     return (x * w).sum(1)
+
+
+@program("subclass_intermediate_written_through_a_view_at_an_offset_comes_back_as_in_eager",
+         lambda: (rand(2, 4, requires_grad=True), two(3, requires_grad=True), two(8)), backend="aot_eager", grad=True,
+         reference={"why": "TorchDynamo's fake run of select_scatter on a TwoTensor hits the fake tensor cache's "
+                           "offset-0 rebuild of the second inner result",
+                    "xfail": "Expected a.storage_offset() == b.storage_offset(), got 3 != 0"})
+def _(z, tt, flat):
+    # both regenerate a view at offset 3 by `select_scatter` on each inner tensor
+    u = torch.minimum(z, tt.sum()).clone()
+    row = u.select(1, -1)
+    row[..., 0] = 0.5
+    return row, u, torch.select_scatter((flat * 2).view(2, 4).select(1, -1), flat.sum(), 0, 0) + 1

@@ -39,7 +39,7 @@ from ..._core import source_lines
 from ..._core.opaque_objects import opaque_kind
 from ..._core.jagged import is_jagged, is_jagged_class
 from ..._core.specialised_values import VALUE_KEY, carry_value, small_integer
-from ..._core.subclass_protocol import is_wrapper_subclass
+from ..._core.subclass_protocol import exact_fake_runs, is_wrapper_subclass
 from ..._core.symbolic_inputs import marked_dims
 from ..guards.sources import ItemSource, LocalSource, Source
 from ..objects import torch_functions
@@ -150,6 +150,12 @@ def _sparse_tensor(result: Any) -> torch.Tensor | None:
     if isinstance(result, (tuple, list)):
         return next((found for item in result if (found := _sparse_tensor(item)) is not None), None)
     return None
+
+
+def _holds_subclass(fake_args: list) -> bool:
+    """Whether an operator's arguments (or the items of a list of them) hold a wrapper subclass."""
+    return any(is_wrapper_subclass(arg) or isinstance(arg, (list, tuple)) and any(map(is_wrapper_subclass, arg))
+               for arg in fake_args)
 
 
 def _fake_of(tensor: TensorValue) -> torch.Tensor:
@@ -345,7 +351,8 @@ class GraphBuilder:
             # The Python dispatcher runs the composite kernels registered in Python: SymInt-aware
             # ones, and those whose C++ version reads data (istft checks its window with
             # `equal`), as PyTorch's own tracer runs them.
-            with self.fake_mode, enable_python_dispatcher(), self._jagged_torch_function(fake_args, fake_kwargs):
+            with self.fake_mode, enable_python_dispatcher(), self._jagged_torch_function(fake_args, fake_kwargs), \
+                    exact_fake_runs(self.fake_mode, _holds_subclass([*fake_args, *fake_kwargs.values()])):
                 if kind == "call_method":
                     result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
                 else:

@@ -74,4 +74,3 @@ OBSERVED = []
 BREAKS = []
 COMPILE_OPTIONS = {'dynamic': False}
 CONFIG = {}
-XFAIL = "aot_eager: a TwoTensor intermediate written through a select view and returned: the joint trace fails an autograd storage_offset check (the graph runs as captured with a warning, eager's values)"
