@@ -3,7 +3,8 @@ itself: an index out of range, a zero slice step, a slice assignment of the wron
 pop from an empty list, a builtin method called with the wrong arguments, a range with a
 zero step, a repetition too large for memory. Compiled, each raises the same exception at
 the same point, and the program's handler sees it (as eager Python, and torch.compile).
-Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
+Iterating an object whose class is not iterable, or whose `__iter__` returns a non-iterator,
+raises Python's TypeError. Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
 factory set after it is made, its `__missing__` called directly, and its factory checked."""
 from __future__ import annotations
 
@@ -167,3 +168,33 @@ def _(x):
     kinds = [_outcome(collections.defaultdict, 1), _outcome(collections.defaultdict, {}),
              _outcome(bare.__missing__)[0], _outcome(collections.defaultdict, None)[0]]
     return table["a"][0] * 2, filled, sorted(table), missing_key(), kinds, dict(recording)
+
+
+class _NotIterable:
+    def __init__(self, value):
+        self.value = value
+
+
+class _IterReturnsSelf:
+    def __iter__(self):
+        return self  # no __next__: iter() rejects it
+
+
+class _IterDisabled:
+    __iter__ = None
+
+    def __getitem__(self, index):
+        return index
+
+
+@program("iterating_a_non_iterable_object_raises_type_error", lambda: rand(3))
+def _(x):
+    kinds = [_outcome(iter, _NotIterable(x)), _outcome(list, _IterReturnsSelf()), _outcome(iter, _IterDisabled())]
+
+    def loop():
+        total = x
+        for item in _NotIterable(x):
+            total = total + item
+        return total
+
+    return x + 1, kinds, _outcome(loop)

@@ -530,6 +530,8 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         getter = special_method(tracer, value, "__getitem__")
         if getter is not None:
             return _indexing_iterator(tracer, getter)
+    if method is None and is_instance_value(value) and not _iterable_type(value.python_type()):
+        raise tracer.user_error(TypeError(f"'{type_name(value.python_type())}' object is not iterable"))
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
         if isinstance(value, DictValue):
@@ -539,10 +541,20 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
             or special_method(tracer, iterator, "__next__") is not None:
         return iterator
-    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)) \
+            or is_instance_value(iterator) and not hasattr(iterator.python_type(), "__next__"):
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+def _iterable_type(cls: type) -> bool:
+    """Whether `iter()` accepts an instance of `cls` at all: its nearest `__iter__`, unless that
+    is None (which refuses iteration outright), or else the old sequence protocol's `__getitem__`."""
+    for klass in cls.__mro__:
+        if "__iter__" in vars(klass):
+            return vars(klass)["__iter__"] is not None
+    return hasattr(cls, "__getitem__")
 
 
 _ITERATED_BUILTINS = (list, tuple, dict, collections.OrderedDict, set, frozenset, str, bytes, bytearray, range)
