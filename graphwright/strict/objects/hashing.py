@@ -105,10 +105,18 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
     if isinstance(value, DictValue) and value.kind is frozenset:
         return frozenset(value.items)
     real = classes.real_object(value)
-    if real is not None and is_identity_key(real):
+    if real is not None and (is_identity_key(real) or _hashes_in_c(tracer, value, found[1])):
         tracer.add_guard(value.source, "id", real)
         return real
     return ObjectKey(value, id(value), _python_equality(tracer, value, binary, truth))
+
+
+def _hashes_in_c(tracer: "Tracer", value: Value, hash_method: Any) -> bool:
+    """An object read from outside, unchanged by the region, whose class hashes and compares it
+    in C by what it holds (a `types.UnionType`): the object itself is the key, so that an equal
+    one finds it as in Python."""
+    return hash_method is not object.__hash__ and not getattr(value, "overlay", None) \
+        and id(value) not in tracer.side_effects.mutated
 
 
 def _python_equality(tracer: "Tracer", value: Value, binary: Any, truth: Any) -> Any:

@@ -63,7 +63,7 @@ _PLAIN_OPS = {operator.iadd: operator.add, operator.isub: operator.sub, operator
               operator.ifloordiv: operator.floordiv, operator.itruediv: operator.truediv,
               operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
               operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
-              operator.irshift: operator.rshift}
+              operator.irshift: operator.rshift, operator.imatmul: operator.matmul}
 # (forward, reflected) special methods of each binary operator
 _OPERATOR_METHODS = {
     operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
@@ -306,6 +306,29 @@ def _compares_by_identity(value: Value) -> bool:
     return isinstance(value, ObjectValue) and not isinstance(value, ScalarInstanceValue)
 
 
+def _native_equality(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | None:
+    """`==` or `!=` with an object whose class compares in C, not by identity (a
+    `types.UnionType` read from a module against one the region built): Python's answer, from
+    the objects themselves, when both are known as they are; None where identity decides."""
+    if not any(isinstance(value, ObjectValue) and value.python_type().__eq__ is not object.__eq__
+               for value in (lhs, rhs)):
+        return None
+    if not all(_known_as_is(tracer, value) for value in (lhs, rhs)):
+        raise _unsupported(tracer, op, lhs, rhs)
+    try:
+        return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
+    except Exception as error:
+        raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
+
+
+def _known_as_is(tracer: "Tracer", value: Value) -> bool:
+    """A constant, or an object read from outside that the region has not changed."""
+    if isinstance(value, ConstantValue):
+        return not is_symbolic(value)
+    return isinstance(value, ObjectValue) and value.obj is not None and not value.overlay \
+        and id(value) not in tracer.side_effects.mutated
+
+
 def _has_python_methods(value: Value) -> bool:
     return is_instance_value(value) or isinstance(value, ModuleValue)
 
@@ -356,6 +379,10 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
             result = _call(tracer, equal, [rhs])
             if not _is_not_implemented(result):
                 return ConstantValue(not truth(tracer, result))
+    if op in (operator.eq, operator.ne) and not tried:
+        native = _native_equality(tracer, op, lhs, rhs)
+        if native is not None:
+            return native
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same) if tried or \
