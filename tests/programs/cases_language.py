@@ -652,3 +652,22 @@ def _(x):
     plain = _OnlyMatmul()
     plain @= 5  # no __imatmul__: `plain @ 5`
     return matrix.other + 1, product, plain
+
+
+class _Token:
+    pass
+
+
+def _id_kept_after_the_graph(world, compiled, args):
+    token, remainder, *facts = compiled(*args.args, **args.kwargs)
+    return remainder == id(token) % 1000, facts
+
+
+@program("hash_and_id_of_an_object_made_in_the_region", lambda: rand(3), fullgraph=False, frames=0,
+         call=_id_kept_after_the_graph)
+def _(x):
+    token = _Token()
+    facts = [hash(token) == hash(token), id(token) == id(token), id(token) != id(x), hash(token) == hash(_Token())]
+    y = x * 2
+    remainder = id(token) % 1000  # the number the object has after the graph, not its stand-in's
+    return token, remainder, y + 1, *facts

@@ -686,7 +686,7 @@ def _id(tracer, args, kwargs):
     if len(args) != 1 or kwargs:
         raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
     value = args[0]
-    identity = _made_identity(value)
+    identity = made_identity(value)
     if identity is not None:
         return ObjectIdentity(id(identity), value)
     real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
@@ -696,7 +696,7 @@ def _id(tracer, args, kwargs):
     return ConstantValue(id(real))
 
 
-def _made_identity(value: Value) -> Any:
+def made_identity(value: Value) -> Any:
     """What makes an object made in the region the one it is, as `operations.is_same` decides
     (a tensor's fake tensor, a made function's own state, else the value itself); None for
     constants, values read from outside, and bound methods (each read makes a new one)."""

@@ -23,6 +23,7 @@ from .values import (
     DictViewValue,
     FunctionValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectKey,
     ScalarInstanceValue,
     SequenceValue,
@@ -136,6 +137,12 @@ def hash_of(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Va
         raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
     value = args[0]
     key = hashable_key(tracer, value)
+    if isinstance(key, ObjectKey) and key.hash == id(key.value):
+        from .builtin_calls import made_identity
+
+        identity = made_identity(value)
+        if identity is not None:  # hashed by identity: known once the object is, after the graph
+            return ObjectIdentity(object.__hash__(identity), value, hash)
     if not _hash_is_known(key):
         raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"hash({value!r})", name="hash",
                                  types=f"`{value.python_type().__name__}` (hashed by its address)")

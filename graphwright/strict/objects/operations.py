@@ -43,6 +43,7 @@ from .values import (
     IteratorValue,
     LazyIteratorValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -198,6 +199,8 @@ def is_symbolic(value: Value) -> bool:
 
 
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    if isinstance(lhs, ObjectIdentity) or isinstance(rhs, ObjectIdentity):
+        return _identity_binary(tracer, op, lhs, rhs)
     if _has_python_methods(lhs) or _has_python_methods(rhs):
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
@@ -248,6 +251,19 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _identity_binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    """`id(a) == id(b)` where one is an object made in the region: equal exactly where the two
+    name the same object (a made object's stand-in is distinct from every live object). Any
+    other arithmetic would compute with a number the object will not have after the graph."""
+    if op in (operator.eq, operator.ne) and isinstance(lhs, ConstantValue) and isinstance(rhs, ConstantValue) \
+            and not is_symbolic(lhs) and not is_symbolic(rhs):
+        return ConstantValue(op(lhs.value, rhs.value))
+    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{getattr(op, '__name__', op)} on an object's id",
+                             op=getattr(op, "__name__", repr(op)),
+                             types="`int` (the `id()` or `hash()` of an object made in the region, unknown until "
+                                   "the object is made after the graph)")
 
 
 def _is_subclass_sequence(value: Value) -> bool:
@@ -429,6 +445,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
         return tracer.graph.call("call_function", op, [value], {})
     if isinstance(value, ArrayValue):
         return numpy_arrays.unary(tracer, op, value)
+    if isinstance(value, ObjectIdentity):
+        return _identity_binary(tracer, op, value, value)
     if isinstance(value, ConstantValue):
         try:
             return ConstantValue(op(value.value))

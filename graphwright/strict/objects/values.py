@@ -93,16 +93,18 @@ class ConstantValue(Value):
 
 
 class ObjectIdentity(ConstantValue):
-    """`id(obj)` of an object made in the region. While tracing, its value is the id of what
-    stands for the object in the trace (alive, so distinct from every live object's, and the
-    same for each `id` of the same object, as `is` decides); rebuilt after the graph as `id()`
-    of the object rebuilt, so that it names the object the program holds."""
+    """`id(obj)` (or `hash(obj)` where its class hashes by identity) of an object made in the
+    region. While tracing, its value is that of what stands for the object in the trace (alive,
+    so distinct from every live object's, and the same for the same object, as `is` decides):
+    only `==` and `!=` may read it (`operations.binary`); rebuilt after the graph as `id()` (or
+    `hash()`) of the object rebuilt, so that it names the object the program holds."""
 
-    __slots__ = ("of",)
+    __slots__ = ("of", "function")
 
-    def __init__(self, number: int, of: Value) -> None:
+    def __init__(self, number: int, of: Value, function: Callable[[Any], int] = id) -> None:
         super().__init__(number)
         self.of = of
+        self.function = function
 
 
 class TensorValue(Value):
