@@ -4,7 +4,8 @@ pop from an empty list, a builtin method called with the wrong arguments, a rang
 zero step, a repetition too large for memory. Compiled, each raises the same exception at
 the same point, and the program's handler sees it (as eager Python, and torch.compile).
 Iterating an object whose class is not iterable, or whose `__iter__` returns a non-iterator,
-raises Python's TypeError. Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
+raises Python's TypeError; `eval`/`exec` of source that does not compile raises its
+SyntaxError, and `eval` of a literal is its value. Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
 factory set after it is made, its `__missing__` called directly, and its factory checked."""
 from __future__ import annotations
 
@@ -198,3 +199,21 @@ def _(x):
         return total
 
     return x + 1, kinds, _outcome(loop)
+
+
+@program("eval_of_literals_and_source_that_does_not_compile", lambda: rand(3),
+         reference={"xfail": "Dynamo does not know how to trace builtin operator `eval` with argument types ['bytes']",
+                    "why": "PyTorch 2.13 folds `eval` of a constant str only; `eval` of bytes and `exec` break"})
+def _(x):
+    values = [eval("0x_ff"), eval(" (1, -2.5, 'a', {1: [2]})"), eval("..."), eval(b"1_000")]
+
+    def syntax_error(run, source):
+        try:
+            run(source)
+            return "compiled"
+        except SyntaxError as error:
+            return type(error).__name__, error.msg, error.lineno, error.offset
+
+    errors = [syntax_error(eval, ".. ."), syntax_error(eval, "0x"), syntax_error(eval, "return 1"),
+              syntax_error(exec, "def f(:"), syntax_error(exec, "  x = 1")]
+    return x * values[0], values, errors

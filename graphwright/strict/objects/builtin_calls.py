@@ -11,6 +11,7 @@ replayed after the graph.
 from __future__ import annotations
 
 import abc
+import ast
 import builtins
 import collections
 import functools
@@ -713,7 +714,37 @@ def made_identity(value: Value) -> Any:
     return None
 
 
-@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.dir)
+@handles(builtins.input, builtins.open, builtins.globals, builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
+    raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
+
+
+@handles(builtins.eval)
+def _eval(tracer, args, kwargs):
+    return _evaluate_source(tracer, args, kwargs, "eval")
+
+
+@handles(builtins.exec)
+def _exec(tracer, args, kwargs):
+    return _evaluate_source(tracer, args, kwargs, "exec")
+
+
+def _evaluate_source(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value], mode: str) -> Value:
+    """`eval(source)` or `exec(source)` of a constant string: compiled first, as Python does, so
+    that a SyntaxError is the program's; `eval` of a literal (a number, a string, a tuple of
+    them...) is its value. Code that reads or changes names runs in Python (a graph break)."""
+    source = args[0] if len(args) == 1 and not kwargs else None
+    if isinstance(source, ConstantValue) and type(source.value) in (str, bytes):
+        text = source.value.lstrip(" \t" if type(source.value) is str else b" \t") if mode == "eval" \
+            else source.value  # eval, not exec, skips the leading blanks
+        try:
+            tree = compile(text, "<string>", mode, ast.PyCF_ONLY_AST)
+            compile(tree, "<string>", mode)  # the checks after parsing (`return` outside a function...)
+        except (SyntaxError, ValueError) as error:
+            raise tracer.user_error(error) from None
+        if mode == "eval":
+            try:
+                return operations.constant_result(ast.literal_eval(tree.body))
+            except (ValueError, TypeError):
+                pass  # not a literal: names, calls, operators
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
