@@ -326,7 +326,7 @@ def _native_equality(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> 
     """`==` or `!=` with an object whose class compares in C, not by identity (a
     `types.UnionType` read from a module against one the region built): Python's answer, from
     the objects themselves, when both are known as they are; None where identity decides."""
-    if not any(isinstance(value, ObjectValue) and value.python_type().__eq__ is not object.__eq__
+    if not any(_compares_by_identity(value) and value.python_type().__eq__ is not object.__eq__
                for value in (lhs, rhs)):
         return None
     if not all(_known_as_is(tracer, value) for value in (lhs, rhs)):
@@ -523,6 +523,11 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
         return same_storage(lhs, rhs)
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
+    if isinstance(lhs, ObjectValue) != isinstance(rhs, ObjectValue) and (isinstance(lhs, ConstantValue)
+                                                                         or isinstance(rhs, ConstantValue)):
+        # an object read from outside, and the same object held as a constant (a dict key)
+        obj, constant = (lhs, rhs) if isinstance(lhs, ObjectValue) else (rhs, lhs)
+        return obj.obj is not None and obj.obj is constant.value
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
         # a function made in the region is its `__dict__`, which its bound methods share
         same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
