@@ -582,6 +582,9 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
             return _indexing_iterator(tracer, getter)
     if method is None and is_instance_value(value) and not _iterable_type(value.python_type()):
         raise tracer.user_error(TypeError(f"'{type_name(value.python_type())}' object is not iterable"))
+    if method is None and isinstance(unboxed(value), SequenceValue) and unboxed(value).kind is list:
+        # a list's iterator reads the list at each step (the list may grow or shrink meanwhile)
+        return IteratorValue(unboxed(value).items, cls=iterator_class(value), live=True)
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
         if isinstance(value, DictValue):
@@ -757,6 +760,7 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(iterator, IteratorValue):
         items = iterator.items[iterator.position:]
         iterator.position = len(iterator.items)
+        iterator.next_item()  # the step that finds the end (a list's iterator is exhausted for good)
         return items
     if isinstance(iterator, LazyIteratorValue):
         return list(pull(tracer, iterator))

@@ -548,13 +548,18 @@ class MethodValue(Value):
 
 class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
-    remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it. `live`:
+    `items` is a list's own storage, read at each step as CPython's list iterator reads the list
+    (what the program appends meanwhile is reached, what it removes is skipped), until the end
+    is reached once."""
 
-    __slots__ = ("cls", "items", "position", "watch")
+    __slots__ = ("cls", "items", "position", "watch", "live")
 
-    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(()))) -> None:
+    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(())),
+                 live: bool = False) -> None:
         super().__init__(source)
         self.items = items
+        self.live = live
         self.position = 0
         self.cls = cls  # the class CPython's iterator has (`list_iterator`, `dict_keyiterator`...)
         # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
@@ -566,6 +571,8 @@ class IteratorValue(Value):
             self.watch()
         if self.position >= len(self.items):
             self.watch = None
+            if self.live:  # exhausted for good: the list's later items are never reached
+                self.items, self.position, self.live = [], 0, False
             return None
         self.position += 1
         return self.items[self.position - 1]
