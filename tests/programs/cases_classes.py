@@ -964,3 +964,32 @@ def _(x):
     global LAST_RECORD
     LAST_RECORD = Record(value=x * 2, tag="global")
     return x
+
+
+class _Ops:
+    def __floordiv__(self, other):
+        return "Ops.floordiv"
+
+    def __rfloordiv__(self, other):
+        return "Ops.rfloordiv"
+
+    def __lt__(self, other):
+        return "Ops.lt"
+
+    def __gt__(self, other):
+        return "Ops.gt"
+
+
+class _InheritsOps(_Ops):
+    pass
+
+
+class _OverridesOps(_Ops):
+    def __rfloordiv__(self, other):
+        return "Overrides.rfloordiv"
+
+
+@program("reflected_operator_of_a_subclass_goes_first_only_where_it_overrides", lambda: rand(3))
+def _(x):
+    return x + 1, [_Ops() // _InheritsOps(), _Ops() // _OverridesOps(), _OverridesOps() // _Ops(),
+                   _Ops() < _InheritsOps(), _InheritsOps() < _Ops(), 1 // _InheritsOps()]

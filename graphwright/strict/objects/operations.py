@@ -322,6 +322,11 @@ def _compares_by_identity(value: Value) -> bool:
     return isinstance(value, ObjectValue) and not isinstance(value, ScalarInstanceValue)
 
 
+def _own_method(tracer: "Tracer", cls: type, name: str) -> Any:
+    found = find(tracer, cls, name)
+    return None if found is None else found[1]
+
+
 def _native_equality(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | None:
     """`==` or `!=` with an object whose class compares in C, not by identity (a
     `types.UnionType` read from a module against one the region built): Python's answer, from
@@ -380,8 +385,10 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
     comparison = op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
     reflected = special_method(tracer, rhs, reflected_name) if comparison or rhs_type is not lhs_type else None
     attempts = [(forward, rhs), (reflected, lhs)]
-    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type):
-        attempts.reverse()
+    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type) and (
+            comparison or _own_method(tracer, rhs_type, reflected_name) is not _own_method(tracer, lhs_type,
+                                                                                          reflected_name)):
+        attempts.reverse()  # a subclass first: always to compare, where it overrides the method for arithmetic
     tried = False
     for method, argument in attempts:
         if method is not None:
