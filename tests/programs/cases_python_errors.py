@@ -217,3 +217,13 @@ def _(x):
     errors = [syntax_error(eval, ".. ."), syntax_error(eval, "0x"), syntax_error(eval, "return 1"),
               syntax_error(exec, "def f(:"), syntax_error(exec, "  x = 1")]
     return x * values[0], values, errors
+
+
+@program("builtin_constructors_reject_keywords_and_extra_arguments", lambda: rand(3),
+         reference={"xfail": "InternalTorchDynamoError: TypeError: any() takes exactly one argument (0 given)",
+                    "why": "PyTorch 2.13 turns the TypeError of `any()` into its own internal error"})
+def _(x):
+    kinds = [_outcome(lambda: bool(x=2)), _outcome(lambda: list(sequence=(0, 1))), _outcome(lambda: tuple(sequence=[1])),
+             _outcome(bool, 1, 2), _outcome(list, [1], [2]), _outcome(any), _outcome(lambda: all([], x=1)),
+             _outcome(tuple, "ab"), _outcome(bool, [])]
+    return x * 2, kinds

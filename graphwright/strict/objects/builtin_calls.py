@@ -190,8 +190,22 @@ for _target in (str, repr, format):
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 
+def _check_arguments(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value],
+                     exactly_one: bool = False) -> None:
+    """The checks of a builtin that takes one optional positional argument (`bool`, `list`,
+    `tuple`), or exactly one (`any`, `all`): Python's TypeError, worded as Python words it."""
+    name = target.__name__
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{name}() takes no keyword arguments"))
+    if exactly_one and len(args) != 1:
+        raise tracer.user_error(TypeError(f"{name}() takes exactly one argument ({len(args)} given)"))
+    if len(args) > 1:
+        raise tracer.user_error(TypeError(f"{name} expected at most 1 argument, got {len(args)}"))
+
+
 @handles(bool)
 def _bool(tracer, args, kwargs):
+    _check_arguments(tracer, bool, args, kwargs)
     if not args:
         return ConstantValue(False)
     return operations.symbolic_truth(tracer, args[0]) or ConstantValue(operations.truth(tracer, args[0]))
@@ -507,16 +521,26 @@ def _abs(tracer, args, kwargs):
     return operations.unary(tracer, operator.abs, args[0])
 
 
-_HANDLERS[any] = lambda tracer, args, kwargs: ConstantValue(
-    any(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
-_HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
-    all(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
+def _deciding(target: Callable) -> Handler:
+    """`any` or `all`: items pulled until one decides."""
+    def handler(tracer, args, kwargs):
+        _check_arguments(tracer, target, args, kwargs, exactly_one=True)
+        return ConstantValue(target(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
+    return handler
 
 
-_HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], list)
-_HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], tuple)
+def _sequence_of(kind: type) -> Handler:
+    """`list(iterable)` or `tuple(iterable)`: every item, at once."""
+    def handler(tracer, args, kwargs):
+        _check_arguments(tracer, kind, args, kwargs)
+        return SequenceValue(operations.iterate(tracer, args[0]) if args else [], kind)
+    return handler
+
+
+for _target in (any, all):
+    _HANDLERS[_target] = _deciding(_target)
+for _target in (list, tuple):
+    _HANDLERS[_target] = _sequence_of(_target)
 
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
