@@ -163,7 +163,36 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, sys.intern)
+
+# the special methods `int(obj)` and `float(obj)` try, in order, for an object of a Python class
+_NUMBER_METHODS = {int: ("__int__", "__index__", "__trunc__"), float: ("__float__", "__index__")}
+
+
+def _number_of(target: type) -> Handler:
+    """`int(x)` or `float(x)`: an object of a Python class converts through its own `__int__`
+    (or `__index__`...) or `__float__`, whose result Python checks; anything else is computed."""
+    def handler(tracer, args, kwargs):
+        if len(args) == 1 and not kwargs and classes.is_instance_value(args[0]) \
+                and not isinstance(args[0], ScalarInstanceValue):
+            for name in _NUMBER_METHODS[target]:
+                method = classes.special_method(tracer, args[0], name)
+                if method is None:
+                    continue
+                from ..interpreter import calls
+
+                result = calls.call_value(tracer, method, [], {})
+                wanted = int if name != "__float__" else float
+                if not isinstance(operations.python_value(tracer, result), wanted):
+                    raise tracer.user_error(TypeError(
+                        f"{name} returned non-{wanted.__name__} (type {result.python_type().__name__})"))
+                return operations.constant_result(target(operations.python_value(tracer, result)))
+        return evaluate(tracer, target, args, kwargs)
+    return handler
+
+
+for _target in (int, float):
+    _HANDLERS[_target] = _number_of(_target)
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
 _pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
