@@ -603,3 +603,29 @@ def _(x):
         k = 5
 
     return y + Offset.k
+
+
+class _Annotated:
+    size: int
+
+
+class _Unannotated(_Annotated):
+    pass
+
+
+@program("class_statement_annotations_are_each_classes_own", lambda: rand(3),
+         reference=_breaks_in_pytorch([1, 2]))
+def _(x):
+    class Base:
+        size: int
+
+    class Derived(Base):
+        pass
+
+    class Other(Base):
+        size: str
+
+    derived = Derived.__annotations__  # made empty on first read, then the class's own
+    derived["late"] = float
+    return x + 1, Base.__annotations__, Derived.__annotations__, Other.__annotations__, \
+        derived is Derived.__annotations__, _Unannotated.__annotations__

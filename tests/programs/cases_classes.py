@@ -964,3 +964,70 @@ def _(x):
     global LAST_RECORD
     LAST_RECORD = Record(value=x * 2, tag="global")
     return x
+
+
+class _Ops:
+    def __floordiv__(self, other):
+        return "Ops.floordiv"
+
+    def __rfloordiv__(self, other):
+        return "Ops.rfloordiv"
+
+    def __lt__(self, other):
+        return "Ops.lt"
+
+    def __gt__(self, other):
+        return "Ops.gt"
+
+
+class _InheritsOps(_Ops):
+    pass
+
+
+class _OverridesOps(_Ops):
+    def __rfloordiv__(self, other):
+        return "Overrides.rfloordiv"
+
+
+@program("reflected_operator_of_a_subclass_goes_first_only_where_it_overrides", lambda: rand(3))
+def _(x):
+    return x + 1, [_Ops() // _InheritsOps(), _Ops() // _OverridesOps(), _OverridesOps() // _Ops(),
+                   _Ops() < _InheritsOps(), _InheritsOps() < _Ops(), 1 // _InheritsOps()]
+
+
+class _Number:
+    def __init__(self, text):
+        self.text = text
+
+    def __int__(self):
+        return int(self.text)
+
+    def __float__(self):
+        return float(self.text) / 2
+
+
+class _NumberList(_Number, list):
+    pass
+
+
+class _Indexed:
+    def __index__(self):
+        return 7
+
+
+class _BadInt:
+    def __int__(self):
+        return "seven"
+
+
+@program("int_and_float_of_objects_use_their_special_methods", lambda: rand(3),
+         reference={"xfail": "output[4]: type <class 'int'> != <class 'float'>",
+                    "why": "PyTorch 2.13 returns `__index__`'s int from `float(obj)`, not a float"})
+def _(x):
+    def bad():
+        try:
+            return int(_BadInt())
+        except TypeError as error:
+            return str(error)
+
+    return x * int(_Number("3")), int(_NumberList("4")), float(_Number("5")), int(_Indexed()), float(_Indexed()), bad()

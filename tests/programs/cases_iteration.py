@@ -4,10 +4,13 @@ same log, and leaves the same items behind, compiled and eager. `any`/`all` and 
 methods stop at the deciding item, unpacking takes one item more than it needs, an exception
 from the iterator, a key function or the consumer stops it at the same item. A builtin
 iterator has no `len()` (TypeError naming its own class) and `operator.length_hint` counts
-the items it has left."""
+the items it has left. A list's iterator reads the list at each step: a loop reaches the
+items appended meanwhile and skips those removed, and an exhausted one stays exhausted;
+`itertools.filterfalse` pulls as `filter` does."""
 from __future__ import annotations
 
 import collections
+import itertools
 
 import torch
 
@@ -305,3 +308,26 @@ def _(x):
     hints = [operator.length_hint(it, -1) for it in iterators]
     return x + 1, lengths, hints, operator.length_hint(items), operator.length_hint(x), \
         type(iterators[1]).__name__, isinstance(iterators[8], zip)
+
+
+@program("list_iterators_read_the_list_at_each_step", lambda: rand(3))
+def _(x):
+    work = [1]
+    for item in work:  # a work list: what the loop appends, it reaches
+        if item < 5:
+            work.append(item + 1)
+    seen, shrinking = [], [1, 2, 3, 4]
+    for item in shrinking:
+        seen.append(item)
+        if item == 2:
+            shrinking.remove(item)
+    late = []
+    early = iter(late)
+    late.append(x)
+    pairs = zip(work, late)  # zip asks the lists when it is consumed
+    late.append(x * 2)
+    done = iter(work)
+    rest = list(done)
+    work.append(6)  # after the end: an exhausted iterator stays exhausted
+    return next(early) * 2, work, seen, [p[0] for p in pairs], len(rest), list(done), \
+        list(itertools.filterfalse(lambda n: n % 2, work)), list(itertools.filterfalse(None, [0, 1, "", "a"]))

@@ -615,3 +615,59 @@ def _(x):
     relations = (ids[0] == ids[2] == ids[5], ids[0] != ids[1], len(set(ids)), memo[id(alias)],
                  id(y) == id(y.mul_(2)), isinstance(ids[0], int))
     return y + 1, relations
+
+
+_UNION = int | float
+
+
+@program("union_types_compare_and_hash_by_their_members", lambda: rand(3))
+def _(x):
+    made = int | float  # another object than _UNION, equal to it
+    table = {_UNION: "number"}
+    return x * 2, made == _UNION, _UNION != made, (str | None) == _UNION, table.get(made), \
+        hash(made) == hash(_UNION)
+
+
+class _MatrixLike:
+    def __matmul__(self, other):
+        return ("matmul", other)
+
+    def __imatmul__(self, other):
+        self.other = other
+        return self
+
+
+class _OnlyMatmul:
+    def __matmul__(self, other):
+        return other * 2
+
+
+@program("in_place_matmul_runs_the_classes_methods", lambda: rand(3),
+         reference={"xfail": "Dynamo does not know how to trace builtin operator `matmul`",
+                    "why": "PyTorch 2.13 does not call a user class's `__matmul__` under fullgraph"})
+def _(x):
+    matrix = _MatrixLike()
+    product = matrix @ 3
+    matrix @= x
+    plain = _OnlyMatmul()
+    plain @= 5  # no __imatmul__: `plain @ 5`
+    return matrix.other + 1, product, plain
+
+
+class _Token:
+    pass
+
+
+def _id_kept_after_the_graph(world, compiled, args):
+    token, remainder, *facts = compiled(*args.args, **args.kwargs)
+    return remainder == id(token) % 1000, facts
+
+
+@program("hash_and_id_of_an_object_made_in_the_region", lambda: rand(3), fullgraph=False, frames=0,
+         call=_id_kept_after_the_graph)
+def _(x):
+    token = _Token()
+    facts = [hash(token) == hash(token), id(token) == id(token), id(token) != id(x), hash(token) == hash(_Token())]
+    y = x * 2
+    remainder = id(token) % 1000  # the number the object has after the graph, not its stand-in's
+    return token, remainder, y + 1, *facts

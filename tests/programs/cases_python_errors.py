@@ -3,7 +3,9 @@ itself: an index out of range, a zero slice step, a slice assignment of the wron
 pop from an empty list, a builtin method called with the wrong arguments, a range with a
 zero step, a repetition too large for memory. Compiled, each raises the same exception at
 the same point, and the program's handler sees it (as eager Python, and torch.compile).
-Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
+Iterating an object whose class is not iterable, or whose `__iter__` returns a non-iterator,
+raises Python's TypeError; `eval`/`exec` of source that does not compile raises its
+SyntaxError, and `eval` of a literal is its value. Also lists and tuples ordered item by item (`<` on lists of objects), and a defaultdict's
 factory set after it is made, its `__missing__` called directly, and its factory checked."""
 from __future__ import annotations
 
@@ -167,3 +169,61 @@ def _(x):
     kinds = [_outcome(collections.defaultdict, 1), _outcome(collections.defaultdict, {}),
              _outcome(bare.__missing__)[0], _outcome(collections.defaultdict, None)[0]]
     return table["a"][0] * 2, filled, sorted(table), missing_key(), kinds, dict(recording)
+
+
+class _NotIterable:
+    def __init__(self, value):
+        self.value = value
+
+
+class _IterReturnsSelf:
+    def __iter__(self):
+        return self  # no __next__: iter() rejects it
+
+
+class _IterDisabled:
+    __iter__ = None
+
+    def __getitem__(self, index):
+        return index
+
+
+@program("iterating_a_non_iterable_object_raises_type_error", lambda: rand(3))
+def _(x):
+    kinds = [_outcome(iter, _NotIterable(x)), _outcome(list, _IterReturnsSelf()), _outcome(iter, _IterDisabled())]
+
+    def loop():
+        total = x
+        for item in _NotIterable(x):
+            total = total + item
+        return total
+
+    return x + 1, kinds, _outcome(loop)
+
+
+@program("eval_of_literals_and_source_that_does_not_compile", lambda: rand(3),
+         reference={"xfail": "Dynamo does not know how to trace builtin operator `eval` with argument types ['bytes']",
+                    "why": "PyTorch 2.13 folds `eval` of a constant str only; `eval` of bytes and `exec` break"})
+def _(x):
+    values = [eval("0x_ff"), eval(" (1, -2.5, 'a', {1: [2]})"), eval("..."), eval(b"1_000")]
+
+    def syntax_error(run, source):
+        try:
+            run(source)
+            return "compiled"
+        except SyntaxError as error:
+            return type(error).__name__, error.msg, error.lineno, error.offset
+
+    errors = [syntax_error(eval, ".. ."), syntax_error(eval, "0x"), syntax_error(eval, "return 1"),
+              syntax_error(exec, "def f(:"), syntax_error(exec, "  x = 1")]
+    return x * values[0], values, errors
+
+
+@program("builtin_constructors_reject_keywords_and_extra_arguments", lambda: rand(3),
+         reference={"xfail": "InternalTorchDynamoError: TypeError: any() takes exactly one argument (0 given)",
+                    "why": "PyTorch 2.13 turns the TypeError of `any()` into its own internal error"})
+def _(x):
+    kinds = [_outcome(lambda: bool(x=2)), _outcome(lambda: list(sequence=(0, 1))), _outcome(lambda: tuple(sequence=[1])),
+             _outcome(bool, 1, 2), _outcome(list, [1], [2]), _outcome(any), _outcome(lambda: all([], x=1)),
+             _outcome(tuple, "ab"), _outcome(bool, [])]
+    return x * 2, kinds

@@ -11,6 +11,7 @@ replayed after the graph.
 from __future__ import annotations
 
 import abc
+import ast
 import builtins
 import collections
 import functools
@@ -162,7 +163,36 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, sys.intern)
+
+# the special methods `int(obj)` and `float(obj)` try, in order, for an object of a Python class
+_NUMBER_METHODS = {int: ("__int__", "__index__", "__trunc__"), float: ("__float__", "__index__")}
+
+
+def _number_of(target: type) -> Handler:
+    """`int(x)` or `float(x)`: an object of a Python class converts through its own `__int__`
+    (or `__index__`...) or `__float__`, whose result Python checks; anything else is computed."""
+    def handler(tracer, args, kwargs):
+        if len(args) == 1 and not kwargs and classes.is_instance_value(args[0]) \
+                and not isinstance(args[0], ScalarInstanceValue):
+            for name in _NUMBER_METHODS[target]:
+                method = classes.special_method(tracer, args[0], name)
+                if method is None:
+                    continue
+                from ..interpreter import calls
+
+                result = calls.call_value(tracer, method, [], {})
+                wanted = int if name != "__float__" else float
+                if not isinstance(operations.python_value(tracer, result), wanted):
+                    raise tracer.user_error(TypeError(
+                        f"{name} returned non-{wanted.__name__} (type {result.python_type().__name__})"))
+                return operations.constant_result(target(operations.python_value(tracer, result)))
+        return evaluate(tracer, target, args, kwargs)
+    return handler
+
+
+for _target in (int, float):
+    _HANDLERS[_target] = _number_of(_target)
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
 _pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
@@ -189,8 +219,22 @@ for _target in (str, repr, format):
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 
+def _check_arguments(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value],
+                     exactly_one: bool = False) -> None:
+    """The checks of a builtin that takes one optional positional argument (`bool`, `list`,
+    `tuple`), or exactly one (`any`, `all`): Python's TypeError, worded as Python words it."""
+    name = target.__name__
+    if kwargs:
+        raise tracer.user_error(TypeError(f"{name}() takes no keyword arguments"))
+    if exactly_one and len(args) != 1:
+        raise tracer.user_error(TypeError(f"{name}() takes exactly one argument ({len(args)} given)"))
+    if len(args) > 1:
+        raise tracer.user_error(TypeError(f"{name} expected at most 1 argument, got {len(args)}"))
+
+
 @handles(bool)
 def _bool(tracer, args, kwargs):
+    _check_arguments(tracer, bool, args, kwargs)
     if not args:
         return ConstantValue(False)
     return operations.symbolic_truth(tracer, args[0]) or ConstantValue(operations.truth(tracer, args[0]))
@@ -506,16 +550,26 @@ def _abs(tracer, args, kwargs):
     return operations.unary(tracer, operator.abs, args[0])
 
 
-_HANDLERS[any] = lambda tracer, args, kwargs: ConstantValue(
-    any(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
-_HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
-    all(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
+def _deciding(target: Callable) -> Handler:
+    """`any` or `all`: items pulled until one decides."""
+    def handler(tracer, args, kwargs):
+        _check_arguments(tracer, target, args, kwargs, exactly_one=True)
+        return ConstantValue(target(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
+    return handler
 
 
-_HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], list)
-_HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], tuple)
+def _sequence_of(kind: type) -> Handler:
+    """`list(iterable)` or `tuple(iterable)`: every item, at once."""
+    def handler(tracer, args, kwargs):
+        _check_arguments(tracer, kind, args, kwargs)
+        return SequenceValue(operations.iterate(tracer, args[0]) if args else [], kind)
+    return handler
+
+
+for _target in (any, all):
+    _HANDLERS[_target] = _deciding(_target)
+for _target in (list, tuple):
+    _HANDLERS[_target] = _sequence_of(_target)
 
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})
@@ -686,7 +740,7 @@ def _id(tracer, args, kwargs):
     if len(args) != 1 or kwargs:
         raise tracer.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
     value = args[0]
-    identity = _made_identity(value)
+    identity = made_identity(value)
     if identity is not None:
         return ObjectIdentity(id(identity), value)
     real = value.value if isinstance(value, ConstantValue) else tracer.real_by_value.get(id(value))
@@ -696,7 +750,7 @@ def _id(tracer, args, kwargs):
     return ConstantValue(id(real))
 
 
-def _made_identity(value: Value) -> Any:
+def made_identity(value: Value) -> Any:
     """What makes an object made in the region the one it is, as `operations.is_same` decides
     (a tensor's fake tensor, a made function's own state, else the value itself); None for
     constants, values read from outside, and bound methods (each read makes a new one)."""
@@ -713,7 +767,37 @@ def _made_identity(value: Value) -> Any:
     return None
 
 
-@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.dir)
+@handles(builtins.input, builtins.open, builtins.globals, builtins.locals, builtins.dir)
 def _not_modelled(tracer, args, kwargs):
+    raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
+
+
+@handles(builtins.eval)
+def _eval(tracer, args, kwargs):
+    return _evaluate_source(tracer, args, kwargs, "eval")
+
+
+@handles(builtins.exec)
+def _exec(tracer, args, kwargs):
+    return _evaluate_source(tracer, args, kwargs, "exec")
+
+
+def _evaluate_source(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value], mode: str) -> Value:
+    """`eval(source)` or `exec(source)` of a constant string: compiled first, as Python does, so
+    that a SyntaxError is the program's; `eval` of a literal (a number, a string, a tuple of
+    them...) is its value. Code that reads or changes names runs in Python (a graph break)."""
+    source = args[0] if len(args) == 1 and not kwargs else None
+    if isinstance(source, ConstantValue) and type(source.value) in (str, bytes):
+        text = source.value.lstrip(" \t" if type(source.value) is str else b" \t") if mode == "eval" \
+            else source.value  # eval, not exec, skips the leading blanks
+        try:
+            tree = compile(text, "<string>", mode, ast.PyCF_ONLY_AST)
+            compile(tree, "<string>", mode)  # the checks after parsing (`return` outside a function...)
+        except (SyntaxError, ValueError) as error:
+            raise tracer.user_error(error) from None
+        if mode == "eval":
+            try:
+                return operations.constant_result(ast.literal_eval(tree.body))
+            except (ValueError, TypeError):
+                pass  # not a literal: names, calls, operators
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)

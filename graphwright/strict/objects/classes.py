@@ -512,6 +512,9 @@ def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value 
     cls = value.value
     found = find(tracer, cls, name)
     source = _attr(value.source, name)
+    if name == "__annotations__" and found is not None and found[0] is not cls \
+            and _metaclass_member(type(cls), name) is type.__dict__[name]:
+        return _own_annotations(tracer, value)
     if found is None:  # the metaclass's attributes, and type's own (__name__, __mro__...)
         real = getattr(cls, name, _MISSING)
         return None if real is _MISSING else tracer.wrap(real, source)
@@ -526,6 +529,22 @@ def class_attribute(tracer: "Tracer", value: ConstantValue, name: str) -> Value 
             or isinstance(raw, functools._lru_cache_wrapper):
         return bind(tracer, owner, raw, name, None, cls, value)
     return tracer.wrap(getattr(cls, name), source)
+
+
+def _metaclass_member(meta: type, name: str) -> Any:
+    return next((vars(klass)[name] for klass in meta.__mro__ if name in vars(klass)), None)
+
+
+def _own_annotations(tracer: "Tracer", value: ConstantValue) -> Value:
+    """`cls.__annotations__` where only a base has some: type's getter reads the class's own
+    `__dict__`, never its bases', and gives it an empty dict on first read."""
+    if made_class(value.value) is None:
+        return tracer.wrap(value.value.__annotations__, _attr(value.source, "__annotations__"))
+    from .class_statements import store
+
+    annotations = DictValue({})
+    store(tracer, value, "__annotations__", annotations)
+    return annotations
 
 
 def super_attribute(tracer: "Tracer", value: SuperValue, name: str) -> Value | None:

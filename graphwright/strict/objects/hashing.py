@@ -23,6 +23,7 @@ from .values import (
     DictViewValue,
     FunctionValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectKey,
     ScalarInstanceValue,
     SequenceValue,
@@ -105,10 +106,18 @@ def _object_key(tracer: "Tracer", value: Value) -> Any:
     if isinstance(value, DictValue) and value.kind is frozenset:
         return frozenset(value.items)
     real = classes.real_object(value)
-    if real is not None and is_identity_key(real):
+    if real is not None and (is_identity_key(real) or _hashes_in_c(tracer, value, found[1])):
         tracer.add_guard(value.source, "id", real)
         return real
     return ObjectKey(value, id(value), _python_equality(tracer, value, binary, truth))
+
+
+def _hashes_in_c(tracer: "Tracer", value: Value, hash_method: Any) -> bool:
+    """An object read from outside, unchanged by the region, whose class hashes and compares it
+    in C by what it holds (a `types.UnionType`): the object itself is the key, so that an equal
+    one finds it as in Python."""
+    return hash_method is not object.__hash__ and not getattr(value, "overlay", None) \
+        and id(value) not in tracer.side_effects.mutated
 
 
 def _python_equality(tracer: "Tracer", value: Value, binary: Any, truth: Any) -> Any:
@@ -128,6 +137,12 @@ def hash_of(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value]) -> Va
         raise tracer.user_error(TypeError(f"hash() takes exactly one argument ({len(args)} given)"))
     value = args[0]
     key = hashable_key(tracer, value)
+    if isinstance(key, ObjectKey) and key.hash == id(key.value):
+        from .builtin_calls import made_identity
+
+        identity = made_identity(value)
+        if identity is not None:  # hashed by identity: known once the object is, after the graph
+            return ObjectIdentity(object.__hash__(identity), value, hash)
     if not _hash_is_known(key):
         raise tracer.graph_break(gb.UNSUPPORTED_BUILTIN, f"hash({value!r})", name="hash",
                                  types=f"`{value.python_type().__name__}` (hashed by its address)")

@@ -1,4 +1,4 @@
-"""Iterators and the helpers that make them: iter, next, enumerate, zip, map, filter,
+"""Iterators and the helpers that make them: iter, next, enumerate, zip, map, filter, filterfalse,
 and `itertools`, as Python runs them.
 
 An iterator is an `IteratorValue` (its items already known), a `LazyIteratorValue`
@@ -70,7 +70,7 @@ def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool
     taking them all now would show, in an iterator the program holds or in side effects."""
     iterators = [iterator_of(tracer, value) for value in values]
     return iterators, not all(isinstance(iterator, IteratorValue) and iterator is not value
-                              and not classes.is_instance_value(value)
+                              and not iterator.live and not classes.is_instance_value(value)
                               for iterator, value in zip(iterators, values))
 
 
@@ -183,12 +183,22 @@ def _truth_of(tracer: "Tracer", predicate: Value) -> Callable[[Value], bool]:
     return lambda item: operations.truth(tracer, _call(tracer, predicate, [item]))
 
 
-@_handles(filter)
-def _filter(tracer, args, kwargs):
-    keep = _truth_of(tracer, args[0])
-    iterator = iterator_of(tracer, args[1])
-    return _result(filter(keep, pull(tracer, iterator)), filter, lazy=True,
-                   inputs=[args[0], iterator])
+def _filter_handler(target: Callable) -> Handler:
+    """`filter(predicate, iterable)` or `itertools.filterfalse`: the same pull, the test kept or
+    inverted by the real helper."""
+    def handler(tracer, args, kwargs):
+        if kwargs:
+            raise tracer.user_error(TypeError(f"{target.__name__}() takes no keyword arguments"))
+        if len(args) != 2:
+            raise tracer.user_error(TypeError(f"{target.__name__} expected 2 arguments, got {len(args)}"))
+        keep = _truth_of(tracer, args[0])
+        iterator = iterator_of(tracer, args[1])
+        return _result(target(keep, pull(tracer, iterator)), target, lazy=True, inputs=[args[0], iterator])
+    return handler
+
+
+HANDLERS[filter] = _filter_handler(filter)
+HANDLERS[itertools.filterfalse] = _filter_handler(itertools.filterfalse)
 
 
 @_handles(reversed)

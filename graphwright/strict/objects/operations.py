@@ -43,6 +43,7 @@ from .values import (
     IteratorValue,
     LazyIteratorValue,
     ModuleValue,
+    ObjectIdentity,
     ObjectValue,
     PartialValue,
     ScalarInstanceValue,
@@ -63,7 +64,7 @@ _PLAIN_OPS = {operator.iadd: operator.add, operator.isub: operator.sub, operator
               operator.ifloordiv: operator.floordiv, operator.itruediv: operator.truediv,
               operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
               operator.ior: operator.or_, operator.ixor: operator.xor, operator.ilshift: operator.lshift,
-              operator.irshift: operator.rshift}
+              operator.irshift: operator.rshift, operator.imatmul: operator.matmul}
 # (forward, reflected) special methods of each binary operator
 _OPERATOR_METHODS = {
     operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
@@ -198,6 +199,8 @@ def is_symbolic(value: Value) -> bool:
 
 
 def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    if isinstance(lhs, ObjectIdentity) or isinstance(rhs, ObjectIdentity):
+        return _identity_binary(tracer, op, lhs, rhs)
     if _has_python_methods(lhs) or _has_python_methods(rhs):
         result = _binary_special_methods(tracer, op, lhs, rhs)
         if result is not None:
@@ -248,6 +251,19 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same)
     raise _unsupported(tracer, op, lhs, rhs)
+
+
+def _identity_binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
+    """`id(a) == id(b)` where one is an object made in the region: equal exactly where the two
+    name the same object (a made object's stand-in is distinct from every live object). Any
+    other arithmetic would compute with a number the object will not have after the graph."""
+    if op in (operator.eq, operator.ne) and isinstance(lhs, ConstantValue) and isinstance(rhs, ConstantValue) \
+            and not is_symbolic(lhs) and not is_symbolic(rhs):
+        return ConstantValue(op(lhs.value, rhs.value))
+    raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{getattr(op, '__name__', op)} on an object's id",
+                             op=getattr(op, "__name__", repr(op)),
+                             types="`int` (the `id()` or `hash()` of an object made in the region, unknown until "
+                                   "the object is made after the graph)")
 
 
 def _is_subclass_sequence(value: Value) -> bool:
@@ -306,6 +322,34 @@ def _compares_by_identity(value: Value) -> bool:
     return isinstance(value, ObjectValue) and not isinstance(value, ScalarInstanceValue)
 
 
+def _own_method(tracer: "Tracer", cls: type, name: str) -> Any:
+    found = find(tracer, cls, name)
+    return None if found is None else found[1]
+
+
+def _native_equality(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value | None:
+    """`==` or `!=` with an object whose class compares in C, not by identity (a
+    `types.UnionType` read from a module against one the region built): Python's answer, from
+    the objects themselves, when both are known as they are; None where identity decides."""
+    if not any(_compares_by_identity(value) and value.python_type().__eq__ is not object.__eq__
+               for value in (lhs, rhs)):
+        return None
+    if not all(_known_as_is(tracer, value) for value in (lhs, rhs)):
+        raise _unsupported(tracer, op, lhs, rhs)
+    try:
+        return constant_result(op(python_value(tracer, lhs), python_value(tracer, rhs)))
+    except Exception as error:
+        raise _user_error(tracer, error, getattr(op, "__name__", "operator"))
+
+
+def _known_as_is(tracer: "Tracer", value: Value) -> bool:
+    """A constant, or an object read from outside that the region has not changed."""
+    if isinstance(value, ConstantValue):
+        return not is_symbolic(value)
+    return isinstance(value, ObjectValue) and value.obj is not None and not value.overlay \
+        and id(value) not in tracer.side_effects.mutated
+
+
 def _has_python_methods(value: Value) -> bool:
     return is_instance_value(value) or isinstance(value, ModuleValue)
 
@@ -341,8 +385,10 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
     comparison = op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
     reflected = special_method(tracer, rhs, reflected_name) if comparison or rhs_type is not lhs_type else None
     attempts = [(forward, rhs), (reflected, lhs)]
-    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type):
-        attempts.reverse()
+    if reflected is not None and rhs_type is not lhs_type and issubclass(rhs_type, lhs_type) and (
+            comparison or _own_method(tracer, rhs_type, reflected_name) is not _own_method(tracer, lhs_type,
+                                                                                          reflected_name)):
+        attempts.reverse()  # a subclass first: always to compare, where it overrides the method for arithmetic
     tried = False
     for method, argument in attempts:
         if method is not None:
@@ -356,6 +402,10 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
             result = _call(tracer, equal, [rhs])
             if not _is_not_implemented(result):
                 return ConstantValue(not truth(tracer, result))
+    if op in (operator.eq, operator.ne) and not tried:
+        native = _native_equality(tracer, op, lhs, rhs)
+        if native is not None:
+            return native
     if op in (operator.eq, operator.ne):
         same = is_same(tracer, lhs, rhs)
         return ConstantValue(same if op is operator.eq else not same) if tried or \
@@ -402,6 +452,8 @@ def unary(tracer: "Tracer", op: Callable, value: Value) -> Value:
         return tracer.graph.call("call_function", op, [value], {})
     if isinstance(value, ArrayValue):
         return numpy_arrays.unary(tracer, op, value)
+    if isinstance(value, ObjectIdentity):
+        return _identity_binary(tracer, op, value, value)
     if isinstance(value, ConstantValue):
         try:
             return ConstantValue(op(value.value))
@@ -478,6 +530,11 @@ def is_same(tracer: "Tracer", lhs: Value, rhs: Value) -> bool:
         return same_storage(lhs, rhs)
     if isinstance(lhs, ObjectValue) and isinstance(rhs, ObjectValue):
         return lhs.obj is not None and lhs.obj is rhs.obj
+    if isinstance(lhs, ObjectValue) != isinstance(rhs, ObjectValue) and (isinstance(lhs, ConstantValue)
+                                                                         or isinstance(rhs, ConstantValue)):
+        # an object read from outside, and the same object held as a constant (a dict key)
+        obj, constant = (lhs, rhs) if isinstance(lhs, ObjectValue) else (rhs, lhs)
+        return obj.obj is not None and obj.obj is constant.value
     if isinstance(lhs, FunctionValue) and isinstance(rhs, FunctionValue):
         # a function made in the region is its `__dict__`, which its bound methods share
         same = lhs.fn is rhs.fn if lhs.fn is not None else lhs.attributes is rhs.attributes
@@ -530,6 +587,11 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         getter = special_method(tracer, value, "__getitem__")
         if getter is not None:
             return _indexing_iterator(tracer, getter)
+    if method is None and is_instance_value(value) and not _iterable_type(value.python_type()):
+        raise tracer.user_error(TypeError(f"'{type_name(value.python_type())}' object is not iterable"))
+    if method is None and isinstance(unboxed(value), SequenceValue) and unboxed(value).kind is list:
+        # a list's iterator reads the list at each step (the list may grow or shrink meanwhile)
+        return IteratorValue(unboxed(value).items, cls=iterator_class(value), live=True)
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
         if isinstance(value, DictValue):
@@ -539,10 +601,20 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
             or special_method(tracer, iterator, "__next__") is not None:
         return iterator
-    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)) \
+            or is_instance_value(iterator) and not hasattr(iterator.python_type(), "__next__"):
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
+
+
+def _iterable_type(cls: type) -> bool:
+    """Whether `iter()` accepts an instance of `cls` at all: its nearest `__iter__`, unless that
+    is None (which refuses iteration outright), or else the old sequence protocol's `__getitem__`."""
+    for klass in cls.__mro__:
+        if "__iter__" in vars(klass):
+            return vars(klass)["__iter__"] is not None
+    return hasattr(cls, "__getitem__")
 
 
 _ITERATED_BUILTINS = (list, tuple, dict, collections.OrderedDict, set, frozenset, str, bytes, bytearray, range)
@@ -695,6 +767,7 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
     if isinstance(iterator, IteratorValue):
         items = iterator.items[iterator.position:]
         iterator.position = len(iterator.items)
+        iterator.next_item()  # the step that finds the end (a list's iterator is exhausted for good)
         return items
     if isinstance(iterator, LazyIteratorValue):
         return list(pull(tracer, iterator))

@@ -93,16 +93,18 @@ class ConstantValue(Value):
 
 
 class ObjectIdentity(ConstantValue):
-    """`id(obj)` of an object made in the region. While tracing, its value is the id of what
-    stands for the object in the trace (alive, so distinct from every live object's, and the
-    same for each `id` of the same object, as `is` decides); rebuilt after the graph as `id()`
-    of the object rebuilt, so that it names the object the program holds."""
+    """`id(obj)` (or `hash(obj)` where its class hashes by identity) of an object made in the
+    region. While tracing, its value is that of what stands for the object in the trace (alive,
+    so distinct from every live object's, and the same for the same object, as `is` decides):
+    only `==` and `!=` may read it (`operations.binary`); rebuilt after the graph as `id()` (or
+    `hash()`) of the object rebuilt, so that it names the object the program holds."""
 
-    __slots__ = ("of",)
+    __slots__ = ("of", "function")
 
-    def __init__(self, number: int, of: Value) -> None:
+    def __init__(self, number: int, of: Value, function: Callable[[Any], int] = id) -> None:
         super().__init__(number)
         self.of = of
+        self.function = function
 
 
 class TensorValue(Value):
@@ -546,13 +548,18 @@ class MethodValue(Value):
 
 class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
-    remaining items its state tells (`wrap`); stepping one passed in is replayed on it."""
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it. `live`:
+    `items` is a list's own storage, read at each step as CPython's list iterator reads the list
+    (what the program appends meanwhile is reached, what it removes is skipped), until the end
+    is reached once."""
 
-    __slots__ = ("cls", "items", "position", "watch")
+    __slots__ = ("cls", "items", "position", "watch", "live")
 
-    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(()))) -> None:
+    def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(())),
+                 live: bool = False) -> None:
         super().__init__(source)
         self.items = items
+        self.live = live
         self.position = 0
         self.cls = cls  # the class CPython's iterator has (`list_iterator`, `dict_keyiterator`...)
         # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
@@ -564,6 +571,8 @@ class IteratorValue(Value):
             self.watch()
         if self.position >= len(self.items):
             self.watch = None
+            if self.live:  # exhausted for good: the list's later items are never reached
+                self.items, self.position, self.live = [], 0, False
             return None
         self.position += 1
         return self.items[self.position - 1]

@@ -189,7 +189,7 @@ class ResidualWriter(EntryWriter):
         if isinstance(value, FormattedText) and value.parts is not None:
             return self._format(value)
         if isinstance(value, ObjectIdentity):
-            return f"id({self.rebuild(value.of)})"
+            return f"{value.function.__name__}({self.rebuild(value.of)})"
         if isinstance(value, ConstantValue) and holds_symbol(value.value):
             if value.source is not None:
                 return self.expr(value.source)  # a symbolic input, unchanged: read it again
