@@ -291,11 +291,6 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
     if name == "copy":
         return SequenceValue(items, sequence.kind)
     if name == "__getitem__":
-        if kwargs:  # list's is a one-argument C method with no signature to check against
-            raise tracer.user_error(TypeError(f"{sequence.kind.__name__}.__getitem__() takes no keyword arguments"))
-        if len(args) != 1:
-            raise tracer.user_error(TypeError(
-                f"{sequence.kind.__name__}.__getitem__() takes exactly one argument ({len(args)} given)"))
         return operations.native_getitem(tracer, sequence, args[0])
     if name == "__len__":
         return ConstantValue(len(items))

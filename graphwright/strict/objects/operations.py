@@ -92,13 +92,16 @@ def constant(real: Any) -> Value:
     return ConstantValue(real)
 
 
-def is_constant_tree(value: Value) -> bool:
+def is_constant_tree(value: Value, entered: frozenset[int] = frozenset()) -> bool:
+    """Constants all the way down (a container holding itself is not a tree)."""
     if isinstance(value, ConstantValue):
         return True
+    if id(value) in entered:
+        return False
     if isinstance(value, SequenceValue):
-        return all(is_constant_tree(item) for item in value.items)
+        return all(is_constant_tree(item, entered | {id(value)}) for item in value.items)
     if isinstance(value, DictValue):
-        return all(is_constant_tree(item) for item in value.items.values())
+        return all(is_constant_tree(item, entered | {id(value)}) for item in value.items.values())
     return False
 
 
@@ -569,7 +572,12 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         return IteratorValue(value.items, cls=iterator_class(value))
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
-        if isinstance(value, DictValue):
+        if _is_plain_dict(value):
+            iterator.watch = _dict_watch(tracer, value, "keys", iterator)
+        elif isinstance(value, DictViewValue) and _is_plain_dict(value.mapping) \
+                and dict_views.kind_of(value) in ("keys", "values", "items"):
+            iterator.watch = _dict_watch(tracer, value.mapping, dict_views.kind_of(value), iterator)
+        elif isinstance(value, DictValue):
             iterator.watch = _size_watch(tracer, value, iterator)
         return iterator
     iterator = _call(tracer, method, [])
@@ -601,6 +609,41 @@ def iterator_class(value: Value, making: Callable = iter) -> type:
     if base not in _ITERATED_BUILTINS or making is reversed and base in (set, frozenset):
         return type(iter(()))
     return type(making(base()))
+
+
+def _is_plain_dict(value: Value) -> bool:
+    """A dict, defaultdict or subclass of one, iterated as dict's own iterator does (not an
+    OrderedDict's, which keeps its own order)."""
+    return isinstance(value, DictValue) and value.kind is dict and \
+        (value.cls is None or builtin_base(value.cls) is not collections.OrderedDict)
+
+
+def _dict_watch(tracer: "Tracer", container: DictValue, kind: str, iterator: IteratorValue) -> Callable[[], None]:
+    """A dict's iterator (of its keys, values or items) as CPython's: each step is taken by a
+    real iterator over the dict of the container's items, which CPython changes as the
+    program changes the container; so the item each step gives, and its RuntimeErrors (the
+    size changed, or the keys changed at the same size), are the ones Python gives."""
+    items = container.items
+    real = iter({"keys": items.keys, "values": items.values, "items": items.items}[kind]())
+
+    def watch() -> None:
+        try:
+            step = next(real)
+        except StopIteration:
+            del iterator.items[iterator.position:]
+            return
+        except RuntimeError as error:
+            raise tracer.user_error(RuntimeError(str(error)))
+        if kind == "keys":
+            step = key_value(step)
+        elif kind == "items":
+            step = SequenceValue([key_value(step[0]), step[1]], tuple)
+        if iterator.position < len(iterator.items):
+            iterator.items[iterator.position] = step
+        else:
+            iterator.items.append(step)
+
+    return watch
 
 
 def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
