@@ -100,7 +100,8 @@ def is_constant_tree(value: Value, entered: frozenset[int] = frozenset()) -> boo
         return False
     if isinstance(value, SequenceValue):
         return all(is_constant_tree(item, entered | {id(value)}) for item in value.items)
-    if isinstance(value, DictValue):
+    if isinstance(value, DictValue) and value.cls in (None, collections.OrderedDict):  # a defaultdict
+        # holds its factory too, an instance of a subclass its attributes
         return all(is_constant_tree(item, entered | {id(value)}) for item in value.items.values())
     return False
 
