@@ -132,6 +132,10 @@ def call_method(tracer: "Tracer", receiver: Value, name: str, args: list[Value],
         if item is None:
             raise tracer.user_error(StopIteration())
         return item
+    if isinstance(receiver, IteratorValue) and name == "__length_hint__" \
+            and hasattr(receiver.python_type(), "__length_hint__"):  # the count of items it has left
+        check_arguments(tracer, type(iter(())), name, args, kwargs)
+        return ConstantValue(max(len(receiver.items) - receiver.position, 0))
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"{receiver!r}.{name}()", name=name,
                              type=receiver.python_type().__name__)
 

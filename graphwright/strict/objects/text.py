@@ -198,7 +198,7 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
     if conversion is repr or _str_is_repr(tracer, value):
         if _shown_by_items(tracer, value) and not operations.is_constant_tree(value) \
                 or _is_subclass_instance(value) or _is_defaultdict(tracer, value):
-            return ConstantValue(_container_repr(tracer, value, set()))
+            return ConstantValue(_container_repr(tracer, value, tracer.shown))
         return _identity_repr(tracer, value)
     return None
 
@@ -272,7 +272,7 @@ def _container_repr(tracer: "Tracer", value: Value, entered: set[int], base: boo
             if not members:
                 return f"{cls.__name__}()"
             shown = "{" + ", ".join(_item_repr(tracer, item, entered) for item in members) + "}"
-            return shown if cls is kind else f"{cls.__name__}({shown})"
+            return shown if cls is set else f"{cls.__name__}({shown})"  # frozenset({...})
         items = [_item_repr(tracer, item, entered) for item in value.items]
         if kind is list:
             return "[" + ", ".join(items) + "]"
