@@ -4,7 +4,9 @@ iterators of builtin sequences, and the containers of `collections`."""
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
+import operator
 import types
 import typing
 
@@ -801,3 +803,75 @@ def _(x):
             seen.append(str(error))
         outcomes.append(seen)
     return outcomes, x + 1
+
+
+class _HashedSet(set):
+    def __hash__(self):
+        return 7
+
+
+class _Box:
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return self.value
+
+    def __eq__(self, other):
+        return isinstance(other, _Box) and other.value == self.value
+
+
+class _ShowsHeld:
+    def __repr__(self):
+        return repr(self.held)
+
+
+@program("a_set_subclass_with_a_hash_is_a_member_by_it_and_remove_raises_the_key_itself", lambda: rand(3))
+def _(x):
+    member, holder, missing = _HashedSet([1]), set(), {3, 4}
+    holder.add(member)
+    found = member in holder, frozenset([1]) in holder, {1} in {frozenset([1])}
+    holder.discard(member)
+    try:
+        holder.remove(missing)
+    except KeyError as error:
+        found += (error.args[0] is missing,)
+    return found, len(holder), x + 1
+
+
+@program("deepcopy_of_containers_keyed_by_objects_copies_the_keys", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot trace set.__reduce_ex__", why="PyTorch breaks under fullgraph here"))
+def _(x):
+    box = _Box(10)
+    members, table = {box, 3}, {box: [1], "k": box}
+    members_copy, table_copy = copy.deepcopy(members), copy.deepcopy(table)
+    new_member = [m for m in members_copy if isinstance(m, _Box)][0]
+    new_key = [k for k in table_copy if isinstance(k, _Box)][0]
+    return (new_member is not box, new_member == box, new_key is not box, table_copy["k"] is new_key,
+            table_copy[box] == [1], table_copy[box] is not table[box], len(members_copy), x + 1)
+
+
+@program("containers_shown_inside_their_own_items_repr", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot apply str to a frozenset", why="PyTorch breaks under fullgraph here"))
+def _(x):
+    shown = []
+    for kind in (set, frozenset, list, tuple):
+        item = _ShowsHeld()
+        container = kind([item])
+        item.held = container
+        shown.append(repr(container))
+    return shown, str(frozenset([_Point(1)])), x + 1
+
+
+_SETS_PASSED_IN = {"pairs": {(0, "zero"), (1, "one")}, "functions": {0, "zero", operator.add}}
+
+
+@program("sets_of_tuples_and_builtin_functions_read_from_outside", lambda: rand(3),
+         reference=dict(xfail="2.13 cannot trace a set iterator's __length_hint__", why="PyTorch breaks under fullgraph here"))
+def _(x):
+    pairs, functions = _SETS_PASSED_IN["pairs"], _SETS_PASSED_IN["functions"]
+    members = iter(pairs)
+    hint = members.__length_hint__()
+    next(members)
+    return (len(pairs), (0, "zero") in pairs, sorted(pairs | {(2, "two")}), pairs - {(1, "one")},
+            operator.add in functions, len(functions - {0}), hint, members.__length_hint__(), x + 1)
