@@ -166,3 +166,6 @@ def test_cpython_support_fills_in_what_python_3_11_lacks():
     with support.suppress_immortalization():
         pass
     assert iter(support.BrokenIter()) is not None
+    import collections.abc
+
+    assert isinstance(b"", collections.abc.Buffer) and not isinstance("", collections.abc.Buffer)
