@@ -875,3 +875,27 @@ def _(x):
     next(members)
     return (len(pairs), (0, "zero") in pairs, sorted(pairs | {(2, "two")}), pairs - {(1, "one")},
             operator.add in functions, len(functions - {0}), hint, members.__length_hint__(), x + 1)
+
+
+class _EmptiesOnCompare:
+    def __init__(self, target):
+        self.target = target
+
+    def __eq__(self, other):
+        self.target.clear()
+        return NotImplemented
+
+
+@program("deque_searches_compare_with_eq_honour_bounds_and_see_changes", lambda: rand(3),
+         reference=dict(xfail="2.13 skips the __eq__ that `in` of a deque calls", why="PyTorch returns a wrong result here"))
+def _(x):
+    always, letters = _AlwaysEqual(), collections.deque("ABCABC")
+    found = [letters.index("B", 2), letters.index("C", -2, 6), letters.count(always), always in letters,
+             collections.deque([1, 2]) < collections.deque([1, 3]), collections.deque([1]) >= collections.deque([])]
+    for attempt in (lambda: letters.index("A", 1, 3), lambda: letters.count(),
+                    lambda: 3 in collections.deque([_EmptiesOnCompare(letters), 1])):
+        try:
+            attempt()
+        except (ValueError, TypeError, RuntimeError) as error:
+            found.append(type(error).__name__)
+    return found, list(letters), x + 1

@@ -528,6 +528,8 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
     from . import sets
 
     container = unboxed(container)
+    if isinstance(container, DequeValue):
+        return deques.contains(tracer, container, item)
     if isinstance(container, DictValue) and container.kind is not dict:
         return sets.contains(tracer, container, item)
     if isinstance(container, DictValue):
@@ -568,6 +570,8 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         getter = special_method(tracer, value, "__getitem__")
         if getter is not None:
             return _indexing_iterator(tracer, getter)
+    if method is None and isinstance(value, DequeValue):
+        return deques.iterator(tracer, value)
     if method is None and isinstance(value, SequenceValue) and value.kind is list:
         # a list's iterator reads the list as it is at each step (items appended are seen)
         return IteratorValue(value.items, cls=iterator_class(value))

@@ -167,12 +167,13 @@ class DequeValue(SequenceValue):
     """A `collections.deque`: a list whose `maxlen` (None: unbounded) drops items from the
     other end when it is full."""
 
-    __slots__ = ("maxlen",)
+    __slots__ = ("maxlen", "state")
 
     def __init__(self, items: list[Value], maxlen: int | None, source: Source | None = None) -> None:
         super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, list, source,
                          cls=collections.deque)
         self.maxlen = maxlen
+        self.state = 0  # counts the changes, as CPython's deque does to see one made while it searches
 
 
 class DictValue(Value):
