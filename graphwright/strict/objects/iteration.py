@@ -27,6 +27,7 @@ from .operations import Steps, iterator_of, next_item, pull
 from .values import (
     NONE,
     ConstantValue,
+    DictValue,
     IteratorValue,
     LazyIteratorValue,
     ObjectValue,
@@ -70,8 +71,15 @@ def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool
     taking them all now would show, in an iterator the program holds or in side effects."""
     iterators = [iterator_of(tracer, value) for value in values]
     return iterators, not all(isinstance(iterator, IteratorValue) and iterator is not value
-                              and not classes.is_instance_value(value)
+                              and not classes.is_instance_value(value) and not _changeable(value)
                               for iterator, value in zip(iterators, values))
+
+
+def _changeable(value: Value) -> bool:
+    """A list, dict, set or deque: the consumer's work may change it between two items, which
+    its iterator then shows (or raises for), so its items are not all known up front."""
+    return isinstance(value, SequenceValue) and value.kind is list or \
+        isinstance(value, DictValue) and value.kind is not frozenset
 
 
 def _python(tracer: "Tracer", value: Value | None, default: Any = None) -> Any:

@@ -654,13 +654,14 @@ def _dict_watch(tracer: "Tracer", container: DictValue, kind: str, iterator: Ite
 
 
 def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
-    """What a dict's or set's iterator checks at each step: that the container kept its size
-    (once it did not, every later step raises too, as CPython's iterator does). An
-    OrderedDict's iterator knows its next key before the step: past the last key it stops
-    without checking."""
+    """What a set's or an OrderedDict's iterator checks at each step: that the set kept its
+    size, that the OrderedDict kept its keys in their order (once it did not, every later step
+    raises too, as CPython's iterator does). An OrderedDict's iterator knows its next key
+    before the step: past the last key it stops without checking."""
     size, changed = len(container.items), False
     ordered = container.kind is dict and container.cls is not None \
         and builtin_base(container.cls) is collections.OrderedDict
+    order = list(container.items) if ordered else None  # a key added, removed or moved changes it
     if container.kind is not dict:
         message = "Set changed size during iteration"
     elif ordered:
@@ -672,7 +673,9 @@ def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue)
         nonlocal changed
         if ordered and iterator.position >= len(iterator.items):
             return
-        changed = changed or len(container.items) != size
+        keys = list(container.items) if ordered else ()
+        changed = changed or len(container.items) != size or ordered and (
+            len(keys) != len(order) or any(key is not known for key, known in zip(keys, order)))
         if changed:
             raise tracer.user_error(RuntimeError(message))
 

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import attributes, classes, exceptions, operations
+from . import attributes, classes, dict_views, exceptions, operations
 from .classes import builtin_base, is_user_class, type_name
 from .values import (
     ConstantValue,
     DictValue,
+    DictViewValue,
     ExceptionValue,
     FunctionValue,
     ObjectValue,
@@ -197,7 +198,7 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
     if conversion is repr or _str_is_repr(tracer, value):
         if _shown_by_items(tracer, value) and not operations.is_constant_tree(value) \
-                or _is_subclass_instance(value) or _is_defaultdict(tracer, value):
+                or _is_subclass_instance(value) or _own_container_text(tracer, value):
             return ConstantValue(_container_repr(tracer, value, tracer.shown))
         return _identity_repr(tracer, value)
     return None
@@ -221,16 +222,30 @@ def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
 def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
     found = classes.find(tracer, value.python_type(), "__str__")
     return found is not None and found[1] is object.__str__ or \
-        _shown_by_items(tracer, value) or _is_defaultdict(tracer, value)  # no __str__ of their own
+        _shown_by_items(tracer, value) or _own_container_text(tracer, value)  # no __str__ of their own
 
 
-def _is_defaultdict(tracer: "Tracer", value: Value) -> bool:
-    """A defaultdict (or an instance of a subclass keeping its `__repr__`): shown as
-    `name(factory, {items})`."""
+def _own_container_text(tracer: "Tracer", value: Value) -> bool:
+    """A defaultdict or an OrderedDict (or an instance of a subclass keeping its `__repr__`),
+    or a dict's view: a container whose text CPython makes its own way from its items'."""
+    if isinstance(value, DictViewValue):
+        return dict_views.kind_of(value) in ("keys", "values", "items")
+    return _is_defaultdict(tracer, value) or _is_ordered_dict(tracer, value)
+
+
+def _repr_is(tracer: "Tracer", value: Value, method: Callable) -> bool:
     if not isinstance(value, DictValue) or value.cls is None:
         return False
     found = classes.find(tracer, value.cls, "__repr__")
-    return found is not None and found[1] is collections.defaultdict.__repr__
+    return found is not None and found[1] is method
+
+
+def _is_defaultdict(tracer: "Tracer", value: Value) -> bool:
+    return _repr_is(tracer, value, collections.defaultdict.__repr__)
+
+
+def _is_ordered_dict(tracer: "Tracer", value: Value) -> bool:
+    return _repr_is(tracer, value, collections.OrderedDict.__repr__)
 
 
 def _shown_by_items(tracer: "Tracer", value: Value) -> bool:
@@ -255,6 +270,10 @@ def _is_subclass_instance(value: Value) -> bool:
 
 def _container_repr(tracer: "Tracer", value: Value, entered: set[int], base: bool = False) -> str:
     """The container's text; `base`: dict's own text of a defaultdict's items."""
+    if isinstance(value, DictViewValue):
+        return _view_repr(tracer, value, entered)
+    if _is_ordered_dict(tracer, value):
+        return _ordered_dict_repr(tracer, value, entered)
     cls, kind = value.python_type(), value.kind
     if not base and _is_defaultdict(tracer, value):
         return _defaultdict_repr(tracer, value, entered)
@@ -297,8 +316,36 @@ def _defaultdict_repr(tracer: "Tracer", value: DictValue, entered: set[int]) -> 
     return f"{value.python_type().__name__}({shown}, {items})"
 
 
+def _ordered_dict_repr(tracer: "Tracer", value: DictValue, entered: set[int]) -> str:
+    """CPython 3.11's `OrderedDict.__repr__`: `name([(key, value), ...])`, `...` inside itself."""
+    name = value.python_type().__name__
+    if not value.items:
+        return f"{name}()"
+    if id(value) in entered:
+        return "..."
+    entered.add(id(value))
+    try:
+        pairs = ", ".join(f"({_item_repr(tracer, key_value(key), entered)}, {_item_repr(tracer, item, entered)})"
+                          for key, item in list(value.items.items()))
+        return f"{name}([{pairs}])"
+    finally:
+        entered.discard(id(value))
+
+
+def _view_repr(tracer: "Tracer", view: DictViewValue, entered: set[int]) -> str:
+    """A dict view's text: `dict_items([...])`, the list of its elements; `...` inside itself."""
+    if id(view) in entered:
+        return "..."
+    entered.add(id(view))
+    try:
+        shown = ", ".join(_item_repr(tracer, element, entered) for element in dict_views.elements(tracer, view))
+        return f"{view.cls.__name__}([{shown}])"
+    finally:
+        entered.discard(id(view))
+
+
 def _item_repr(tracer: "Tracer", item: Value, entered: set[int]) -> str:
-    if _shown_by_items(tracer, item) or _is_defaultdict(tracer, item):
+    if _shown_by_items(tracer, item) or _own_container_text(tracer, item):
         return _container_repr(tracer, item, entered)
     shown = user_text(tracer, item, repr)
     if shown is None:
