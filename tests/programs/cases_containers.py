@@ -899,3 +899,51 @@ def _(x):
         except (ValueError, TypeError, RuntimeError) as error:
             found.append(type(error).__name__)
     return found, list(letters), x + 1
+
+
+@program("ordered_dicts_and_views_shown_inside_themselves_and_iterators_see_keys_moved", lambda: rand(3),
+         reference=dict(xfail="2.13 fails with IndexError inside TorchDynamo on an unbound method called without a receiver",
+                        why="PyTorch raises where eager does not"))
+def _(x):
+    ordered = collections.OrderedDict.fromkeys("abcde")
+    shown = [repr(collections.OrderedDict()), repr({1: 2}.items())]
+    ordered["self"] = ordered
+    shown.append(repr(ordered))
+    del ordered["self"]
+    values = collections.OrderedDict()
+    values[42] = values.values()
+    shown.append(repr(values))
+    for change in range(3):
+        try:
+            for index, key in enumerate(ordered):
+                if change == 0:
+                    ordered.move_to_end(key)
+                elif change == 1:
+                    ordered[key] = index  # a value only: the order is unchanged
+                else:
+                    ordered["f"] = None
+        except RuntimeError as error:
+            shown.append((change, str(error)))
+    for unbound in (collections.OrderedDict.update, dict.update, list.append):
+        try:
+            unbound()
+        except TypeError as error:
+            shown.append(str(error))
+    return shown, list(ordered.items()), x + 1
+
+
+@program("enumerate_and_zip_over_a_list_see_items_appended_while_they_run", lambda: rand(3))
+def _(x):
+    numbers, seen = [1, 2], []
+    for index, number in enumerate(numbers):
+        if index < 3:
+            numbers.append(number * 10)
+        seen.append((index, number))
+    pairs = list(zip(numbers, [7, 8, 9]))
+    counts = {"a": 1}
+    try:
+        for key, _ in zip(counts, range(3)):
+            counts[key + "!"] = 0
+    except RuntimeError as error:
+        seen.append(str(error))
+    return seen, pairs, numbers, x + len(numbers)
