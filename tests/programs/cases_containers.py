@@ -947,3 +947,15 @@ def _(x):
     except RuntimeError as error:
         seen.append(str(error))
     return seen, pairs, numbers, x + len(numbers)
+
+
+_Pair2 = collections.namedtuple("_Pair2", "a b")
+
+
+@program("namedtuples_made_in_the_region_show_their_fields", lambda: rand(3),
+         reference=dict(xfail="2.13 fails inside TorchDynamo formatting a namedtuple's repr",
+                        why="PyTorch raises where eager does not"))
+def _(x):
+    made = collections.namedtuple("Made", "x")
+    pair = _Pair2(_Point(1), [1])
+    return repr(made(1)), str(pair), f"{pair}", repr([pair]), repr(_Pair2(1, 2)), x + 1

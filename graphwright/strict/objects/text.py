@@ -196,6 +196,8 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return calls.call_value(tracer, method, [], {})
     if isinstance(value, ExceptionValue):  # BaseException's own, written in C
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    if (conversion is repr or _str_is_repr(tracer, value)) and _is_named_tuple(tracer, value):
+        return ConstantValue(_container_repr(tracer, value, tracer.shown))
     if conversion is repr or _str_is_repr(tracer, value):
         if _shown_by_items(tracer, value) and not operations.is_constant_tree(value) \
                 or _is_subclass_instance(value) or _own_container_text(tracer, value):
@@ -231,6 +233,15 @@ def _own_container_text(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, DictViewValue):
         return dict_views.kind_of(value) in ("keys", "values", "items")
     return _is_defaultdict(tracer, value) or _is_ordered_dict(tracer, value)
+
+
+def _is_named_tuple(tracer: "Tracer", value: Value) -> bool:
+    """An instance of a `collections.namedtuple` class keeping the `__repr__` it was made with."""
+    if not isinstance(value, SequenceValue) or value.cls is None or not hasattr(value.cls, "_fields"):
+        return False
+    found = classes.find(tracer, value.cls, "__repr__")
+    return found is not None and getattr(found[1], "__module__", None) == "collections" \
+        and getattr(found[1], "__name__", None) == "__repr__"
 
 
 def _repr_is(tracer: "Tracer", value: Value, method: Callable) -> bool:
@@ -272,6 +283,10 @@ def _container_repr(tracer: "Tracer", value: Value, entered: set[int], base: boo
     """The container's text; `base`: dict's own text of a defaultdict's items."""
     if isinstance(value, DictViewValue):
         return _view_repr(tracer, value, entered)
+    if _is_named_tuple(tracer, value):  # namedtuple's `__repr__`: `name(field=item, ...)`
+        fields = ", ".join(f"{field}={_item_repr(tracer, item, entered)}"
+                           for field, item in zip(value.cls._fields, value.items))
+        return f"{value.python_type().__name__}({fields})"
     if _is_ordered_dict(tracer, value):
         return _ordered_dict_repr(tracer, value, entered)
     cls, kind = value.python_type(), value.kind
@@ -345,7 +360,7 @@ def _view_repr(tracer: "Tracer", view: DictViewValue, entered: set[int]) -> str:
 
 
 def _item_repr(tracer: "Tracer", item: Value, entered: set[int]) -> str:
-    if _shown_by_items(tracer, item) or _own_container_text(tracer, item):
+    if _shown_by_items(tracer, item) or _own_container_text(tracer, item) or _is_named_tuple(tracer, item):
         return _container_repr(tracer, item, entered)
     shown = user_text(tracer, item, repr)
     if shown is None:
