@@ -4,6 +4,7 @@ iterators of builtin sequences, and the containers of `collections`."""
 from __future__ import annotations
 
 import collections
+import collections.abc
 import copy
 import dataclasses
 import operator
@@ -959,3 +960,23 @@ def _(x):
     made = collections.namedtuple("Made", "x")
     pair = _Pair2(_Point(1), [1])
     return repr(made(1)), str(pair), f"{pair}", repr([pair]), repr(_Pair2(1, 2)), x + 1
+
+
+class _EmptyMapping(collections.abc.Mapping):
+    def __len__(self):
+        return 0
+
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(())
+
+
+@program("reversed_refuses_a_class_whose_reversed_is_none", lambda: rand(3))
+def _(x):
+    try:
+        reversed(_EmptyMapping())
+    except TypeError as error:
+        return str(error), x + 1
+    return "reversed", x

@@ -206,8 +206,10 @@ def _reversed(tracer, args, kwargs):
     if method is not None:
         return _call(tracer, method, [])
     cls = value.python_type()
+    blocked = classes.find(tracer, cls, "__reversed__")  # `__reversed__ = None` (Mapping's) refuses
     if isinstance(value, (IteratorValue, LazyIteratorValue)) or isinstance(value, ObjectValue) \
-            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")):
+            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")) \
+            or blocked is not None and blocked[1] is None:
         raise tracer.user_error(TypeError(f"'{cls.__name__}' object is not reversible"))
     length = classes.special_method(tracer, value, "__len__")
     if isinstance(value, ObjectValue) and length is not None \
