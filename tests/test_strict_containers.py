@@ -173,3 +173,22 @@ def test_instance_fromkeys_and_reflected_union_use_their_own_class():
 
     eager, compiled = fn(torch.ones(1)), _compiled(fn)(torch.ones(1))
     assert compiled[:4] == eager[:4] == ("dict", "OrderedDict", "OrderedDict", "dict")
+
+
+def test_a_deque_changed_while_iterated_raises_as_cpythons_does():
+    # not in the corpus: TorchDynamo loops forever on this program
+    def fn(x):
+        numbers = collections.deque([1, 2, 3])
+        seen = []
+        try:
+            for number in numbers:
+                seen.append(number)
+                numbers.append(number)
+        except RuntimeError as error:
+            seen.append(str(error))
+        numbers[0] = 5  # storing an item is no change to CPython's deque
+        return x + len(numbers), seen, [number for number in numbers]
+
+    eager, compiled = _messages(fn, torch.ones(2))
+    assert eager[1:] == compiled[1:] and torch.equal(eager[0], compiled[0])
+    assert eager[1] == [1, "deque mutated during iteration"]

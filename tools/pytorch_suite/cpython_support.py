@@ -8,10 +8,13 @@
   tracing into `unittest`, which graphwright does not read);
 - 3.11's `test.support` lacks helpers that 3.13's files import: stand-ins with the
   same meaning are added (`get_c_recursion_limit`, `suppress_immortalization`,
-  `force_not_colorized*`, `BrokenIter`, and `test.support.testcase`'s mixins).
+  `force_not_colorized*`, `BrokenIter`, and `test.support.testcase`'s mixins);
+- 3.11's `collections.abc` lacks 3.12's `Buffer` (the buffer protocol's ABC): a stand-in
+  with its meaning (a class with `__buffer__`, and the builtin buffer types) is added.
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import math
 import sys
@@ -23,6 +26,7 @@ from typing import Any
 def install() -> None:
     _lift_version_gate()
     _complete_test_support()
+    _complete_collections_abc()
 
 
 def _lift_version_gate() -> None:
@@ -62,6 +66,31 @@ def _complete_test_support() -> None:
         module.FloatsAreIdenticalMixin = FloatsAreIdenticalMixin
         module.ComplexesAreIdenticalMixin = ComplexesAreIdenticalMixin
         sys.modules["test.support.testcase"] = support.testcase = module
+
+
+def _complete_collections_abc() -> None:
+    import collections.abc
+
+    if hasattr(collections.abc, "Buffer"):
+        return
+
+    class Buffer(metaclass=abc.ABCMeta):
+        __slots__ = ()
+
+        @abc.abstractmethod
+        def __buffer__(self, flags: int) -> memoryview:
+            raise NotImplementedError
+
+        @classmethod
+        def __subclasshook__(cls, candidate: type) -> Any:
+            if cls is Buffer:
+                return any("__buffer__" in vars(base) for base in candidate.__mro__) or NotImplemented
+            return NotImplemented
+
+    Buffer.__module__ = "collections.abc"
+    for builtin in (bytes, bytearray, memoryview):  # 3.12 gives them `__buffer__`
+        Buffer.register(builtin)
+    collections.abc.Buffer = Buffer
 
 
 @contextlib.contextmanager

@@ -86,6 +86,9 @@ class Tracer:
         self.handled = exceptions.HandledExceptions()
         self.generators: list = []  # the GeneratorValues made in the region, in order
         self.asked_if_compiling = False
+        # the containers whose text is being made, through any nesting of `__repr__` calls
+        # (CPython's Py_ReprEnter list): one met again is shown as `[...]`
+        self.shown: set[int] = set()
         # `error_on_graph_break`, as set where the trace is now (`with` blocks switch it)
         self.error_on_graph_break = errors_on_graph_break()
 

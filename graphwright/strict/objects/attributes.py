@@ -121,7 +121,9 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return introspection.frame_attribute(tracer, value, name)
     if isinstance(value, GeneratorValue) and name in GENERATOR_METHODS:
         return MethodValue(value, name)
-    if isinstance(value, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__"):
+    if isinstance(value, (IteratorValue, LazyIteratorValue)) and name in ("__next__", "__iter__") or \
+            isinstance(value, IteratorValue) and name == "__length_hint__" \
+            and hasattr(value.python_type(), name):
         return MethodValue(value, name)  # any builtin iterator's own (methods.call_method)
     if isinstance(value, StorageValue):
         return storages.attribute(tracer, value, name)

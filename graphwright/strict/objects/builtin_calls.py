@@ -559,9 +559,12 @@ def _deciding(target: Callable) -> Handler:
 
 
 def _sequence_of(kind: type) -> Handler:
-    """`list(iterable)` or `tuple(iterable)`: every item, at once."""
+    """`list(iterable)` and `tuple(iterable)`, with their argument errors; `tuple(t)` of an exact
+    tuple is `t` itself."""
     def handler(tracer, args, kwargs):
         _check_arguments(tracer, kind, args, kwargs)
+        if kind is tuple and args and operations.is_exact_tuple(args[0]):
+            return args[0]
         return SequenceValue(operations.iterate(tracer, args[0]) if args else [], kind)
     return handler
 

@@ -761,7 +761,13 @@ def call_unbound_builtin(tracer: "Tracer", target: Any, args: list[Value],
     """`dict.__setitem__(self, k, v)`, `object.__setattr__(self, k, v)`, `list.append(self, x)`,
     `set.union(a, b)`: a method of a modelled builtin base called on a modelled value; None for
     other calls."""
-    if not isinstance(target, _BUILTIN_METHODS) or not args or target.__objclass__ not in MODELLED_BASES:
+    if not isinstance(target, _BUILTIN_METHODS) or target.__objclass__ not in MODELLED_BASES:
+        return None
+    if not args:  # no receiver: Python's own TypeError, which needs nothing of the program's
+        try:
+            target(**{key: None for key in kwargs})
+        except TypeError as error:
+            raise tracer.user_error(error) from None
         return None
     receiver = args[0]
     if not (is_instance_value(receiver) or isinstance(receiver, (DictValue, SequenceValue))):

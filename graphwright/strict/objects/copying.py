@@ -25,6 +25,7 @@ from .values import (
     FunctionValue,
     SequenceValue,
     Value,
+    holds_value_keys,
     key_value,
 )
 from .wrap import function_value, is_constant
@@ -58,6 +59,9 @@ def copy_value(tracer: "Tracer", value: Value, memo: dict[int, Value] | None) ->
         _remember(memo, value, made)
         made.items = [copy_value(tracer, item, memo) if deep else item for item in value.items]
         return made
+    if isinstance(value, DictValue) and value.cls is None and deep \
+            and any(holds_value_keys(key) for key in value.items):
+        return _deep_copy_keyed_by_values(tracer, value, memo)
     if isinstance(value, DictValue) and value.cls is None:
         made = DictValue({}, value.kind)
         _remember(memo, value, made)
@@ -78,6 +82,25 @@ def copy_value(tracer: "Tracer", value: Value, memo: dict[int, Value] | None) ->
     if classes.is_instance_value(value):
         return _copy_instance(tracer, value, memo)
     raise _not_modelled(tracer, value, "copy.deepcopy" if deep else "copy.copy")
+
+
+def _deep_copy_keyed_by_values(tracer: "Tracer", value: DictValue, memo: dict[int, Value]) -> Value:
+    """`copy.deepcopy` of a dict or set with objects of the trace among its keys: as CPython's
+    copy does, each key (and value) is copied in order, and the copies are hashed anew into a
+    new dict (`y[deepcopy(k)] = deepcopy(v)`), or given to the set's class (its `__reduce__`)."""
+    from . import operations, sets
+
+    if value.kind is not dict:
+        members = [copy_value(tracer, item, memo) for item in sets.in_order(value)]
+        made = sets.build(tracer, value.kind, [SequenceValue(members, list)], {})
+        _remember(memo, value, made)
+        return made
+    made = DictValue({})
+    _remember(memo, value, made)
+    for key, item in list(value.items.items()):
+        operations.native_setitem(tracer, made, copy_value(tracer, key_value(key), memo),
+                                  copy_value(tracer, item, memo))
+    return made
 
 
 def _remember(memo: dict[int, Value] | None, original: Value, made: Value) -> None:

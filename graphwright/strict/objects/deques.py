@@ -8,11 +8,14 @@ is rebuilt with its bound when it leaves.
 """
 from __future__ import annotations
 
+import collections
 import operator
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
 from . import operations
+from .python_errors import check_arguments, python_raises
+from .sequence_comparison import ORDERINGS, sequences_equal, sequences_ordered
 from .values import NONE, ConstantValue, DequeValue, IteratorValue, SequenceValue, Value
 
 if TYPE_CHECKING:
@@ -66,6 +69,10 @@ def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value
     items = deque.items
     if kwargs:
         raise tracer.user_error(TypeError(f"deque.{name}() takes no keyword arguments"))
+    if name in _SEARCHES or name in _CHANGES:
+        check_arguments(tracer, collections.deque, name, args, kwargs)
+    if name in _CHANGES and name not in ("remove", "__setitem__"):  # CPython's count of changes:
+        deque.state += 1  # storing an item is none; remove is one once it found the item
     if name in ("extend", "extendleft", "__iadd__"):
         added = operations.each(tracer, args[0])  # `d.extend(d)` takes the items as they were
         tracer.side_effects.mutate(deque)
@@ -85,11 +92,11 @@ def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value
                 raise tracer.user_error(IndexError("deque already at its maximum size"))
             items.insert(operations.python_value(tracer, args[0], "deque.insert"), args[1])
         elif name == "remove":
-            for position, item in enumerate(items):
-                if operations.native_contains(tracer, SequenceValue([item], list), args[0]):
-                    del items[position]
-                    return NONE
-            raise tracer.user_error(ValueError("deque.remove(x): x not in deque"))
+            position = _find(tracer, deque, args[0], 0, len(items), IndexError("deque mutated during remove()."))
+            if position is None:
+                raise tracer.user_error(ValueError("deque.remove(x): x not in deque"))
+            deque.state += 1
+            del items[position]
         elif name == "rotate":
             steps = operations.python_value(tracer, args[0], "deque.rotate") if args else 1
             if items:
@@ -111,20 +118,81 @@ def call_method(tracer: "Tracer", deque: DequeValue, name: str, args: list[Value
     if name == "__len__":
         return ConstantValue(len(items))
     if name == "__iter__":
-        return IteratorValue(list(items))
+        return iterator(tracer, deque)
     if name == "__reversed__":
         return IteratorValue(items[::-1])
     if name == "__contains__":
-        return ConstantValue(operations.native_contains(tracer, deque, args[0]))
+        return ConstantValue(contains(tracer, deque, args[0]))
     if name == "count":
-        return ConstantValue(sum(operations.native_contains(tracer, SequenceValue([item], list), args[0])
-                                 for item in items))
+        return ConstantValue(_count(tracer, deque, args[0]))
     if name == "index":
-        for position, item in enumerate(items):
-            if operations.native_contains(tracer, SequenceValue([item], list), args[0]):
-                return ConstantValue(position)
-        raise tracer.user_error(ValueError(f"{operations.python_value(tracer, args[0])!r} is not in deque"))
+        start, stop = _bounds(tracer, deque, args[1:])
+        position = _find(tracer, deque, args[0], start, stop, _MUTATED)
+        if position is None:
+            shown = repr(operations.python_value(tracer, args[0])) if operations.is_constant_tree(args[0]) \
+                else "value"
+            raise tracer.user_error(ValueError(f"{shown} is not in deque"))
+        return ConstantValue(position)
     raise tracer.graph_break(gb.UNSUPPORTED_ATTRIBUTE, f"deque.{name}", name=name, type="deque")
+
+
+_SEARCHES = frozenset({"count", "index", "__contains__"})
+_MUTATED = RuntimeError("deque mutated during iteration")
+
+
+def _find(tracer: "Tracer", deque: DequeValue, wanted: Value, start: int, stop: int,
+          mutated: Exception) -> int | None:
+    """The first position in [start, stop) whose item equals `wanted` (CPython's comparison:
+    identity, then `==`), or None; `mutated` is raised when a comparison changed the deque."""
+    state, items = deque.state, deque.items
+    for position in range(start, stop):
+        if position >= len(items):
+            raise tracer.user_error(mutated)
+        found = operations.items_equal(tracer, items[position], wanted, "a deque's search")
+        if deque.state != state:
+            raise tracer.user_error(mutated)
+        if found:
+            return position
+    return None
+
+
+def iterator(tracer: "Tracer", deque: DequeValue) -> IteratorValue:
+    """`iter(d)`: its items, each step first checking that the deque was not changed since."""
+    made, state = IteratorValue(list(deque.items), cls=type(iter(collections.deque()))), deque.state
+
+    def watch() -> None:
+        if deque.state != state:
+            made.items, made.position = [], 0
+            raise tracer.user_error(RuntimeError("deque mutated during iteration"))
+
+    made.watch = watch
+    return made
+
+
+def contains(tracer: "Tracer", deque: DequeValue, wanted: Value) -> bool:
+    return _find(tracer, deque, wanted, 0, len(deque.items), _MUTATED) is not None
+
+
+def _count(tracer: "Tracer", deque: DequeValue, wanted: Value) -> int:
+    found, start = 0, 0
+    while True:
+        position = _find(tracer, deque, wanted, start, len(deque.items), _MUTATED)
+        if position is None:
+            return found
+        found, start = found + 1, position + 1
+
+
+def _bounds(tracer: "Tracer", deque: DequeValue, args: list[Value]) -> tuple[int, int]:
+    """`index`'s start and stop, clamped as CPython's deque clamps them (negative from the end)."""
+    size = len(deque.items)
+    start, stop = [operations.python_value(tracer, arg, "a deque index") for arg in args] + [0, size][len(args):]
+    with python_raises(tracer, "deque.index()"):  # Python's error for an index that is not an int
+        start, stop = operator.index(start), operator.index(stop)
+    if start < 0:
+        start = max(start + size, 0)
+    if stop < 0:
+        stop = max(stop + size, 0)
+    return start, min(stop, size)
 
 
 def binary(tracer: "Tracer", op: Any, lhs: Value, rhs: Value) -> Value | None:
@@ -141,12 +209,13 @@ def binary(tracer: "Tracer", op: Any, lhs: Value, rhs: Value) -> Value | None:
             _append(made, item, left=False)
         if op is operator.imul:
             tracer.side_effects.mutate(lhs)
+            lhs.state += 1
             lhs.items[:] = made.items
             return lhs
         return made
     if op in (operator.eq, operator.ne):
-        same = both and len(lhs.items) == len(rhs.items) and all(
-            operations.native_contains(tracer, SequenceValue([left], list), right)
-            for left, right in zip(lhs.items, rhs.items))
+        same = both and sequences_equal(tracer, SequenceValue(lhs.items, list), SequenceValue(rhs.items, list))
         return ConstantValue(same if op is operator.eq else not same)
+    if op in ORDERINGS and both:  # item by item, then by length, as lists compare
+        return sequences_ordered(tracer, op, SequenceValue(lhs.items, list), SequenceValue(rhs.items, list))
     return None

@@ -27,6 +27,7 @@ from .operations import Steps, iterator_of, next_item, pull
 from .values import (
     NONE,
     ConstantValue,
+    DictValue,
     IteratorValue,
     LazyIteratorValue,
     ObjectValue,
@@ -70,8 +71,15 @@ def _iterators(tracer: "Tracer", values: list[Value]) -> tuple[list[Value], bool
     taking them all now would show, in an iterator the program holds or in side effects."""
     iterators = [iterator_of(tracer, value) for value in values]
     return iterators, not all(isinstance(iterator, IteratorValue) and iterator is not value
-                              and not iterator.live and not classes.is_instance_value(value)
+                              and not classes.is_instance_value(value) and not _changeable(value)
                               for iterator, value in zip(iterators, values))
+
+
+def _changeable(value: Value) -> bool:
+    """A list, dict, set or deque: the consumer's work may change it between two items, which
+    its iterator then shows (or raises for), so its items are not all known up front."""
+    return isinstance(value, SequenceValue) and value.kind is list or \
+        isinstance(value, DictValue) and value.kind is not frozenset
 
 
 def _python(tracer: "Tracer", value: Value | None, default: Any = None) -> Any:
@@ -208,8 +216,10 @@ def _reversed(tracer, args, kwargs):
     if method is not None:
         return _call(tracer, method, [])
     cls = value.python_type()
+    blocked = classes.find(tracer, cls, "__reversed__")  # `__reversed__ = None` (Mapping's) refuses
     if isinstance(value, (IteratorValue, LazyIteratorValue)) or isinstance(value, ObjectValue) \
-            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")):
+            and not hasattr(cls, "__reversed__") and not (hasattr(cls, "__len__") and hasattr(cls, "__getitem__")) \
+            or blocked is not None and blocked[1] is None:
         raise tracer.user_error(TypeError(f"'{cls.__name__}' object is not reversible"))
     length = classes.special_method(tracer, value, "__len__")
     if isinstance(value, ObjectValue) and length is not None \

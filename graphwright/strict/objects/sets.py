@@ -24,7 +24,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..interpreter import graph_breaks as gb
-from . import dict_views, operations
+from . import classes, dict_views, exceptions, operations
 from .hashing import hashable_key
 from .values import NONE, ConstantValue, DictValue, DictViewValue, IteratorValue, Value
 
@@ -112,9 +112,12 @@ def in_order(value: DictValue) -> list[Value]:
 
 
 def member_key(tracer: "Tracer", item: Value) -> Any:
-    """The key `item` is looked up under: a set looked up in a set is taken as a frozenset."""
+    """The key `item` is looked up under: a set looked up in a set is taken as a frozenset
+    (as CPython retries a set it cannot hash; a subclass with a `__hash__` hashes by it)."""
     if isinstance(item, DictValue) and item.kind is set:
-        return frozenset(item.items)
+        found = classes.find(tracer, item.python_type(), "__hash__")
+        if found is None or found[1] is None:
+            return frozenset(item.items)
     return hashable_key(tracer, item, MEMBER)
 
 
@@ -314,8 +317,8 @@ def _change(tracer: "Tracer", value: DictValue, name: str, args: list[Value]) ->
     if name in ("add", "discard", "remove"):
         _arity(tracer, value, name, args, 1)
         key = member_key(tracer, args[0]) if name != "add" else hashable_key(tracer, args[0], MEMBER)
-        if name == "remove" and key not in items:
-            raise tracer.user_error(KeyError(key))
+        if name == "remove" and key not in items:  # the program's own value (a set, not its frozenset)
+            raise exceptions.raised(tracer, exceptions.new_exception(KeyError, [args[0]]), "set.remove()")
         tracer.side_effects.mutate(value)
         if name == "add":
             add(value, key, args[0])

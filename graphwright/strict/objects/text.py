@@ -17,16 +17,18 @@ entry received, so a new value never recompiles.
 """
 from __future__ import annotations
 
+import collections
 import string
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from . import attributes, classes, exceptions, operations
+from . import attributes, classes, dict_views, exceptions, operations
 from .classes import builtin_base, is_user_class, type_name
 from .values import (
     ConstantValue,
     DictValue,
+    DictViewValue,
     ExceptionValue,
     FunctionValue,
     ObjectValue,
@@ -194,10 +196,12 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return calls.call_value(tracer, method, [], {})
     if isinstance(value, ExceptionValue):  # BaseException's own, written in C
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
+    if (conversion is repr or _str_is_repr(tracer, value)) and _is_named_tuple(tracer, value):
+        return ConstantValue(_container_repr(tracer, value, tracer.shown))
     if conversion is repr or _str_is_repr(tracer, value):
         if _shown_by_items(tracer, value) and not operations.is_constant_tree(value) \
-                or _is_subclass_instance(value):
-            return ConstantValue(_container_repr(tracer, value, set()))
+                or _is_subclass_instance(value) or _own_container_text(tracer, value):
+            return ConstantValue(_container_repr(tracer, value, tracer.shown))
         return _identity_repr(tracer, value)
     return None
 
@@ -220,7 +224,39 @@ def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
 def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
     found = classes.find(tracer, value.python_type(), "__str__")
     return found is not None and found[1] is object.__str__ or \
-        _shown_by_items(tracer, value)  # list, dict... have no __str__ of their own
+        _shown_by_items(tracer, value) or _own_container_text(tracer, value)  # no __str__ of their own
+
+
+def _own_container_text(tracer: "Tracer", value: Value) -> bool:
+    """A defaultdict or an OrderedDict (or an instance of a subclass keeping its `__repr__`),
+    or a dict's view: a container whose text CPython makes its own way from its items'."""
+    if isinstance(value, DictViewValue):
+        return dict_views.kind_of(value) in ("keys", "values", "items")
+    return _is_defaultdict(tracer, value) or _is_ordered_dict(tracer, value)
+
+
+def _is_named_tuple(tracer: "Tracer", value: Value) -> bool:
+    """An instance of a `collections.namedtuple` class keeping the `__repr__` it was made with."""
+    if not isinstance(value, SequenceValue) or value.cls is None or not hasattr(value.cls, "_fields"):
+        return False
+    found = classes.find(tracer, value.cls, "__repr__")
+    return found is not None and getattr(found[1], "__module__", None) == "collections" \
+        and getattr(found[1], "__name__", None) == "__repr__"
+
+
+def _repr_is(tracer: "Tracer", value: Value, method: Callable) -> bool:
+    if not isinstance(value, DictValue) or value.cls is None:
+        return False
+    found = classes.find(tracer, value.cls, "__repr__")
+    return found is not None and found[1] is method
+
+
+def _is_defaultdict(tracer: "Tracer", value: Value) -> bool:
+    return _repr_is(tracer, value, collections.defaultdict.__repr__)
+
+
+def _is_ordered_dict(tracer: "Tracer", value: Value) -> bool:
+    return _repr_is(tracer, value, collections.OrderedDict.__repr__)
 
 
 def _shown_by_items(tracer: "Tracer", value: Value) -> bool:
@@ -243,8 +279,19 @@ def _is_subclass_instance(value: Value) -> bool:
     return isinstance(value, (SequenceValue, DictValue)) and value.cls is not None and is_user_class(value.cls)
 
 
-def _container_repr(tracer: "Tracer", value: Value, entered: set[int]) -> str:
+def _container_repr(tracer: "Tracer", value: Value, entered: set[int], base: bool = False) -> str:
+    """The container's text; `base`: dict's own text of a defaultdict's items."""
+    if isinstance(value, DictViewValue):
+        return _view_repr(tracer, value, entered)
+    if _is_named_tuple(tracer, value):  # namedtuple's `__repr__`: `name(field=item, ...)`
+        fields = ", ".join(f"{field}={_item_repr(tracer, item, entered)}"
+                           for field, item in zip(value.cls._fields, value.items))
+        return f"{value.python_type().__name__}({fields})"
+    if _is_ordered_dict(tracer, value):
+        return _ordered_dict_repr(tracer, value, entered)
     cls, kind = value.python_type(), value.kind
+    if not base and _is_defaultdict(tracer, value):
+        return _defaultdict_repr(tracer, value, entered)
     if id(value) in entered:  # Py_ReprEnter: a container shown inside itself
         return {list: "[...]", tuple: "(...)", dict: "{...}"}.get(kind, f"{cls.__name__}(...)")
     entered.add(id(value))
@@ -259,7 +306,7 @@ def _container_repr(tracer: "Tracer", value: Value, entered: set[int]) -> str:
             if not members:
                 return f"{cls.__name__}()"
             shown = "{" + ", ".join(_item_repr(tracer, item, entered) for item in members) + "}"
-            return shown if cls is kind else f"{cls.__name__}({shown})"
+            return shown if cls is set else f"{cls.__name__}({shown})"  # frozenset({...})
         items = [_item_repr(tracer, item, entered) for item in value.items]
         if kind is list:
             return "[" + ", ".join(items) + "]"
@@ -268,8 +315,52 @@ def _container_repr(tracer: "Tracer", value: Value, entered: set[int]) -> str:
         entered.discard(id(value))
 
 
+def _defaultdict_repr(tracer: "Tracer", value: DictValue, entered: set[int]) -> str:
+    """CPython's `defaultdict.__repr__`: the factory's text (`...` when that factory is being
+    shown already, further out), then dict's text of the items."""
+    factory = attributes.load_attr(tracer, value, "default_factory")
+    if id(factory) in entered:
+        shown = "..."
+    else:
+        entered.add(id(factory))
+        try:
+            shown = _item_repr(tracer, factory, entered)
+        finally:
+            entered.discard(id(factory))
+    items = _container_repr(tracer, value, entered, base=True)
+    return f"{value.python_type().__name__}({shown}, {items})"
+
+
+def _ordered_dict_repr(tracer: "Tracer", value: DictValue, entered: set[int]) -> str:
+    """CPython 3.11's `OrderedDict.__repr__`: `name([(key, value), ...])`, `...` inside itself."""
+    name = value.python_type().__name__
+    if not value.items:
+        return f"{name}()"
+    if id(value) in entered:
+        return "..."
+    entered.add(id(value))
+    try:
+        pairs = ", ".join(f"({_item_repr(tracer, key_value(key), entered)}, {_item_repr(tracer, item, entered)})"
+                          for key, item in list(value.items.items()))
+        return f"{name}([{pairs}])"
+    finally:
+        entered.discard(id(value))
+
+
+def _view_repr(tracer: "Tracer", view: DictViewValue, entered: set[int]) -> str:
+    """A dict view's text: `dict_items([...])`, the list of its elements; `...` inside itself."""
+    if id(view) in entered:
+        return "..."
+    entered.add(id(view))
+    try:
+        shown = ", ".join(_item_repr(tracer, element, entered) for element in dict_views.elements(tracer, view))
+        return f"{view.cls.__name__}([{shown}])"
+    finally:
+        entered.discard(id(view))
+
+
 def _item_repr(tracer: "Tracer", item: Value, entered: set[int]) -> str:
-    if _shown_by_items(tracer, item):
+    if _shown_by_items(tracer, item) or _own_container_text(tracer, item) or _is_named_tuple(tracer, item):
         return _container_repr(tracer, item, entered)
     shown = user_text(tracer, item, repr)
     if shown is None:

@@ -169,12 +169,13 @@ class DequeValue(SequenceValue):
     """A `collections.deque`: a list whose `maxlen` (None: unbounded) drops items from the
     other end when it is full."""
 
-    __slots__ = ("maxlen",)
+    __slots__ = ("maxlen", "state")
 
     def __init__(self, items: list[Value], maxlen: int | None, source: Source | None = None) -> None:
         super().__init__(items[max(len(items) - maxlen, 0):] if maxlen is not None else items, list, source,
                          cls=collections.deque)
         self.maxlen = maxlen
+        self.state = 0  # counts the changes, as CPython's deque does to see one made while it searches
 
 
 class DictValue(Value):
@@ -571,11 +572,16 @@ class IteratorValue(Value):
             self.watch()
         if self.position >= len(self.items):
             self.watch = None
-            if self.live:  # exhausted for good: the list's later items are never reached
-                self.items, self.position, self.live = [], 0, False
+            self.exhaust()
             return None
         self.position += 1
         return self.items[self.position - 1]
+
+    def exhaust(self) -> None:
+        """Past the end for good: a list's iterator reads the list itself (`items` is the
+        list's own) until it finds it exhausted, and then never again (CPython drops the list)."""
+        self.position = max(self.position, len(self.items))
+        self.items = list(self.items)
 
     def python_type(self) -> type:
         return self.cls

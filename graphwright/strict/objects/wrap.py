@@ -442,8 +442,10 @@ def _wrap_set(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> 
     if base not in (set, frozenset):
         return None
     members = list(base.__iter__(real))
-    objects = [not is_constant(item) for item in members]
-    if any(objects) and (source is None or not all(is_constant(item) or is_identity_key(item) for item in members)):
+    objects = [not _is_constant_member(item) for item in members]
+    if any(objects) and (source is None or not all(
+            not is_object or is_identity_key(item) or _is_module_builtin(item)
+            for item, is_object in zip(members, objects))):
         return None
     tracer.add_guard(source, "type", cls)
     contents = source if cls is base or source is None else ContentsSource(source, base)
@@ -452,6 +454,17 @@ def _wrap_set(tracer: "Tracer", real: Any, cls: type, source: Source | None) -> 
     items = {item: wrap(tracer, item, ItemSource(KeyListSource(contents), index)) if is_object
              else ConstantValue(item) for index, (item, is_object) in enumerate(zip(members, objects))}
     return DictValue(items, base, source, cls=None if cls is base else cls, obj=real)
+
+
+def _is_constant_member(real: Any) -> bool:
+    """A constant, or a tuple of constants (`{(0, "zero")}`): a member that is its own key."""
+    return is_constant(real) or type(real) is tuple and all(_is_constant_member(item) for item in real)
+
+
+def _is_module_builtin(real: Any) -> bool:
+    """A builtin function of a module (`operator.add`): it hashes and compares as itself."""
+    return isinstance(real, types.BuiltinFunctionType) and \
+        isinstance(getattr(real, "__self__", None), (types.ModuleType, type(None)))
 
 
 def _wrap_tensor(tracer: "Tracer", real: torch.Tensor, source: Source | None) -> Value:
