@@ -40,6 +40,7 @@ from . import (
     instances,
     introspection,
     iteration,
+    literal_source,
     numpy_arrays,
     operations,
     output_calls,
@@ -123,10 +124,13 @@ _IMMUTABLE_BUILTINS = (str, bytes, int, float, complex, bool, tuple, frozenset, 
 def is_pure_on_constants(target: Any) -> bool:
     """Functions that compute from their arguments alone: those of the pure modules, and the
     methods of immutable builtin types, bound (`"a,b".split`, `pattern.fullmatch`) or not
-    (`str.isalnum`)."""
+    (`str.isalnum`), and their class methods (`int.from_bytes`, `float.fromhex`; not `__new__`,
+    which may make an instance of a Python subclass)."""
     module = getattr(target, "__module__", None) or ""
+    owner = getattr(target, "__self__", None)
     return module in _PURE_MODULES or isinstance(target, types.BuiltinMethodType) and \
-        isinstance(getattr(target, "__self__", None), _IMMUTABLE_BUILTINS) or \
+        (isinstance(owner, _IMMUTABLE_BUILTINS)
+         or any(owner is cls for cls in _IMMUTABLE_BUILTINS) and target.__name__ != "__new__") or \
         isinstance(target, types.MethodDescriptorType) and target.__objclass__ in _IMMUTABLE_BUILTINS
 
 
@@ -163,6 +167,7 @@ def _pure(*targets: Any) -> None:
 
 
 _pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(bool.__new__)  # bool has no subclasses: its instances are the two constants
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
 _pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
@@ -191,6 +196,10 @@ _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 
 @handles(bool)
 def _bool(tracer, args, kwargs):
+    if kwargs:
+        raise tracer.user_error(TypeError("bool() takes no keyword arguments"))
+    if len(args) > 1:
+        raise tracer.user_error(TypeError(f"bool expected at most 1 argument, got {len(args)}"))
     if not args:
         return ConstantValue(False)
     return operations.symbolic_truth(tracer, args[0]) or ConstantValue(operations.truth(tracer, args[0]))
@@ -198,12 +207,17 @@ def _bool(tracer, args, kwargs):
 
 @handles(len)
 def _len(tracer, args, kwargs):
+    if kwargs:
+        raise tracer.user_error(TypeError("len() takes no keyword arguments"))
+    if len(args) != 1:
+        raise tracer.user_error(TypeError(f"len() takes exactly one argument ({len(args)} given)"))
     value = args[0]
+    operations.blocked_special_method(tracer, value, "__len__")
     method = classes.special_method(tracer, value, "__len__")
     if method is not None:
         from ..interpreter import calls
 
-        return calls.call_value(tracer, method, [], {})
+        return operations.length_result(tracer, calls.call_value(tracer, method, [], {}))
     if isinstance(value, ScalarInstanceValue):
         return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue) \
@@ -713,7 +727,38 @@ def _made_identity(value: Value) -> Any:
     return None
 
 
-@handles(builtins.input, builtins.open, builtins.exec, builtins.eval, builtins.globals,
-         builtins.locals, builtins.dir)
+@handles(builtins.input, builtins.open)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
+
+
+@handles(builtins.globals, builtins.locals, builtins.dir)
+def _namespace_query(tracer, args, kwargs):
+    raise _reads_caller_frame(_unsupported(tracer, "a builtin that inspects or changes the interpreter", args),
+                              args, kwargs)
+
+
+@handles(builtins.exec)
+def _exec(tracer, args, kwargs):
+    raise _reads_caller_frame(_unsupported(tracer, "a builtin that inspects or changes the interpreter", args),
+                              args[1:], kwargs)
+
+
+@handles(builtins.eval)
+def _eval(tracer, args, kwargs):
+    found = literal_source.evaluate(tracer, args, kwargs)
+    if found is None:
+        raise _reads_caller_frame(_unsupported(tracer, "eval (of text that is not a literal)", args),
+                                  args[1:], kwargs)
+    return found
+
+
+def _reads_caller_frame(brk: gb.GraphBreak, namespaces: list, kwargs: dict) -> gb.GraphBreak:
+    """`eval`/`exec` without a namespace (`namespaces`: the arguments after the text) and
+    `locals()`/`globals()`/`dir()` read the frame that calls them: run from the code that
+    continues the function after the break, they would see its frame, so the whole function
+    runs in plain Python instead (its calls of them made for its own frame, `call_routing`)."""
+    if not namespaces and "globals" not in kwargs:
+        brk.unsplittable = ("the call reads the names of the frame that makes it: the function runs in plain "
+                            "Python (the functions it calls are compiled)")
+    return brk

@@ -18,6 +18,7 @@ import collections
 import functools
 import itertools
 import operator
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -419,6 +420,7 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
     if isinstance(value, ArrayValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
+    blocked_special_method(tracer, value, "__bool__")
     method = special_method(tracer, value, "__bool__")
     if method is not None:
         result = _call(tracer, method, [])
@@ -426,9 +428,10 @@ def truth(tracer: "Tracer", value: Value) -> bool:
             raise tracer.user_error(TypeError(f"__bool__ should return bool, returned "
                                               f"{result.python_type().__name__}"))
         return truth(tracer, result)
+    blocked_special_method(tracer, value, "__len__")
     method = special_method(tracer, value, "__len__")
     if method is not None:
-        return truth(tracer, _call(tracer, method, []))
+        return truth(tracer, length_result(tracer, _call(tracer, method, [])))
     if isinstance(value, ScalarInstanceValue):
         return truth(tracer, value.builtin)
     if isinstance(value, (SequenceValue, DictValue)):
@@ -438,6 +441,38 @@ def truth(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
     return True
+
+
+def blocked_special_method(tracer: "Tracer", value: Value, name: str) -> None:
+    """A class that sets `__bool__` or `__len__` to None blocks the protocol: CPython calls the
+    None it finds, and the program sees that TypeError (instead of the default truth)."""
+    cls = value.python_type() if is_instance_value(value) else None
+    found = find(tracer, cls, name) if cls is not None and is_user_class(cls) else None
+    if found is not None and (found[1] is None or is_none(found[1])):
+        raise tracer.user_error(TypeError("'NoneType' object is not callable"))
+
+
+def length_result(tracer: "Tracer", result: Value) -> Value:
+    """What `__len__` returned, as `len()` and truth take it: an integer (by `__index__`), at
+    least zero and within `sys.maxsize`, or Python's TypeError, ValueError or OverflowError."""
+    if is_symbolic(result):
+        return result
+    if not isinstance(result, ConstantValue):
+        if result.python_type() is not bool and issubclass(result.python_type(), int) \
+                and isinstance(result, ScalarInstanceValue):
+            result = result.builtin
+        else:
+            raise tracer.user_error(TypeError(f"'{type_name(result.python_type())}' object cannot be "
+                                              "interpreted as an integer"))
+    try:
+        length = operator.index(result.value)
+    except TypeError as error:
+        raise tracer.user_error(error, "__len__")
+    if length < 0:
+        raise tracer.user_error(ValueError("__len__() should return >= 0"))
+    if length > sys.maxsize:
+        raise tracer.user_error(OverflowError("cannot fit 'int' into an index-sized integer"))
+    return ConstantValue(int(length))
 
 
 def is_callable(tracer: "Tracer", value: Value) -> bool:
