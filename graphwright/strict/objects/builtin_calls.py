@@ -41,6 +41,7 @@ from . import (
     introspection,
     iteration,
     literal_source,
+    number_conversions,
     numpy_arrays,
     operations,
     output_calls,
@@ -166,7 +167,18 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, int, float, sys.intern)
+_pure(round, divmod, pow, chr, ord, slice, ascii, bin, hex, oct, sys.intern)
+
+
+def _number(target: type) -> Handler:
+    def handler(tracer, args, kwargs):
+        converted = number_conversions.convert(tracer, target, args, kwargs)
+        return converted if converted is not None else evaluate(tracer, target, args, kwargs)
+    return handler
+
+
+for _target in (int, float, complex):
+    _HANDLERS[_target] = _number(_target)
 _pure(bool.__new__)  # bool has no subclasses: its instances are the two constants
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
