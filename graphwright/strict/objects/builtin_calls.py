@@ -16,6 +16,7 @@ import collections
 import functools
 import operator
 import re
+import struct
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -180,6 +181,7 @@ def _number(target: type) -> Handler:
 for _target in (int, float, complex):
     _HANDLERS[_target] = _number(_target)
 _pure(bool.__new__)  # bool has no subclasses: its instances are the two constants
+_pure(struct.pack, struct.unpack, struct.calcsize)  # bytes from numbers and back (not `pack_into`: a write)
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
 _pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
