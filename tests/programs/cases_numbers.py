@@ -6,10 +6,12 @@ own conversion methods in CPython's order (an int subclass's `__int__` included)
 they return; the class methods of the builtin numbers (`int.from_bytes`, `float.fromhex`,
 `bool.__new__`) compute from constants; `eval` of a literal's text is its value, and `eval` of
 other text after a graph break reads the calling function's names; Python's limit on the digits
-of int-string conversions, set in the region, holds for the region's conversions and after it.
+of int-string conversions, set in the region, holds for the region's conversions and after it;
+`struct` packs and unpacks constant numbers.
 Each error is the program's own, caught by its handler, as in eager Python."""
 from __future__ import annotations
 
+import struct
 import sys
 
 import torch
@@ -23,7 +25,7 @@ program = program_decorator(PROGRAMS)
 def _outcome(fn, *args, **kwargs):
     try:
         result = fn(*args, **kwargs)
-    except (TypeError, ValueError, OverflowError, SyntaxError) as error:
+    except (TypeError, ValueError, OverflowError, SyntaxError, struct.error) as error:
         return type(error).__name__, str(error)
     return "ok", result, type(result).__name__
 
@@ -154,3 +156,12 @@ def _(x):
     too_long = _outcome(int, "1" * 1200)[0]
     fits = int("7" * 900) % 10
     return x + fits, too_long, sys.get_int_max_str_digits(), _outcome(sys.set_int_max_str_digits, 5)[0]
+
+
+@program("struct_packs_and_unpacks_constant_numbers", lambda: rand(3),
+         reference={"xfail": "the OverflowError of `struct.pack` is an InternalTorchDynamoError", "why": "PyTorch 2.13 bug"})
+def _(x):
+    packed = struct.pack("<d", 1.5)
+    (back,) = struct.unpack("<d", packed)
+    return x * back, packed, struct.unpack(">f", struct.pack(">f", 3.40282356e38)), \
+        _outcome(struct.pack, "<f", 1e300)[0], _outcome(struct.unpack, "<d", b"\x00")[0]
