@@ -145,6 +145,16 @@ def test_cpython_tests_find_their_source_in_the_helper_modules_they_inherit_from
     assert verdicts["t.py::ListTest::test_sort"].portable, verdicts["t.py::ListTest::test_sort"].reasons
 
 
+def test_helper_modules_imported_through_the_test_package_are_siblings(tmp_path):
+    from tools.pytorch_suite.__main__ import sibling_modules
+
+    (tmp_path / "mapping_tests.py").write_text("import seq_tests\nclass BasicTestMappingProtocol:\n    pass\n")
+    (tmp_path / "seq_tests.py").write_text("class CommonTest:\n    pass\n")
+    # PyTorch's copies import a helper as `test.X` (redirected to the file X next to them)
+    text = "from test import mapping_tests, support\nclass T(mapping_tests.BasicTestMappingProtocol):\n    pass\n"
+    assert sorted(sibling_modules(tmp_path, text)) == ["mapping_tests", "seq_tests"]
+
+
 def test_cpython_support_fills_in_what_python_3_11_lacks():
     from tools.pytorch_suite import cpython_support
 

@@ -691,3 +691,107 @@ def _(x):
         faces.add(frozenset([vertex, frozenset()]))
     return (x + len(faces), made[0] == frozenset(), frozenset() == made[0], made[1] != frozenset([0, 1]),
             frozenset([1, 0]) <= made[1])
+
+
+# -- CPython's own container semantics (its Lib/test, as PyTorch runs it) ------------------------
+
+class _AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+class _NeverEqual:
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
+
+
+@program("count_index_remove_and_in_compare_items_with_their_eq", lambda: rand(3),
+         reference=dict(xfail="2.13 answers `1 in [always_equal]` False", why="PyTorch returns a wrong result here"))
+def _(x):
+    always, never = _AlwaysEqual(), _NeverEqual()
+    row = [0, 1, 2] * 3
+    pair = (0, 1)
+    found = [row.count(always), [always, always].count(1), pair.count(always), row.index(always),
+             always in row, 1 in [always], [never].count(never), never in [never], [never].count(1)]
+    row.remove(always)
+    try:
+        [never].index(1)
+    except ValueError as error:
+        found.append(str(error))
+    return found, row, x + len(row)
+
+
+@program("list_iterators_see_items_appended_until_exhausted", lambda: rand(3))
+def _(x):
+    row = [1, 2, 3]
+    exhausted, running = iter(row), iter(row)
+    for _ in exhausted:
+        next(running)
+    row.append(9)
+    seen = list(exhausted), list(running)
+    later = iter(row)
+    next(later)
+    row.append(10)
+    return seen, list(later), x + 1
+
+
+@program("an_exact_tuple_repeated_once_added_to_empty_or_copied_is_itself", lambda: rand(3),
+         reference=dict(xfail="2.13 makes a new tuple of `t + ()`", why="PyTorch returns a wrong result here"))
+def _(x):
+    pair, empty = (1, 2), ()
+    return (pair * 1 is pair, 1 * pair is pair, pair + () is pair, empty + pair is pair, tuple(pair) is pair,
+            pair[:] is pair, pair[::-1] == (2, 1), x + 1)
+
+
+@program("defaultdict_text_shows_its_factory_and_items", lambda: rand(3),
+         reference=dict(xfail="2.13 shows `f"{a_defaultdict}"` as an empty one without its factory", why="PyTorch returns a wrong result here"))
+def _(x):
+    counts = collections.defaultdict(int)
+    counts["a"] += 1
+    nested = collections.defaultdict(list)
+    nested["self"] = nested
+    nested["point"].append(_Point(1))
+    return repr(counts), str(collections.defaultdict()), f"{nested}", repr([counts]), x + 1
+
+
+@program("builtin_container_methods_raise_pythons_argument_errors", lambda: rand(3),
+         reference=dict(xfail="2.13 raises its own words for `[].__getitem__()`", why="PyTorch returns a wrong result here"))
+def _(x):
+    errors = []
+    for attempt in (lambda: list(sequence=[]), lambda: tuple(sequence=()), lambda: list([], []),
+                    lambda: [].__getitem__(), lambda: {}.__getitem__(), lambda: list(_NeverEqual())):
+        try:
+            attempt()
+        except TypeError as error:
+            errors.append(str(error))
+    row = [1]
+    row.__iadd__([2])
+    row.__imul__(2)
+    return errors, row, x + 1
+
+
+@program("dict_iterators_raise_when_the_dict_changes_under_them", lambda: rand(3))
+def _(x):
+    outcomes = []
+    for change in range(4):
+        d = {0: 0, 1: 1}
+        seen = []
+        try:
+            for key, value in d.items():
+                seen.append((key, value))
+                if change == 1:  # same size, other keys: "keys changed"
+                    del d[0]
+                    d[0] = 0
+                elif change == 2:  # a later key replaced: the new one is seen
+                    d.pop(1, None)
+                    d[2] = 2
+                elif change == 3:
+                    d[5] = 5
+        except RuntimeError as error:
+            seen.append(str(error))
+        outcomes.append(seen)
+    return outcomes, x + 1

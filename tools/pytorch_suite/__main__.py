@@ -36,12 +36,21 @@ def is_cpython_file(text: str) -> bool:
     return "CPythonTestCase" in text
 
 
+_IMPORTED = re.compile(r"^\s*(?:import|from) (\w+)", re.M)
+_FROM_TEST = re.compile(r"^\s*from test import ([\w, ]+)$", re.M)
+"""`import X` / `from X import ...`, and `from test import X, Y`: PyTorch's copies import their
+helper modules as `test.X` too, redirected to the module X next to them."""
+
+
 def sibling_modules(folder: pathlib.Path, text: str) -> dict[str, str]:
     """The modules of FOLDER that `text` imports, transitively: name -> text."""
     found: dict[str, str] = {}
     pending = [text]
     while pending:
-        for name in re.findall(r"^\s*(?:import|from) (\w+)", pending.pop(), re.M):
+        current = pending.pop()
+        names = _IMPORTED.findall(current)
+        names += [name.strip() for group in _FROM_TEST.findall(current) for name in group.split(",")]
+        for name in names:
             path = folder / f"{name}.py"
             if name not in found and path.is_file():
                 found[name] = path.read_text()

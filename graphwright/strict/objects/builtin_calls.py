@@ -540,10 +540,22 @@ _HANDLERS[all] = lambda tracer, args, kwargs: ConstantValue(
     all(operations.truth(tracer, item) for item in operations.each(tracer, args[0])))
 
 
-_HANDLERS[list] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], list)
-_HANDLERS[tuple] = lambda tracer, args, kwargs: SequenceValue(
-    operations.iterate(tracer, args[0]) if args else [], tuple)
+def _sequence_of(kind: type) -> Handler:
+    """`list(iterable)` and `tuple(iterable)`, with their arity errors; `tuple(t)` of an exact
+    tuple is `t` itself."""
+    def handler(tracer, args, kwargs):
+        if kwargs:
+            raise tracer.user_error(TypeError(f"{kind.__name__}() takes no keyword arguments"))
+        if len(args) > 1:
+            raise tracer.user_error(TypeError(f"{kind.__name__} expected at most 1 argument, got {len(args)}"))
+        if kind is tuple and args and operations.is_exact_tuple(args[0]):
+            return args[0]
+        return SequenceValue(operations.iterate(tracer, args[0]) if args else [], kind)
+    return handler
+
+
+_HANDLERS[list] = _sequence_of(list)
+_HANDLERS[tuple] = _sequence_of(tuple)
 
 
 _HANDLERS.update({new: instances.handle_builtin_new for new in instances.BUILTIN_NEW})

@@ -231,8 +231,17 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
     if hasattr(sequence.kind, name):
         check_arguments(tracer, sequence.kind, name, args, kwargs)
     if sequence.kind is list and name in ("append", "extend", "insert", "pop", "clear", "reverse",
-                                          "remove", "sort", "__setitem__", "__delitem__"):
+                                          "remove", "sort", "__setitem__", "__delitem__", "__iadd__", "__imul__"):
         tracer.side_effects.mutate(sequence)
+        if name in ("__iadd__", "__imul__"):  # `+=` and `*=` as the method calls: the list itself
+            if name == "__iadd__":
+                operations.extend(tracer, sequence, args[0])
+            else:
+                count = operations.python_value(tracer, args[0], "a repetition count")
+                with python_raises(tracer, "list.__imul__()"):  # Python's error for a count not an int
+                    repeated = items * count
+                items[:] = repeated
+            return sequence
         if name == "append":
             items.append(args[0])
         elif name == "extend":
@@ -274,10 +283,11 @@ def _sequence_method(tracer: "Tracer", sequence: SequenceValue, name: str, args:
             positions = range(len(items))[start:stop]
         return ConstantValue(positions.start + _index_of(tracer, [items[i] for i in positions], args[0], message))
     if name == "count":
-        return ConstantValue(sum(operations.is_same(tracer, item, args[0]) or
-                                 (operations.is_constant_tree(item) and operations.is_constant_tree(args[0])
-                                  and operations.python_value(tracer, item) == operations.python_value(tracer, args[0]))
-                                 for item in items))
+        found, index = 0, 0
+        while index < len(items):  # CPython reads the length at each step: an `__eq__` may shrink it
+            found += operations.items_equal(tracer, items[index], args[0], f"{sequence.kind.__name__}.count()")
+            index += 1
+        return ConstantValue(found)
     if name == "copy":
         return SequenceValue(items, sequence.kind)
     if name == "__getitem__":

@@ -93,13 +93,17 @@ def constant(real: Any) -> Value:
     return ConstantValue(real)
 
 
-def is_constant_tree(value: Value) -> bool:
+def is_constant_tree(value: Value, entered: frozenset[int] = frozenset()) -> bool:
+    """Constants all the way down (a container holding itself is not a tree)."""
     if isinstance(value, ConstantValue):
         return True
+    if id(value) in entered:
+        return False
     if isinstance(value, SequenceValue):
-        return all(is_constant_tree(item) for item in value.items)
-    if isinstance(value, DictValue):
-        return all(is_constant_tree(item) for item in value.items.values())
+        return all(is_constant_tree(item, entered | {id(value)}) for item in value.items)
+    if isinstance(value, DictValue) and value.cls in (None, collections.OrderedDict):  # a defaultdict
+        # holds its factory too, an instance of a subclass its attributes
+        return all(is_constant_tree(item, entered | {id(value)}) for item in value.items.values())
     return False
 
 
@@ -215,6 +219,9 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         return tracer.graph.call("call_function", _PLAIN_OPS.get(op, op), [lhs, rhs], {})
     if _is_container(lhs) or _is_container(rhs):
         return _container_binary(tracer, op, lhs, rhs)
+    kept = _tuple_kept(op, lhs, rhs)
+    if kept is not None:
+        return kept
     if op is operator.iadd and isinstance(lhs, SequenceValue) and lhs.kind is list:
         extend(tracer, lhs, rhs)  # list's += takes any iterable
         return lhs
@@ -258,6 +265,31 @@ def _is_subclass_sequence(value: Value) -> bool:
 def _as_builtin(value: Value) -> Value:
     """An instance of a list or tuple subclass as its base sees it (the same items)."""
     return SequenceValue(value.items, value.kind) if _is_subclass_sequence(value) else value
+
+
+def is_exact_tuple(value: Value) -> bool:
+    return isinstance(value, SequenceValue) and value.kind is tuple and value.cls is None
+
+
+def _tuple_kept(op: Callable, lhs: Value, rhs: Value) -> Value | None:
+    """The tuple itself, where CPython returns an exact tuple unchanged rather than a copy:
+    `t * 1`, `1 * t`, `t + ()` and `() + t`; None for any other operation."""
+    if op in (operator.mul, operator.imul):
+        for sequence, count in ((lhs, rhs), (rhs, lhs)):
+            if is_exact_tuple(sequence) and _is_repeat(sequence, count) and type(count.value) is int \
+                    and count.value == 1:
+                return sequence
+    if op in (operator.add, operator.iadd):
+        if is_exact_tuple(lhs) and _is_empty_tuple(rhs):
+            return lhs
+        if _is_empty_tuple(lhs) and is_exact_tuple(rhs):
+            return rhs
+    return None
+
+
+def _is_empty_tuple(value: Value) -> bool:
+    return is_exact_tuple(value) and not value.items or \
+        isinstance(value, ConstantValue) and type(value.value) is tuple and not value.value
 
 
 def _is_repeat(sequence: Value, count: Value) -> bool:
@@ -541,15 +573,21 @@ def native_contains(tracer: "Tracer", container: Value, item: Value) -> bool:
         return python_value(tracer, item) in container.module._modules
     if isinstance(container, ConstantValue):
         return python_value(tracer, item) in container.value
-    for element in each(tracer, container):  # an iterator gives items up to the one found, no further
-        if is_same(tracer, element, item):
-            return True
-        if isinstance(element, (TensorValue, ArrayValue)) or isinstance(item, (TensorValue, ArrayValue)):
-            raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "`in` comparing tensors by value")
-        if is_constant_tree(element) and is_constant_tree(item) \
-                and python_value(tracer, element) == python_value(tracer, item):
-            return True
-    return False
+    # an iterator gives items up to the one found, no further
+    return any(items_equal(tracer, element, item, "`in`") for element in each(tracer, container))
+
+
+def items_equal(tracer: "Tracer", element: Value, wanted: Value, purpose: str) -> bool:
+    """CPython's `PyObject_RichCompareBool(element, wanted, Py_EQ)`, as `in`, `count`, `index`
+    and `remove` compare a sequence's items: the same object, else `element == wanted` (the
+    element's `__eq__` first, then the wanted value's reflected one)."""
+    if is_same(tracer, element, wanted):
+        return True
+    if isinstance(element, (TensorValue, ArrayValue)) or isinstance(wanted, (TensorValue, ArrayValue)):
+        raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, f"{purpose} comparing tensors by value")
+    if is_constant_tree(element) and is_constant_tree(wanted):
+        return python_value(tracer, element) == python_value(tracer, wanted)
+    return truth(tracer, binary(tracer, operator.eq, element, wanted))
 
 
 # -- iteration: how every consumer takes items -------------------------------------------------
@@ -565,9 +603,17 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         getter = special_method(tracer, value, "__getitem__")
         if getter is not None:
             return _indexing_iterator(tracer, getter)
+    if method is None and isinstance(value, SequenceValue) and value.kind is list:
+        # a list's iterator reads the list as it is at each step (items appended are seen)
+        return IteratorValue(value.items, cls=iterator_class(value))
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
-        if isinstance(value, DictValue):
+        if _is_plain_dict(value):
+            iterator.watch = _dict_watch(tracer, value, "keys", iterator)
+        elif isinstance(value, DictViewValue) and _is_plain_dict(value.mapping) \
+                and dict_views.kind_of(value) in ("keys", "values", "items"):
+            iterator.watch = _dict_watch(tracer, value.mapping, dict_views.kind_of(value), iterator)
+        elif isinstance(value, DictValue):
             iterator.watch = _size_watch(tracer, value, iterator)
         return iterator
     iterator = _call(tracer, method, [])
@@ -599,6 +645,41 @@ def iterator_class(value: Value, making: Callable = iter) -> type:
     if base not in _ITERATED_BUILTINS or making is reversed and base in (set, frozenset):
         return type(iter(()))
     return type(making(base()))
+
+
+def _is_plain_dict(value: Value) -> bool:
+    """A dict, defaultdict or subclass of one, iterated as dict's own iterator does (not an
+    OrderedDict's, which keeps its own order)."""
+    return isinstance(value, DictValue) and value.kind is dict and \
+        (value.cls is None or builtin_base(value.cls) is not collections.OrderedDict)
+
+
+def _dict_watch(tracer: "Tracer", container: DictValue, kind: str, iterator: IteratorValue) -> Callable[[], None]:
+    """A dict's iterator (of its keys, values or items) as CPython's: each step is taken by a
+    real iterator over the dict of the container's items, which CPython changes as the
+    program changes the container; so the item each step gives, and its RuntimeErrors (the
+    size changed, or the keys changed at the same size), are the ones Python gives."""
+    items = container.items
+    real = iter({"keys": items.keys, "values": items.values, "items": items.items}[kind]())
+
+    def watch() -> None:
+        try:
+            step = next(real)
+        except StopIteration:
+            del iterator.items[iterator.position:]
+            return
+        except RuntimeError as error:
+            raise tracer.user_error(RuntimeError(str(error)))
+        if kind == "keys":
+            step = key_value(step)
+        elif kind == "items":
+            step = SequenceValue([key_value(step[0]), step[1]], tuple)
+        if iterator.position < len(iterator.items):
+            iterator.items[iterator.position] = step
+        else:
+            iterator.items.append(step)
+
+    return watch
 
 
 def _size_watch(tracer: "Tracer", container: DictValue, iterator: IteratorValue) -> Callable[[], None]:
@@ -729,7 +810,7 @@ def iterate(tracer: "Tracer", value: Value) -> list[Value]:
     iterator = iterator_of(tracer, value)
     if isinstance(iterator, IteratorValue):
         items = iterator.items[iterator.position:]
-        iterator.position = len(iterator.items)
+        iterator.exhaust()
         return items
     if isinstance(iterator, LazyIteratorValue):
         return list(pull(tracer, iterator))
@@ -771,6 +852,11 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
+    if isinstance(value, ObjectValue) and is_user_class(value.python_type()) \
+            and builtin_base(value.python_type()) is object \
+            and special_method(tracer, value, "__iter__") is None and special_method(tracer, value, "__getitem__") is None:
+        # a Python class with neither protocol: not iterable, whatever else it defines
+        raise tracer.user_error(TypeError(f"'{type_name(value.python_type())}' object is not iterable"))
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",
                              type=value.python_type().__name__)
 
@@ -830,6 +916,8 @@ def native_getitem(tracer: "Tracer", container: Value, key: Value) -> Value:
         index = index_value(tracer, key)
         try:
             if isinstance(index, slice):
+                if is_exact_tuple(container) and index.indices(len(container.items)) == (0, len(container.items), 1):
+                    return container  # CPython's whole slice of an exact tuple is the tuple
                 return SequenceValue(container.items[index], container.kind)
             return container.items[index]
         except PYTHON_ERRORS:

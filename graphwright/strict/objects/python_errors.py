@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import re
 from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def check_arguments(tracer: "Tracer", kind: type, name: str, args: list["Value"]
     method = getattr(kind, name, None)
     try:
         signature = inspect.signature(method)
-    except (TypeError, ValueError):  # no signature to check against: the operation checks
+    except (TypeError, ValueError):  # a C method with no signature (list's `__getitem__`)
+        _check_by_probe(tracer, kind, name, args, kwargs)
         return
     try:
         signature.bind(None, *args, **kwargs)
@@ -56,3 +58,21 @@ def check_arguments(tracer: "Tracer", kind: type, name: str, args: list["Value"]
     except TypeError as error:
         mismatch = error
     raise tracer.user_error(TypeError(str(mismatch)), f"{kind.__name__}.{name}()")
+
+
+_ARITY_ERROR = re.compile(r"takes (?:exactly one argument|no arguments|no keyword arguments|at most|at least|exactly)"
+                          r"|expected (?:at most |at least )?\d+ arguments?, got")
+"""The words of CPython's argument-count checks (anything else a probe raises is about the
+placeholder values, not the count)."""
+
+
+def _check_by_probe(tracer: "Tracer", kind: type, name: str, args: list["Value"], kwargs: dict[str, Any]) -> None:
+    """The method called on an empty container of the kind with placeholders for the
+    arguments: its own argument-count error, if it gives one, is the program's."""
+    try:
+        getattr(kind(), name)(*[None] * len(args), **dict.fromkeys(kwargs))
+    except TypeError as error:
+        if _ARITY_ERROR.search(str(error)):
+            raise tracer.user_error(TypeError(str(error)), f"{kind.__name__}.{name}()") from None
+    except Exception:  # the placeholders' own errors (a missing key...): not the count's
+        pass

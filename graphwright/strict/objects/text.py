@@ -17,6 +17,7 @@ entry received, so a new value never recompiles.
 """
 from __future__ import annotations
 
+import collections
 import string
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -196,7 +197,7 @@ def user_text(tracer: "Tracer", value: Value, conversion: Any, spec: Value | Non
         return ConstantValue(exceptions.text_of(tracer, value, conversion))
     if conversion is repr or _str_is_repr(tracer, value):
         if _shown_by_items(tracer, value) and not operations.is_constant_tree(value) \
-                or _is_subclass_instance(value):
+                or _is_subclass_instance(value) or _is_defaultdict(tracer, value):
             return ConstantValue(_container_repr(tracer, value, set()))
         return _identity_repr(tracer, value)
     return None
@@ -220,7 +221,16 @@ def _identity_repr(tracer: "Tracer", value: Value) -> Value | None:
 def _str_is_repr(tracer: "Tracer", value: Value) -> bool:
     found = classes.find(tracer, value.python_type(), "__str__")
     return found is not None and found[1] is object.__str__ or \
-        _shown_by_items(tracer, value)  # list, dict... have no __str__ of their own
+        _shown_by_items(tracer, value) or _is_defaultdict(tracer, value)  # no __str__ of their own
+
+
+def _is_defaultdict(tracer: "Tracer", value: Value) -> bool:
+    """A defaultdict (or an instance of a subclass keeping its `__repr__`): shown as
+    `name(factory, {items})`."""
+    if not isinstance(value, DictValue) or value.cls is None:
+        return False
+    found = classes.find(tracer, value.cls, "__repr__")
+    return found is not None and found[1] is collections.defaultdict.__repr__
 
 
 def _shown_by_items(tracer: "Tracer", value: Value) -> bool:
@@ -243,8 +253,11 @@ def _is_subclass_instance(value: Value) -> bool:
     return isinstance(value, (SequenceValue, DictValue)) and value.cls is not None and is_user_class(value.cls)
 
 
-def _container_repr(tracer: "Tracer", value: Value, entered: set[int]) -> str:
+def _container_repr(tracer: "Tracer", value: Value, entered: set[int], base: bool = False) -> str:
+    """The container's text; `base`: dict's own text of a defaultdict's items."""
     cls, kind = value.python_type(), value.kind
+    if not base and _is_defaultdict(tracer, value):
+        return _defaultdict_repr(tracer, value, entered)
     if id(value) in entered:  # Py_ReprEnter: a container shown inside itself
         return {list: "[...]", tuple: "(...)", dict: "{...}"}.get(kind, f"{cls.__name__}(...)")
     entered.add(id(value))
@@ -268,8 +281,24 @@ def _container_repr(tracer: "Tracer", value: Value, entered: set[int]) -> str:
         entered.discard(id(value))
 
 
+def _defaultdict_repr(tracer: "Tracer", value: DictValue, entered: set[int]) -> str:
+    """CPython's `defaultdict.__repr__`: the factory's text (`...` when that factory is being
+    shown already, further out), then dict's text of the items."""
+    factory = attributes.load_attr(tracer, value, "default_factory")
+    if id(factory) in entered:
+        shown = "..."
+    else:
+        entered.add(id(factory))
+        try:
+            shown = _item_repr(tracer, factory, entered)
+        finally:
+            entered.discard(id(factory))
+    items = _container_repr(tracer, value, entered, base=True)
+    return f"{value.python_type().__name__}({shown}, {items})"
+
+
 def _item_repr(tracer: "Tracer", item: Value, entered: set[int]) -> str:
-    if _shown_by_items(tracer, item):
+    if _shown_by_items(tracer, item) or _is_defaultdict(tracer, item):
         return _container_repr(tracer, item, entered)
     shown = user_text(tracer, item, repr)
     if shown is None:

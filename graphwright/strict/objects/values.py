@@ -564,9 +564,16 @@ class IteratorValue(Value):
             self.watch()
         if self.position >= len(self.items):
             self.watch = None
+            self.exhaust()
             return None
         self.position += 1
         return self.items[self.position - 1]
+
+    def exhaust(self) -> None:
+        """Past the end for good: a list's iterator reads the list itself (`items` is the
+        list's own) until it finds it exhausted, and then never again (CPython drops the list)."""
+        self.position = max(self.position, len(self.items))
+        self.items = list(self.items)
 
     def python_type(self) -> type:
         return self.cls
