@@ -11,6 +11,7 @@ of int-string conversions, set in the region, holds for the region's conversions
 Each error is the program's own, caught by its handler, as in eager Python."""
 from __future__ import annotations
 
+import math
 import struct
 import sys
 
@@ -165,3 +166,27 @@ def _(x):
     (back,) = struct.unpack("<d", packed)
     return x * back, packed, struct.unpack(">f", struct.pack(">f", 3.40282356e38)), \
         _outcome(struct.pack, "<f", 1e300)[0], _outcome(struct.unpack, "<d", b"\x00")[0]
+
+
+class _OwnRounding(float):
+    def __floor__(self):
+        return 42
+
+    def __ceil__(self):
+        return 43
+
+    def __round__(self, digits=None):
+        return 45
+
+
+class _OwnFloat(int):
+    def __float__(self):
+        return 2.5
+
+
+@program("rounding_and_math_of_number_subclasses_call_their_own_methods", lambda: rand(3), fullgraph=False)
+def _(x):
+    rounding, own_float = _OwnRounding(2.0), _OwnFloat(3)
+    values = [math.floor(rounding), math.ceil(rounding), round(rounding), round(rounding, 1),
+              math.trunc(rounding), math.floor(own_float), round(own_float), math.sqrt(own_float)]
+    return x + values[0], values

@@ -149,6 +149,9 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     symbolic = symbolic_numbers.symbolic_call(tracer, target, args, kwargs)
     if symbolic is not None:
         return symbolic
+    overridden = number_conversions.with_python_methods(tracer, target, args, kwargs)
+    if overridden is not None:
+        return overridden
     name = getattr(target, "__name__", repr(target))
     python_args = [operations.python_value(tracer, arg, f"`{name}`") for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg, f"`{name}`") for key, arg in kwargs.items()}

@@ -8,9 +8,17 @@ subclass of int) converts the builtin value the instance holds; a class with non
 the TypeError CPython raises, unless the instance is text (a subclass of str or bytes), which
 the builtin parses. A method returning a strict subclass of the expected type (a deprecation
 warning in CPython) and `int()` reaching `__trunc__` (deprecated too) are graph breaks.
+
+Other builtins computed now on the values of their arguments (`math.floor`, `round`,
+`math.sqrt`, `struct.pack`...) see an instance of a Python subclass of a builtin number as the
+number it holds, which is only right if its class defines no special method in Python: CPython
+may call one (`round` calls `__round__`, `math.sqrt` of an int calls `__float__`). `math.floor`,
+`math.ceil`, `math.trunc` and `round` call the class's own method, as CPython does; any other
+such call is a graph break naming the method, never the builtin's answer for the base value.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ..interpreter import graph_breaks as gb
@@ -39,8 +47,8 @@ def convert(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, 
         found = classes.find(tracer, cls, name)
         if found is None:
             continue
-        if not classes.is_python_function(found[1]):
-            return None  # a builtin base's own conversion, of the value the instance holds
+        if not classes.is_python_function(found[1]):  # a builtin base's own, of the value it holds
+            return _builtin(tracer, target, value.builtin) if isinstance(value, ScalarInstanceValue) else None
         if name == "__trunc__":
             raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"int() through {cls.__name__}.__trunc__",
                                      op="`int()` through `__trunc__` (deprecated)", types=cls.__name__)
@@ -71,3 +79,45 @@ def _builtin(tracer: "Tracer", target: Any, number: Value) -> Value:
     from .builtin_calls import evaluate
 
     return evaluate(tracer, target, [number], {})
+
+
+_ROUNDINGS = {math.floor: "__floor__", math.ceil: "__ceil__", math.trunc: "__trunc__", round: "__round__"}
+_TEXT = (str, repr, format, ascii)  # a Python `__str__`/`__repr__`/`__format__` is inlined before
+# names a class statement defines that no builtin calls
+_STRUCTURAL = frozenset({"__init__", "__new__", "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                         "__slots__", "__annotations__", "__init_subclass__", "__class_getitem__", "__set_name__",
+                         "__classcell__", "__orig_bases__", "__parameters__", "__getattr__", "__setattr__",
+                         "__delattr__", "__getattribute__", "__dir__", "__reduce__", "__reduce_ex__",
+                         "__getnewargs__", "__getstate__", "__setstate__", "__copy__", "__deepcopy__", "__del__"})
+
+
+def with_python_methods(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """`target(*args)` where an argument is an instance of a Python subclass of a builtin number
+    whose class defines a special method in Python; None when none is, or CPython would not call
+    it (`math.floor` of a float subclass without its own `__floor__`)."""
+    values = [*args, *kwargs.values()]
+    if target in _TEXT or not any(isinstance(value, ScalarInstanceValue) for value in values):
+        return None
+    name = _ROUNDINGS.get(target)
+    if name is not None and args and isinstance(args[0], ScalarInstanceValue):
+        method = classes.special_method(tracer, args[0], name)
+        if method is not None:
+            from ..interpreter import calls
+
+            return calls.call_value(tracer, method, list(args[1:]), kwargs)
+        values = values[1:]  # its base's own method rounds the number it holds
+    for value in values:
+        defined = _python_special_methods(value) if isinstance(value, ScalarInstanceValue) else ()
+        if defined:
+            what = getattr(target, "__name__", repr(target))
+            raise tracer.graph_break(gb.UNSUPPORTED_OPERATION, f"{what} of a {value.python_type().__name__}",
+                                     op=f"`{what}` of an object whose class defines {', '.join(defined)} in Python",
+                                     types=value.python_type().__name__)
+    return None
+
+
+def _python_special_methods(value: ScalarInstanceValue) -> list[str]:
+    cls = value.python_type()
+    base = next(klass for klass in cls.__mro__ if not classes.is_user_class(klass))
+    return [name for klass in cls.__mro__[:cls.__mro__.index(base)] for name in vars(klass)
+            if name.startswith("__") and name.endswith("__") and name not in _STRUCTURAL]
