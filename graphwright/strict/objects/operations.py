@@ -620,7 +620,9 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
     if isinstance(iterator, (IteratorValue, LazyIteratorValue)) \
             or special_method(tracer, iterator, "__next__") is not None:
         return iterator
-    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)):
+    if isinstance(iterator, (SequenceValue, DictValue, ConstantValue, TensorValue)) or \
+            isinstance(iterator, ObjectValue) and is_user_class(iterator.python_type()) \
+            and builtin_base(iterator.python_type()) is object:  # a Python class without `__next__`
         raise tracer.user_error(TypeError(
             f"iter() returned non-iterator of type '{iterator.python_type().__name__}'"))
     return IteratorValue(native_iterate(tracer, iterator))
