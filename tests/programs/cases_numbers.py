@@ -59,12 +59,18 @@ class _SubclassLength:
         return _LengthSubclass(3)
 
 
+class _IndexLength:
+    def __len__(self):
+        return _Index(4)
+
+
 @program("bool_and_len_check_their_arguments_and_what_len_returns", lambda: rand(3),
          reference={"xfail": "`bool(1, 2)` is an IndexError inside TorchDynamo", "why": "PyTorch 2.13 bug"})
 def _(x):
     kinds = [_outcome(bool, 1, 2), _outcome(bool, x=1), _outcome(len), _outcome(bool, _Blocked()),
              _outcome(bool, _Negative()), _outcome(len, _Negative()), _outcome(len, _TextLength()),
-             _outcome(bool, _TextLength()), _outcome(len, _HugeLength()), _outcome(len, _SubclassLength())]
+             _outcome(bool, _TextLength()), _outcome(len, _HugeLength()), _outcome(len, _SubclassLength()),
+             _outcome(len, _IndexLength()), _outcome(bool, _IndexLength())]
     return x + 1, kinds
 
 
@@ -141,7 +147,7 @@ def _(x):
 def _(x):
     scale = 3
     shown = eval("scale + 1")
-    return x * shown, sorted(locals()), "scale" in dir()
+    return x * shown, sorted(locals()), "scale" in dir(), sorted(vars())
 
 
 def _restore_digit_limit():

@@ -410,7 +410,7 @@ def _delattr(tracer, args, kwargs):
 @handles(vars)
 def _vars(tracer, args, kwargs):
     if len(args) != 1:
-        raise _unsupported(tracer, "vars", args)
+        raise _reads_caller_frame(_unsupported(tracer, "vars", args), args, kwargs)
     found = attributes.lookup(tracer, args[0], "__dict__")
     if found is None:
         raise tracer.user_error(TypeError("vars() argument must have __dict__ attribute"))

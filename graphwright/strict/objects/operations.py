@@ -489,13 +489,16 @@ def length_result(tracer: "Tracer", result: Value) -> Value:
     least zero and within `sys.maxsize`, or Python's TypeError, ValueError or OverflowError."""
     if is_symbolic(result):
         return result
-    if not isinstance(result, ConstantValue):
-        if result.python_type() is not bool and issubclass(result.python_type(), int) \
-                and isinstance(result, ScalarInstanceValue):
-            result = result.builtin
-        else:
+    if isinstance(result, ScalarInstanceValue) and issubclass(result.python_type(), int):
+        result = result.builtin  # an int subclass is taken as the int it holds
+    elif not isinstance(result, ConstantValue):
+        method = special_method(tracer, result, "__index__")
+        if method is None:
             raise tracer.user_error(TypeError(f"'{type_name(result.python_type())}' object cannot be "
                                               "interpreted as an integer"))
+        result = _call(tracer, method, [])
+        if not (isinstance(result, ConstantValue) and type(result.value) is int):
+            raise tracer.user_error(TypeError(f"__index__ returned non-int (type {type_name(result.python_type())})"))
     try:
         length = operator.index(result.value)
     except TypeError as error:
