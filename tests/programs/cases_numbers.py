@@ -102,6 +102,11 @@ class _ParsedText(str):
         return float(str(self)) + 1
 
 
+class _TextWithFloat(str):
+    def __float__(self):
+        return 1.5
+
+
 class _Complex:
     def __complex__(self):
         return 1 + 2j
@@ -119,7 +124,8 @@ def _(x):
              _outcome(float, _Index(5)), _outcome(float, _Index(2 ** 2000)), _outcome(int, _Index(2.5)),
              _outcome(float, _Float()), _outcome(float, _ParsedText("8")), _outcome(complex, _Complex()),
              _outcome(complex, _Index(3)), _outcome(int, _Nothing()), _outcome(float, _Nothing()),
-             _outcome(complex, _Nothing())]
+             _outcome(complex, _Nothing()), _outcome(int, _TextWithFloat("12")),
+             _outcome(float, _TextWithFloat("8")), _outcome(complex, _TextWithFloat("1+2j"))]
     return x * int(_OwnInt(2)), kinds
 
 

@@ -6,7 +6,7 @@ then `__index__`; `float`: `__float__`, then `__index__`; `complex`: `__complex_
 class defines in Python is inlined; one inherited from a builtin base (`int.__int__` of a
 subclass of int) converts the builtin value the instance holds; a class with none of them is
 the TypeError CPython raises, unless the instance is text (a subclass of str or bytes), which
-the builtin parses. A method returning a strict subclass of the expected type (a deprecation
+the builtin parses (`complex()` parses a str before asking for any method). A method returning a strict subclass of the expected type (a deprecation
 warning in CPython) and `int()` reaching `__trunc__` (deprecated too) are graph breaks.
 
 Other builtins computed now on the values of their arguments (`math.floor`, `round`,
@@ -43,6 +43,8 @@ def convert(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, 
         return None
     value = args[0]
     cls = value.python_type()
+    if target is complex and issubclass(cls, str) and isinstance(value, ScalarInstanceValue):
+        return _builtin(tracer, target, value.builtin)  # complex() parses text before any method
     for name in _PROTOCOLS[target]:
         found = classes.find(tracer, cls, name)
         if found is None:
@@ -54,8 +56,8 @@ def convert(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, 
                                      op="`int()` through `__trunc__` (deprecated)", types=cls.__name__)
         result = _checked(tracer, cls, name, operations.call_special(tracer, value, name, [], target))
         return result if _RESULT_TYPES[name] is target else _builtin(tracer, target, result)
-    if isinstance(value, ScalarInstanceValue):
-        return None
+    if isinstance(value, ScalarInstanceValue):  # text: the builtin parses what the instance holds
+        return _builtin(tracer, target, value.builtin)
     raise tracer.user_error(TypeError(_NOT_A_NUMBER[target].format(classes.type_name(cls))))
 
 
