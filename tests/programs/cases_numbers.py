@@ -11,6 +11,7 @@ of int-string conversions, set in the region, holds for the region's conversions
 Each error is the program's own, caught by its handler, as in eager Python."""
 from __future__ import annotations
 
+import copy
 import math
 import struct
 import sys
@@ -202,3 +203,34 @@ def _(x):
     values = [math.floor(rounding), math.ceil(rounding), round(rounding), round(rounding, 1),
               math.trunc(rounding), math.floor(own_float), round(own_float), math.sqrt(own_float)]
     return x + values[0], values
+
+
+class _RaisingEquality(Exception):
+    pass
+
+
+class _NoEquality:
+    def __eq__(self, other):
+        raise _RaisingEquality
+
+
+class _Sliced:
+    def __getitem__(self, key):
+        return key
+
+
+@program("slices_of_objects_keep_their_members_and_compare_as_tuples", lambda: rand(3))
+def _(x):
+    member = _Nothing()
+    whole, own = slice(member), slice(_NoEquality())
+    other = slice(_NoEquality())
+    taken = _Sliced()[member:2]
+    checks = [whole.stop is member, whole.start, whole.step, whole == whole, own == own, whole != whole,
+              whole == 3, _outcome(lambda: whole < 3)[0], isinstance(whole, slice), taken.start is member,
+              taken.stop, copy.copy(whole) is whole, _outcome(hash, whole)[0],
+              _outcome(slice)[0]]
+    try:
+        checks.append(own == other)
+    except _RaisingEquality:
+        checks.append("raised")
+    return x + taken.stop, checks

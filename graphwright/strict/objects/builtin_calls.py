@@ -47,6 +47,7 @@ from . import (
     operations,
     output_calls,
     sets,
+    slices,
     symbolic_numbers,
     text,
     torch_functions,
@@ -171,7 +172,8 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, slice, ascii, bin, hex, oct, sys.intern)
+_pure(round, divmod, pow, chr, ord, ascii, bin, hex, oct, sys.intern)
+_HANDLERS[slice] = slices.call
 
 
 def _number(target: type) -> Handler:

@@ -27,7 +27,7 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views, exceptions, numpy_arrays
+from . import deques, dict_views, exceptions, numpy_arrays, slices
 from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
 from .python_errors import PYTHON_ERRORS, python_raises
@@ -48,6 +48,7 @@ from .values import (
     PartialValue,
     ScalarInstanceValue,
     SequenceValue,
+    SliceValue,
     StorageValue,
     TensorValue,
     Value,
@@ -208,6 +209,10 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         if result is not None:
             return result
     lhs, rhs = unboxed(lhs), unboxed(rhs)  # a subclass of int or str, as its base
+    if isinstance(lhs, SliceValue) or isinstance(rhs, SliceValue):
+        compared = slices.compare(tracer, op, lhs, rhs)
+        if compared is not None:
+            return compared
     if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
         return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):

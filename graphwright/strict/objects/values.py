@@ -92,6 +92,20 @@ class ConstantValue(Value):
         return f"ConstantValue({self.value!r})"
 
 
+class SliceValue(Value):
+    """A slice made in the region of values that are not all numbers or None (`slice(obj)`):
+    its `start`, `stop` and `step`, as `parts` (a tuple's values)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: "SequenceValue") -> None:
+        super().__init__(None)
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
+
+
 class ObjectIdentity(ConstantValue):
     """`id(obj)` of an object made in the region. While tracing, its value is the id of what
     stands for the object in the trace (alive, so distinct from every live object's, and the
