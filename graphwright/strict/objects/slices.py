@@ -4,8 +4,9 @@ A slice of numbers and None is a constant (symbolic bounds stay symbolic). One h
 values (an object made in the region, a tensor) is a `SliceValue`: its `start`, `stop` and
 `step` are those values themselves (`s.stop is obj`), and slices compare as CPython compares
 them, as the tuples of their three members, after the identity shortcut (`s == s` is true even
-if a member's `__eq__` raises). Anything else done with such a slice needs its Python value,
-which is a graph break.
+if a member's `__eq__` raises); `copy.copy` gives the slice itself and `copy.deepcopy` a slice
+of copies (`copying`); hashing it is Python 3.11's TypeError (`hashing`). Anything else done
+with such a slice (indexing a list with it) needs its Python value, which is a graph break.
 """
 from __future__ import annotations
 
