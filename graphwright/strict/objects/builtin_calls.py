@@ -41,6 +41,7 @@ from . import (
     instances,
     introspection,
     iteration,
+    length_protocol,
     literal_source,
     number_conversions,
     numpy_arrays,
@@ -231,12 +232,12 @@ def _len(tracer, args, kwargs):
     if len(args) != 1:
         raise tracer.user_error(TypeError(f"len() takes exactly one argument ({len(args)} given)"))
     value = args[0]
-    operations.blocked_special_method(tracer, value, "__len__")
+    length_protocol.blocked(tracer, value, "__len__")
     method = classes.special_method(tracer, value, "__len__")
     if method is not None:
         from ..interpreter import calls
 
-        return operations.length_result(tracer, calls.call_value(tracer, method, [], {}))
+        return length_protocol.length_result(tracer, calls.call_value(tracer, method, [], {}))
     if isinstance(value, ScalarInstanceValue):
         return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue) \

@@ -18,7 +18,6 @@ import collections
 import functools
 import itertools
 import operator
-import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -27,7 +26,7 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views, exceptions, numpy_arrays, slices
+from . import deques, dict_views, exceptions, length_protocol, numpy_arrays, slices
 from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
 from .python_errors import PYTHON_ERRORS, python_raises
@@ -457,7 +456,7 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
     if isinstance(value, ArrayValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
-    blocked_special_method(tracer, value, "__bool__")
+    length_protocol.blocked(tracer, value, "__bool__")
     method = special_method(tracer, value, "__bool__")
     if method is not None:
         result = _call(tracer, method, [])
@@ -465,10 +464,10 @@ def truth(tracer: "Tracer", value: Value) -> bool:
             raise tracer.user_error(TypeError(f"__bool__ should return bool, returned "
                                               f"{result.python_type().__name__}"))
         return truth(tracer, result)
-    blocked_special_method(tracer, value, "__len__")
+    length_protocol.blocked(tracer, value, "__len__")
     method = special_method(tracer, value, "__len__")
     if method is not None:
-        return truth(tracer, length_result(tracer, _call(tracer, method, [])))
+        return truth(tracer, length_protocol.length_result(tracer, _call(tracer, method, [])))
     if isinstance(value, ScalarInstanceValue):
         return truth(tracer, value.builtin)
     if isinstance(value, (SequenceValue, DictValue)):
@@ -478,41 +477,6 @@ def truth(tracer: "Tracer", value: Value) -> bool:
     if isinstance(value, ModuleValue):
         return len(iterate(tracer, value)) > 0 if hasattr(value.module, "__len__") else True
     return True
-
-
-def blocked_special_method(tracer: "Tracer", value: Value, name: str) -> None:
-    """A class that sets `__bool__` or `__len__` to None blocks the protocol: CPython calls the
-    None it finds, and the program sees that TypeError (instead of the default truth)."""
-    cls = value.python_type() if is_instance_value(value) else None
-    found = find(tracer, cls, name) if cls is not None and is_user_class(cls) else None
-    if found is not None and (found[1] is None or is_none(found[1])):
-        raise tracer.user_error(TypeError("'NoneType' object is not callable"))
-
-
-def length_result(tracer: "Tracer", result: Value) -> Value:
-    """What `__len__` returned, as `len()` and truth take it: an integer (by `__index__`), at
-    least zero and within `sys.maxsize`, or Python's TypeError, ValueError or OverflowError."""
-    if is_symbolic(result):
-        return result
-    if isinstance(result, ScalarInstanceValue) and issubclass(result.python_type(), int):
-        result = result.builtin  # an int subclass is taken as the int it holds
-    elif not isinstance(result, ConstantValue):
-        method = special_method(tracer, result, "__index__")
-        if method is None:
-            raise tracer.user_error(TypeError(f"'{type_name(result.python_type())}' object cannot be "
-                                              "interpreted as an integer"))
-        result = _call(tracer, method, [])
-        if not (isinstance(result, ConstantValue) and type(result.value) is int):
-            raise tracer.user_error(TypeError(f"__index__ returned non-int (type {type_name(result.python_type())})"))
-    try:
-        length = operator.index(result.value)
-    except TypeError as error:
-        raise tracer.user_error(error, "__len__")
-    if length < 0:
-        raise tracer.user_error(ValueError("__len__() should return >= 0"))
-    if length > sys.maxsize:
-        raise tracer.user_error(OverflowError("cannot fit 'int' into an index-sized integer"))
-    return ConstantValue(int(length))
 
 
 def is_callable(tracer: "Tracer", value: Value) -> bool:
