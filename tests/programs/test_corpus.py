@@ -35,6 +35,7 @@ from . import (
     cases_nested,
     cases_nested_jagged,
     cases_new_libraries,
+    cases_numbers,
     cases_numpy,
     cases_observing,
     cases_python_errors,
@@ -68,6 +69,7 @@ ALL_PROGRAMS = [
     *cases_nested_jagged.PROGRAMS,
     *cases_class_statements.PROGRAMS,
     *cases_python_errors.PROGRAMS,
+    *cases_numbers.PROGRAMS,
 ]
 
 

@@ -165,6 +165,8 @@ def modelled_call(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict
         return instances.make_tensor_subclass(tracer, args, kwargs)
     if target is torch._C.TensorBase.__new__:
         return instances.tensor_new(tracer, args, kwargs)
+    if _is_one_of(target, contexts.INT_DIGIT_LIMIT):
+        return contexts.int_digit_limit(tracer, target, args, kwargs)
     if _is_one_of(target, contexts.ATTENTION_SWITCHES):
         return contexts.switch_attention_backend(tracer, target, args, kwargs)
     if target in _TORCH_FUNCTION_QUERIES and not args and not kwargs:

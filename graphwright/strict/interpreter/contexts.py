@@ -1,7 +1,8 @@
 """`with` blocks: grad mode, autocast and `torch._C.DisableTorchFunctionSubclass` modelled natively,
 user context managers inlined;
 grad-mode context managers used as decorators; the global flags a region may switch
-(`torch.use_deterministic_algorithms`, the attention backends of `sdpa_kernel`).
+(`torch.use_deterministic_algorithms`, the attention backends of `sdpa_kernel`, and Python's
+limit on the digits of int-string conversions, `sys.set_int_max_str_digits`).
 
 `warnings.catch_warnings` is entered and left by the residual code, among the warnings
 it replays (`output_calls`); the list `record=True` gives is only known then.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
@@ -186,17 +188,44 @@ def switch_attention_backend(tracer: "Tracer", setter: Any, args: list[Value], k
     return NONE
 
 
+INT_DIGIT_LIMIT = (sys.get_int_max_str_digits, sys.set_int_max_str_digits)
+
+
+def int_digit_limit(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """`sys.get_int_max_str_digits()` and `sys.set_int_max_str_digits(n)`: set, the limit is set
+    now (the region's own conversions and queries see it) and again after the graph; asked
+    before the region sets it, its answer is guarded, as any query of global state."""
+    from ..guards.sources import FunctionSource
+    from ..objects import operations
+
+    python_args = [operations.python_value(tracer, arg) for arg in args]
+    python_kwargs = {key: operations.python_value(tracer, arg) for key, arg in kwargs.items()}
+    try:
+        result = target(*python_args, **python_kwargs)
+    except Exception as error:
+        raise tracer.user_error(error, f"sys.{target.__name__}(...)")
+    if target is sys.get_int_max_str_digits:
+        if target not in tracer.switched_flags:
+            tracer.add_guard(FunctionSource(), "query", (target, result))
+        return ConstantValue(result)
+    tracer.side_effects.replay_call(target, [ConstantValue(arg) for arg in python_args],
+                                    {key: ConstantValue(value) for key, value in python_kwargs.items()})
+    tracer.switched_flags.add(sys.get_int_max_str_digits)
+    return NONE
+
+
 def saved_torch_flags() -> tuple:
     """The global flags a region may switch, to restore when tracing ends."""
     return (torch._C._get_deterministic_algorithms(), torch._C._get_deterministic_algorithms_warn_only(),
-            {setter: getter() for setter, getter in ATTENTION_SWITCHES.items()})
+            {setter: getter() for setter, getter in ATTENTION_SWITCHES.items()}, sys.get_int_max_str_digits())
 
 
 def restore_torch_flags(saved: tuple) -> None:
-    deterministic, warn_only, attention = saved
+    deterministic, warn_only, attention, int_digits = saved
     torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
     for setter, value in attention.items():
         setter(value)
+    sys.set_int_max_str_digits(int_digits)
 
 
 def set_grad_mode(tracer: "Tracer", enabled: bool) -> None:

@@ -13,7 +13,7 @@ import itertools
 import operator
 
 from ..guards.sources import ConstantSource
-from ..objects import attributes, class_statements, classes, exceptions, operations, sets, text
+from ..objects import attributes, class_statements, classes, exceptions, operations, sets, slices, text
 from ..objects.values import (
     NONE,
     NULL,
@@ -195,8 +195,7 @@ class Instructions311:
 
     def op_BUILD_SLICE(self, inst):
         parts = self.popn(inst.arg)  # symbolic bounds stay symbolic: the graph computes them
-        self.push(ConstantValue(slice(*(p.value if isinstance(p, ConstantValue)
-                                        else operations.python_value(self.tracer, p) for p in parts))))
+        self.push(slices.make(self.tracer, parts))
 
     # -- operators -----------------------------------------------------------------------
     def op_BINARY_OP(self, inst):

@@ -31,6 +31,7 @@ from . import (
     introspection,
     numpy_arrays,
     output_calls,
+    slices,
     storages,
     symbolic_numbers,
     torch_functions,
@@ -53,6 +54,7 @@ from .values import (
     ObjectValue,
     PartialValue,
     SequenceValue,
+    SliceValue,
     StorageValue,
     SuperValue,
     TensorValue,
@@ -109,6 +111,8 @@ def lookup(tracer: "Tracer", value: Value, name: str) -> Value | None:
         return dict_views.attribute(tracer, value, name)
     if isinstance(value, SuperValue):
         return classes.super_attribute(tracer, value, name)
+    if isinstance(value, SliceValue):
+        return slices.member(value, name)
     if isinstance(value, FunctionValue):
         return callable_attributes.function_attribute(tracer, value, name)
     if isinstance(value, MethodValue):

@@ -11,12 +11,12 @@ replayed after the graph.
 from __future__ import annotations
 
 import abc
-import ast
 import builtins
 import collections
 import functools
 import operator
 import re
+import struct
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -41,10 +41,14 @@ from . import (
     instances,
     introspection,
     iteration,
+    length_protocol,
+    literal_source,
+    number_conversions,
     numpy_arrays,
     operations,
     output_calls,
     sets,
+    slices,
     symbolic_numbers,
     text,
     torch_functions,
@@ -124,10 +128,13 @@ _IMMUTABLE_BUILTINS = (str, bytes, int, float, complex, bool, tuple, frozenset, 
 def is_pure_on_constants(target: Any) -> bool:
     """Functions that compute from their arguments alone: those of the pure modules, and the
     methods of immutable builtin types, bound (`"a,b".split`, `pattern.fullmatch`) or not
-    (`str.isalnum`)."""
+    (`str.isalnum`), and their class methods (`int.from_bytes`, `float.fromhex`; not `__new__`,
+    which may make an instance of a Python subclass)."""
     module = getattr(target, "__module__", None) or ""
+    owner = getattr(target, "__self__", None)
     return module in _PURE_MODULES or isinstance(target, types.BuiltinMethodType) and \
-        isinstance(getattr(target, "__self__", None), _IMMUTABLE_BUILTINS) or \
+        (isinstance(owner, _IMMUTABLE_BUILTINS)
+         or any(owner is cls for cls in _IMMUTABLE_BUILTINS) and target.__name__ != "__new__") or \
         isinstance(target, types.MethodDescriptorType) and target.__objclass__ in _IMMUTABLE_BUILTINS
 
 
@@ -144,6 +151,9 @@ def evaluate(tracer: "Tracer", target: Any, args: list[Value], kwargs: dict[str,
     symbolic = symbolic_numbers.symbolic_call(tracer, target, args, kwargs)
     if symbolic is not None:
         return symbolic
+    overridden = number_conversions.with_python_methods(tracer, target, args, kwargs)
+    if overridden is not None:
+        return overridden
     name = getattr(target, "__name__", repr(target))
     python_args = [operations.python_value(tracer, arg, f"`{name}`") for arg in args]
     python_kwargs = {key: operations.python_value(tracer, arg, f"`{name}`") for key, arg in kwargs.items()}
@@ -163,36 +173,21 @@ def _pure(*targets: Any) -> None:
         _HANDLERS[target] = lambda tracer, args, kwargs, target=target: evaluate(tracer, target, args, kwargs)
 
 
-_pure(round, divmod, pow, chr, ord, complex, slice, ascii, bin, hex, oct, sys.intern)
-
-# the special methods `int(obj)` and `float(obj)` try, in order, for an object of a Python class
-_NUMBER_METHODS = {int: ("__int__", "__index__", "__trunc__"), float: ("__float__", "__index__")}
+_pure(round, divmod, pow, chr, ord, ascii, bin, hex, oct, sys.intern)
+_HANDLERS[slice] = slices.call
 
 
-def _number_of(target: type) -> Handler:
-    """`int(x)` or `float(x)`: an object of a Python class converts through its own `__int__`
-    (or `__index__`...) or `__float__`, whose result Python checks; anything else is computed."""
+def _number(target: type) -> Handler:
     def handler(tracer, args, kwargs):
-        if len(args) == 1 and not kwargs and classes.is_instance_value(args[0]) \
-                and not isinstance(args[0], ScalarInstanceValue):
-            for name in _NUMBER_METHODS[target]:
-                method = classes.special_method(tracer, args[0], name)
-                if method is None:
-                    continue
-                from ..interpreter import calls
-
-                result = calls.call_value(tracer, method, [], {})
-                wanted = int if name != "__float__" else float
-                if not isinstance(operations.python_value(tracer, result), wanted):
-                    raise tracer.user_error(TypeError(
-                        f"{name} returned non-{wanted.__name__} (type {result.python_type().__name__})"))
-                return operations.constant_result(target(operations.python_value(tracer, result)))
-        return evaluate(tracer, target, args, kwargs)
+        converted = number_conversions.convert(tracer, target, args, kwargs)
+        return converted if converted is not None else evaluate(tracer, target, args, kwargs)
     return handler
 
 
-for _target in (int, float):
-    _HANDLERS[_target] = _number_of(_target)
+for _target in (int, float, complex):
+    _HANDLERS[_target] = _number(_target)
+_pure(bool.__new__)  # bool has no subclasses: its instances are the two constants
+_pure(struct.pack, struct.unpack, struct.calcsize)  # bytes from numbers and back (not `pack_into`: a write)
 # `re`'s entry points are Python, but on constant patterns and strings they compute a pattern
 # or a match and nothing else (the module's cache of compiled patterns is invisible)
 _pure(re.compile, re.escape, re.match, re.fullmatch, re.search, re.findall, re.split)
@@ -242,12 +237,17 @@ def _bool(tracer, args, kwargs):
 
 @handles(len)
 def _len(tracer, args, kwargs):
+    if kwargs:
+        raise tracer.user_error(TypeError("len() takes no keyword arguments"))
+    if len(args) != 1:
+        raise tracer.user_error(TypeError(f"len() takes exactly one argument ({len(args)} given)"))
     value = args[0]
+    length_protocol.blocked(tracer, value, "__len__")
     method = classes.special_method(tracer, value, "__len__")
     if method is not None:
         from ..interpreter import calls
 
-        return calls.call_value(tracer, method, [], {})
+        return length_protocol.length_result(tracer, calls.call_value(tracer, method, [], {}))
     if isinstance(value, ScalarInstanceValue):
         return _len(tracer, [value.builtin], kwargs)
     if classes.is_instance_value(value) and isinstance(value, ObjectValue) \
@@ -423,7 +423,7 @@ def _delattr(tracer, args, kwargs):
 @handles(vars)
 def _vars(tracer, args, kwargs):
     if len(args) != 1:
-        raise _unsupported(tracer, "vars", args)
+        raise _reads_caller_frame(_unsupported(tracer, "vars", args), args, kwargs)
     found = attributes.lookup(tracer, args[0], "__dict__")
     if found is None:
         raise tracer.user_error(TypeError("vars() argument must have __dict__ attribute"))
@@ -770,37 +770,39 @@ def made_identity(value: Value) -> Any:
     return None
 
 
-@handles(builtins.input, builtins.open, builtins.globals, builtins.locals, builtins.dir)
+@handles(builtins.input, builtins.open)
 def _not_modelled(tracer, args, kwargs):
     raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
 
 
-@handles(builtins.eval)
-def _eval(tracer, args, kwargs):
-    return _evaluate_source(tracer, args, kwargs, "eval")
+@handles(builtins.globals, builtins.locals, builtins.dir)
+def _namespace_query(tracer, args, kwargs):
+    raise _reads_caller_frame(_unsupported(tracer, "a builtin that inspects or changes the interpreter", args),
+                              args, kwargs)
 
 
 @handles(builtins.exec)
 def _exec(tracer, args, kwargs):
-    return _evaluate_source(tracer, args, kwargs, "exec")
+    literal_source.check_exec_source(tracer, args)
+    raise _reads_caller_frame(_unsupported(tracer, "a builtin that inspects or changes the interpreter", args),
+                              args[1:], kwargs)
 
 
-def _evaluate_source(tracer: "Tracer", args: list[Value], kwargs: dict[str, Value], mode: str) -> Value:
-    """`eval(source)` or `exec(source)` of a constant string: compiled first, as Python does, so
-    that a SyntaxError is the program's; `eval` of a literal (a number, a string, a tuple of
-    them...) is its value. Code that reads or changes names runs in Python (a graph break)."""
-    source = args[0] if len(args) == 1 and not kwargs else None
-    if isinstance(source, ConstantValue) and type(source.value) in (str, bytes):
-        text = source.value.lstrip(" \t" if type(source.value) is str else b" \t") if mode == "eval" \
-            else source.value  # eval, not exec, skips the leading blanks
-        try:
-            tree = compile(text, "<string>", mode, ast.PyCF_ONLY_AST)
-            compile(tree, "<string>", mode)  # the checks after parsing (`return` outside a function...)
-        except (SyntaxError, ValueError) as error:
-            raise tracer.user_error(error) from None
-        if mode == "eval":
-            try:
-                return operations.constant_result(ast.literal_eval(tree.body))
-            except (ValueError, TypeError):
-                pass  # not a literal: names, calls, operators
-    raise _unsupported(tracer, "a builtin that inspects or changes the interpreter", args)
+@handles(builtins.eval)
+def _eval(tracer, args, kwargs):
+    found = literal_source.evaluate(tracer, args, kwargs)
+    if found is None:
+        raise _reads_caller_frame(_unsupported(tracer, "eval (of text that is not a literal)", args),
+                                  args[1:], kwargs)
+    return found
+
+
+def _reads_caller_frame(brk: gb.GraphBreak, namespaces: list, kwargs: dict) -> gb.GraphBreak:
+    """`eval`/`exec` without a namespace (`namespaces`: the arguments after the text) and
+    `locals()`/`globals()`/`dir()` read the frame that calls them: run from the code that
+    continues the function after the break, they would see its frame, so the whole function
+    runs in plain Python instead (its calls of them made for its own frame, `call_routing`)."""
+    if not namespaces and "globals" not in kwargs:
+        brk.unsplittable = ("the call reads the names of the frame that makes it: the function runs in plain "
+                            "Python (the functions it calls are compiled)")
+    return brk

@@ -24,6 +24,7 @@ from .values import (
     DictValue,
     FunctionValue,
     SequenceValue,
+    SliceValue,
     Value,
     holds_value_keys,
     key_value,
@@ -52,6 +53,12 @@ def copy_value(tracer: "Tracer", value: Value, memo: dict[int, Value] | None) ->
     if isinstance(value, FunctionValue) or isinstance(value, ConstantValue) and (
             is_constant(value.value) or isinstance(value.value, type) or value.value is None):
         return value  # immutable: its own copy
+    if isinstance(value, SliceValue):  # immutable, but deepcopy remakes it from copies of its members
+        if not deep:
+            return value
+        made = SliceValue(copy_value(tracer, value.parts, memo))
+        _remember(memo, value, made)
+        return made
     if isinstance(value, SequenceValue) and value.cls is None:
         if value.kind is tuple and not deep:
             return value

@@ -27,6 +27,7 @@ from .values import (
     ObjectKey,
     ScalarInstanceValue,
     SequenceValue,
+    SliceValue,
     TensorKey,
     TensorValue,
     Value,
@@ -61,7 +62,7 @@ def hashable_key(tracer: "Tracer", value: Value, purpose: str = "using as a dict
         return keys
     if isinstance(value, DictValue) and value.kind is frozenset and value.cls is None:
         return frozenset(value.items)
-    if isinstance(value, (SequenceValue, DictValue, DictViewValue)):
+    if isinstance(value, (SequenceValue, DictValue, DictViewValue, SliceValue)):  # slices hash only from 3.12 on
         raise unhashable(tracer, value)
     if isinstance(value, ModuleValue):
         return value.module

@@ -26,7 +26,7 @@ import torch
 from ..interpreter import graph_breaks as gb
 from ..interpreter.graph_breaks import UserException
 from ..interpreter.symbolic_sizes import SYMBOLIC_TYPES
-from . import deques, dict_views, exceptions, numpy_arrays
+from . import deques, dict_views, exceptions, length_protocol, numpy_arrays, slices
 from .classes import builtin_base, callable_text, find, is_instance_value, is_user_class, special_method, type_name
 from .hashing import hashable_key
 from .python_errors import PYTHON_ERRORS, python_raises
@@ -48,6 +48,7 @@ from .values import (
     PartialValue,
     ScalarInstanceValue,
     SequenceValue,
+    SliceValue,
     StorageValue,
     TensorValue,
     Value,
@@ -210,6 +211,10 @@ def binary(tracer: "Tracer", op: Callable, lhs: Value, rhs: Value) -> Value:
         if result is not None:
             return result
     lhs, rhs = unboxed(lhs), unboxed(rhs)  # a subclass of int or str, as its base
+    if isinstance(lhs, SliceValue) or isinstance(rhs, SliceValue):
+        compared = slices.compare(tracer, op, lhs, rhs)
+        if compared is not None:
+            return compared
     if isinstance(lhs, ArrayValue) or isinstance(rhs, ArrayValue):
         return numpy_arrays.binary(tracer, op, lhs, rhs)
     if isinstance(lhs, TensorValue):
@@ -503,6 +508,7 @@ def truth(tracer: "Tracer", value: Value) -> bool:
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "Tensor.__bool__ on a traced tensor")
     if isinstance(value, ArrayValue):
         raise tracer.graph_break(gb.DATA_DEPENDENT_BRANCH, "ndarray.__bool__ on a traced array")
+    length_protocol.blocked(tracer, value, "__bool__")
     method = special_method(tracer, value, "__bool__")
     if method is not None:
         result = _call(tracer, method, [])
@@ -510,9 +516,10 @@ def truth(tracer: "Tracer", value: Value) -> bool:
             raise tracer.user_error(TypeError(f"__bool__ should return bool, returned "
                                               f"{result.python_type().__name__}"))
         return truth(tracer, result)
+    length_protocol.blocked(tracer, value, "__len__")
     method = special_method(tracer, value, "__len__")
     if method is not None:
-        return truth(tracer, _call(tracer, method, []))
+        return truth(tracer, length_protocol.length_result(tracer, _call(tracer, method, [])))
     if isinstance(value, ScalarInstanceValue):
         return truth(tracer, value.builtin)
     if isinstance(value, (SequenceValue, DictValue)):

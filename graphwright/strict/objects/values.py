@@ -92,6 +92,20 @@ class ConstantValue(Value):
         return f"ConstantValue({self.value!r})"
 
 
+class SliceValue(Value):
+    """A slice made in the region of values that are not all numbers or None (`slice(obj)`):
+    its `start`, `stop` and `step`, as `parts` (a tuple's values)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: "SequenceValue") -> None:
+        super().__init__(None)
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
+
+
 class ObjectIdentity(ConstantValue):
     """`id(obj)` (or `hash(obj)` where its class hashes by identity) of an object made in the
     region. While tracing, its value is that of what stands for the object in the trace (alive,

@@ -33,6 +33,7 @@ import functools
 import inspect
 import os
 import site
+import sys
 import sysconfig
 import types
 import warnings
@@ -98,6 +99,21 @@ def _skipped_file(filename: str) -> bool:
     return filename.startswith(_STDLIB_DIRS) and not filename.startswith(_PACKAGE_DIRS)
 
 
+_FRAME_READERS = frozenset({eval, exec, locals, globals, vars, dir})
+
+
+def _in_caller_frame(target: Any, args: tuple, names: tuple, frame: types.FrameType) -> Any:
+    """A builtin that reads the frame calling it (`eval(text)`, `locals()`), called for the
+    routed code's frame rather than the router's: its names are what the builtin sees."""
+    positional = args[:len(args) - len(names)]
+    kwargs = dict(zip(names, args[len(positional):]))
+    if target in (eval, exec) and len(positional) == 1:
+        positional = (*positional, frame.f_globals, frame.f_locals)
+    elif not positional and not kwargs and target is not eval and target is not exec:
+        return sorted(frame.f_locals) if target is dir else frame.f_globals if target is globals else frame.f_locals
+    return target(*positional, **kwargs)
+
+
 class CallRouter:
     """Calls made from plain-Python code: user functions and modules through compiled wrappers.
 
@@ -132,6 +148,8 @@ class CallRouter:
         return routed
 
     def __call__(self, target: Any, args: tuple, names: tuple) -> Any:
+        if type(target) is types.BuiltinFunctionType and target in _FRAME_READERS:
+            return _in_caller_frame(target, args, names, sys._getframe(1))
         target = self.route(target)
         if not names:
             return target(*args)

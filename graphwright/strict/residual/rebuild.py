@@ -60,6 +60,7 @@ from ..objects.values import (
     PartialValue,
     ScalarInstanceValue,
     SequenceValue,
+    SliceValue,
     StorageValue,
     TensorValue,
     Value,
@@ -237,6 +238,8 @@ class ResidualWriter(EntryWriter):
         return f"{self.ref(view_base(view.mapping))}.{kind_of(view)}({mapping})"
 
     def _build(self, value: Value) -> str:
+        if isinstance(value, SliceValue):
+            return f"slice{self.rebuild(value.parts)}"
         if isinstance(value, DequeValue):
             items = "".join(self.rebuild(item) + ", " for item in value.items)
             return f"{self.ref(collections.deque)}([{items}], {value.maxlen!r})"
