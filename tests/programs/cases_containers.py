@@ -980,3 +980,30 @@ def _(x):
     except TypeError as error:
         return str(error), x + 1
     return "reversed", x
+
+
+class _DeclinesEquality:
+    def __eq__(self, other):
+        return NotImplemented
+
+
+class _DictDecliningEquality(dict):
+    def __eq__(self, other):
+        return NotImplemented
+
+
+class _ListDecliningEquality(list):
+    def __eq__(self, other):
+        return NotImplemented
+
+
+@program("a_python_eq_that_declines_leaves_the_builtin_bases_comparison_to_decide", lambda: rand(3))
+def _(x):
+    # Counter's __eq__ returns NotImplemented for a plain dict: dict's own == compares the items
+    counts = collections.Counter("abcaba")
+    odd = _DeclinesEquality()
+    return (x + 1, counts == {"a": 3, "b": 2, "c": 1}, {"a": 3, "b": 2, "c": 1} == counts,
+            counts != {"a": 3, "b": 2, "c": 1}, collections.Counter(a=1) == collections.OrderedDict(a=1),
+            _DictDecliningEquality(a=1) == {"a": 1}, {"a": 1} == _DictDecliningEquality(a=1),
+            _DictDecliningEquality(a=1) != {"a": 2}, _ListDecliningEquality([1]) == [1],
+            [1] == _ListDecliningEquality([1]), _ListDecliningEquality([1]) == (1,), odd == 1, 1 == odd, odd == odd)

@@ -397,6 +397,13 @@ def _call(tracer: "Tracer", method: Value, args: list[Value]) -> Value:
     return calls.call_value(tracer, method, args, {})
 
 
+def _builtin_compares(value: Value) -> bool:
+    """Whether `value`'s class compares by its builtin base's C methods (a dict's, a set's),
+    not by identity, where no Python method of it is found."""
+    cls = builtin_base(value.python_type()) if is_instance_value(value) else value.python_type()
+    return cls.__eq__ is not object.__eq__
+
+
 def _is_not_implemented(value: Value) -> bool:
     return isinstance(value, ConstantValue) and value.value is NotImplemented
 
@@ -433,6 +440,9 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
             result = _call(tracer, method, [argument])
             if not _is_not_implemented(result):
                 return result
+    if tried and op in (operator.eq, operator.ne) and any(method is None and _builtin_compares(operand) for method, operand
+                                    in ((forward, lhs), (reflected, rhs))):
+        return None  # every Python method declined: the builtin base's own comparison decides
     if op is operator.ne:
         equal = special_method(tracer, lhs, "__eq__")
         if equal is not None:  # object.__ne__ inverts __eq__
