@@ -910,10 +910,8 @@ def native_iterate(tracer: "Tracer", value: Value) -> list[Value]:
         return numpy_arrays.iterate(tracer, value)
     if isinstance(value, ModuleValue):
         return attributes.module_children_for_iteration(tracer, value)
-    if isinstance(value, ObjectValue) and is_user_class(value.python_type()) \
-            and builtin_base(value.python_type()) is object \
-            and special_method(tracer, value, "__iter__") is None and special_method(tracer, value, "__getitem__") is None:
-        # a Python class with neither protocol: not iterable, whatever else it defines
+    if isinstance(value, ObjectValue) and not _iterable_type(value.python_type()):
+        # a class with neither protocol (in Python or in C): not iterable, whatever else it defines
         raise tracer.user_error(TypeError(f"'{type_name(value.python_type())}' object is not iterable"))
     raise tracer.graph_break(gb.UNSUPPORTED_ITERATION, f"iter({value!r})",
                              type=value.python_type().__name__)
