@@ -15,6 +15,7 @@ import itertools
 import torch
 
 from .harness import program_decorator, rand
+from .markers import graph_break
 
 PROGRAMS = []
 
@@ -331,3 +332,17 @@ def _(x):
     work.append(6)  # after the end: an exhausted iterator stays exhausted
     return next(early) * 2, work, seen, [p[0] for p in pairs], len(rest), list(done), \
         list(itertools.filterfalse(lambda n: n % 2, work)), list(itertools.filterfalse(None, [0, 1, "", "a"]))
+
+
+@program("a_list_iterator_crossing_a_graph_break_still_reads_the_list", lambda: rand(3), fullgraph=False,
+         frames=1, reference={"xfail": "AssertionError", "why": "PyTorch 2.13 rebuilds the iterator after the break "
+                                                               "over a copy of the items it had not reached"})
+def _(x):
+    queue = [10, 20, 30]
+    pending = iter(queue)
+    first = next(pending)
+    queue.append(40)  # before the break: the region's own iterator reads it
+    graph_break()  # `pending` is rebuilt over the list itself, one item in
+    queue.append(50)  # after the break: the rebuilt iterator reads it too
+    queue.remove(20)
+    return x + first, list(pending), queue

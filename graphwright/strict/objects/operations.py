@@ -650,7 +650,7 @@ def iterator_of(tracer: "Tracer", value: Value) -> Value:
         return deques.iterator(tracer, value)
     if method is None and isinstance(unboxed(value), SequenceValue) and unboxed(value).kind is list:
         # a list's iterator reads the list as it is at each step (items appended are seen)
-        return IteratorValue(unboxed(value).items, cls=iterator_class(value))
+        return IteratorValue(unboxed(value).items, cls=iterator_class(value), over=value)
     if method is None:
         iterator = IteratorValue(native_iterate(tracer, value), cls=iterator_class(value))
         if _is_plain_dict(value):

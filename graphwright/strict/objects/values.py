@@ -563,18 +563,18 @@ class MethodValue(Value):
 
 class IteratorValue(Value):
     """An iterator over known items: made in the region, or (with a `source`) one passed in whose
-    remaining items its state tells (`wrap`); stepping one passed in is replayed on it. `live`:
-    `items` is a list's own storage, read at each step as CPython's list iterator reads the list
-    (what the program appends meanwhile is reached, what it removes is skipped), until the end
-    is reached once."""
+    remaining items its state tells (`wrap`); stepping one passed in is replayed on it. `over`:
+    the list whose own storage `items` is, read at each step as CPython's list iterator reads the
+    list (what the program appends meanwhile is reached, what it removes is skipped), until the
+    end is reached once; residual code rebuilds such an iterator over that same list."""
 
-    __slots__ = ("cls", "items", "position", "watch", "live")
+    __slots__ = ("cls", "items", "position", "watch", "over")
 
     def __init__(self, items: list[Value], source: Source | None = None, cls: type = type(iter(())),
-                 live: bool = False) -> None:
+                 over: Value | None = None) -> None:
         super().__init__(source)
         self.items = items
-        self.live = live
+        self.over = over
         self.position = 0
         self.cls = cls  # the class CPython's iterator has (`list_iterator`, `dict_keyiterator`...)
         # for an iterator over a dict or set: raises (as the program's RuntimeError) at each
@@ -596,6 +596,7 @@ class IteratorValue(Value):
         list's own) until it finds it exhausted, and then never again (CPython drops the list)."""
         self.position = max(self.position, len(self.items))
         self.items = list(self.items)
+        self.over = None
 
     def python_type(self) -> type:
         return self.cls

@@ -117,6 +117,14 @@ def _shadowed(owner: Value, name: str) -> bool:
     return kind is not types.MemberDescriptorType and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
 
 
+def list_iterator_at(items: list, position: int) -> Any:
+    """CPython's iterator over the list `items` (the list itself, which the program may still
+    change), `position` items in."""
+    iterator = list.__iter__(items)
+    iterator.__setstate__(position)
+    return iterator
+
+
 def _advance(iterator: Any, steps: int) -> None:
     for _ in range(steps):
         next(iterator)
@@ -262,6 +270,8 @@ class ResidualWriter(EntryWriter):
             stored = "".join(self.rebuild(item) + ", " for item in [value.func, *value.args])
             keywords = ", ".join(f"{key!r}: {self.rebuild(item)}" for key, item in value.keywords.items())
             return f"{self.ref(functools.partial)}({stored}**{{{keywords}}})"
+        if isinstance(value, IteratorValue) and value.over is not None:  # a list's, still reading it
+            return f"{self.ref(list_iterator_at)}({self.rebuild(value.over)}, {value.position})"
         if isinstance(value, IteratorValue):
             return "___iter([" + "".join(self.rebuild(item) + ", " for item in value.items[value.position:]) + "])"
         if isinstance(value, DescriptorValue):
