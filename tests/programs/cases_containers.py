@@ -997,7 +997,7 @@ class _ListDecliningEquality(list):
         return NotImplemented
 
 
-@program("a_python_eq_that_declines_leaves_the_builtin_bases_comparison_to_decide", lambda: rand(3))
+@program("a_python_eq_that_declines_leaves_the_builtin_bases_comparison_or_identity_to_decide", lambda: rand(3))
 def _(x):
     # Counter's __eq__ returns NotImplemented for a plain dict: dict's own == compares the items
     counts = collections.Counter("abcaba")
@@ -1006,4 +1006,11 @@ def _(x):
             counts != {"a": 3, "b": 2, "c": 1}, collections.Counter(a=1) == collections.OrderedDict(a=1),
             _DictDecliningEquality(a=1) == {"a": 1}, {"a": 1} == _DictDecliningEquality(a=1),
             _DictDecliningEquality(a=1) != {"a": 2}, _ListDecliningEquality([1]) == [1],
-            [1] == _ListDecliningEquality([1]), _ListDecliningEquality([1]) == (1,), odd == 1, 1 == odd, odd == odd)
+            [1] == _ListDecliningEquality([1]), _ListDecliningEquality([1]) == (1,), odd == 1, 1 == odd, odd == odd,
+            # `!=` without a __ne__: object.__ne__ asks each side's __eq__, then identity decides
+            odd != odd, odd != _DeclinesEquality(), odd != 1, 1 != odd, odd != _EqualToAll(), _EqualToAll() != odd)
+
+
+class _EqualToAll:
+    def __eq__(self, other):
+        return True

@@ -444,11 +444,13 @@ def _binary_special_methods(tracer: "Tracer", op: Callable, lhs: Value, rhs: Val
                                     in ((forward, lhs), (reflected, rhs))):
         return None  # every Python method declined: the builtin base's own comparison decides
     if op is operator.ne:
-        equal = special_method(tracer, lhs, "__eq__")
-        if equal is not None:  # object.__ne__ inverts __eq__
-            result = _call(tracer, equal, [rhs])
-            if not _is_not_implemented(result):
-                return ConstantValue(not truth(tracer, result))
+        for subject, other in ((lhs, rhs), (rhs, lhs)):  # object.__ne__ inverts __eq__, each way
+            equal = special_method(tracer, subject, "__eq__")
+            if equal is not None:
+                tried = True
+                result = _call(tracer, equal, [other])
+                if not _is_not_implemented(result):
+                    return ConstantValue(not truth(tracer, result))
     if op in (operator.eq, operator.ne) and not tried:
         native = _native_equality(tracer, op, lhs, rhs)
         if native is not None:
