@@ -27,7 +27,8 @@ def _(x):
 
 
 @program("aot_out_into_a_transposed_target_returns_the_target_view", lambda: (rand(3, 4), torch.zeros(4, 3)),
-         backend="aot_eager")
+         backend="aot_eager", reference={"xfail": "Attempted to call op with non-contiguous `out=` tensor",
+                                         "why": "PyTorch 2.13 refuses a non-contiguous out= under fullgraph"})
 def _(x, y):
     return torch.abs(x, out=y.T)
 
@@ -137,13 +138,16 @@ def _(x, w, b, running_mean, running_var):
 
 
 @program("aot_out_left_unwritten_by_tracing_is_written", lambda: (rand(5, 5), torch.zeros((), dtype=torch.int64)),
-         backend="aot_eager")
+         backend="aot_eager", reference={"xfail": "Scalars are not equal",
+                                         "why": "PyTorch 2.13's aot_eager gives another rank than eager here"})
 def _(a, rank):
     torch.linalg.matrix_rank(a, out=rank)
     return rank + 1
 
 
-@program("aot_out_resized_from_empty", lambda: (rand(3, 4), torch.empty(0)), backend="aot_eager")
+@program("aot_out_resized_from_empty", lambda: (rand(3, 4), torch.empty(0)), backend="aot_eager",
+         reference={"xfail": "Shape mismatch with out= tensor variant",
+                    "why": "PyTorch 2.13 refuses an out= that the call resizes, under fullgraph"})
 def _(x, out):
     torch.cos(x, out=out)
     return out.sum(0), out.shape

@@ -62,7 +62,9 @@ def _(x, t):
 
 
 @program("plain_output_summed_with_a_subclass_after_the_call_gets_a_subclass_gradient",
-         lambda: (rand(2, 3, requires_grad=True), two(2, 3, requires_grad=True)), backend="aot_eager", grad=True)
+         lambda: (rand(2, 3, requires_grad=True), two(2, 3, requires_grad=True)), backend="aot_eager", grad=True,
+         reference={"xfail": "we guessed its\nmetadata incorrectly",
+                    "why": "PyTorch 2.13's backward raises for a subclass gradient of a plain output"})
 def _(x, t):
     # the harness sums the outputs' sines: the plain output's gradient is a TwoTensor
     return {"plain": torch.nn.functional.layer_norm(x, (3,)) * 0.25, "subclass": t}
@@ -99,7 +101,8 @@ class _Unit(torch.Tensor):
 
 
 @program("python_subclass_made_in_the_region_reads_its_class_members", lambda: rand(3, requires_grad=True),
-         grad=True)
+         grad=True, reference={"xfail": "Unsupported python_type() call",
+                               "why": "PyTorch 2.13 cannot trace a Python tensor subclass made in the region"})
 def _(x):
     made = _Unit(x.sin())
     made.tag = 2
